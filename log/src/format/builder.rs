@@ -1,0 +1,288 @@
+//! `BatchBuilder`: writes v2 batches as Kafka's Java producer does (`MemoryRecordsBuilder`), byte for byte
+//! when uncompressed, plus the control batches: COMMIT/ABORT markers and KIP-1279's MIRROR_PID_RESET.
+
+use super::control::{ControlRecordType, EndTxnMarker, MirrorPidReset};
+use super::header::{Attributes, TimestampType};
+use super::varint::{size_of_varint, size_of_varlong, write_varint, write_varlong};
+use super::{
+    crc32c, Compression, CRC_START, LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
+    NO_SEQUENCE, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD,
+};
+use crate::Error;
+
+/// A record header to write: Kafka header keys are strings, values nullable bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header<'a> {
+    pub key: &'a str,
+    pub value: Option<&'a [u8]>,
+}
+
+/// Builds one v2 batch. Defaults match a Java producer's batch: base offset 0, partition leader epoch -1,
+/// no producer id, CreateTime, no compression.
+#[derive(Debug, Clone)]
+pub struct BatchBuilder {
+    compression: Compression,
+    timestamp_type: TimestampType,
+    log_append_time_ms: i64,
+    transactional: bool,
+    control: bool,
+    base_offset: i64,
+    partition_leader_epoch: i32,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    delete_horizon_ms: Option<i64>,
+    records: Vec<u8>,
+    count: i32,
+    base_timestamp: Option<i64>,
+    max_timestamp: i64,
+    last_offset_delta: Option<i32>,
+}
+
+impl BatchBuilder {
+    pub fn new(compression: Compression) -> Self {
+        BatchBuilder {
+            compression,
+            timestamp_type: TimestampType::CreateTime,
+            log_append_time_ms: NO_TIMESTAMP,
+            transactional: false,
+            control: false,
+            base_offset: 0,
+            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+            producer_id: NO_PRODUCER_ID,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            base_sequence: NO_SEQUENCE,
+            delete_horizon_ms: None,
+            records: Vec::new(),
+            count: 0,
+            base_timestamp: None,
+            max_timestamp: NO_TIMESTAMP,
+            last_offset_delta: None,
+        }
+    }
+
+    pub fn base_offset(mut self, base_offset: i64) -> Self {
+        self.base_offset = base_offset;
+        self
+    }
+
+    pub fn partition_leader_epoch(mut self, epoch: i32) -> Self {
+        self.partition_leader_epoch = epoch;
+        self
+    }
+
+    /// An idempotent or transactional producer's identity and the batch's first sequence.
+    pub fn producer(mut self, producer_id: i64, producer_epoch: i16, base_sequence: i32) -> Self {
+        self.producer_id = producer_id;
+        self.producer_epoch = producer_epoch;
+        self.base_sequence = base_sequence;
+        self
+    }
+
+    pub fn transactional(mut self, transactional: bool) -> Self {
+        self.transactional = transactional;
+        self
+    }
+
+    /// LogAppendTime with the broker's append time: every record then reports it.
+    pub fn log_append_time(mut self, append_time_ms: i64) -> Self {
+        self.timestamp_type = TimestampType::LogAppendTime;
+        self.log_append_time_ms = append_time_ms;
+        self
+    }
+
+    /// Sets the delete horizon (the cleaner's; stored in the base timestamp field).
+    pub fn delete_horizon_ms(mut self, horizon_ms: i64) -> Self {
+        self.delete_horizon_ms = Some(horizon_ms);
+        self
+    }
+
+    pub fn record_count(&self) -> i32 {
+        self.count
+    }
+
+    /// Appends a record at the next offset.
+    pub fn append(
+        &mut self,
+        timestamp_ms: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[Header<'_>],
+    ) -> Result<(), Error> {
+        let delta = self.last_offset_delta.map_or(0, |d| d + 1);
+        self.append_with_offset_delta(delta, timestamp_ms, key, value, headers)
+    }
+
+    /// Appends a record at `base_offset + offset_delta`; deltas must increase (gaps are allowed, as after
+    /// compaction).
+    pub fn append_with_offset_delta(
+        &mut self,
+        offset_delta: i32,
+        timestamp_ms: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[Header<'_>],
+    ) -> Result<(), Error> {
+        if offset_delta < 0 || self.last_offset_delta.is_some_and(|d| offset_delta <= d) {
+            return Err(Error::InvalidInput("record offsets must increase within a batch"));
+        }
+        if timestamp_ms < 0 && timestamp_ms != NO_TIMESTAMP {
+            return Err(Error::InvalidInput("a record timestamp must be >= 0 or -1"));
+        }
+        if self.count == i32::MAX {
+            return Err(Error::InvalidInput("too many records for one batch"));
+        }
+        let base_timestamp = *self
+            .base_timestamp
+            .get_or_insert(self.delete_horizon_ms.unwrap_or(timestamp_ms));
+        write_record(
+            &mut self.records,
+            offset_delta,
+            timestamp_ms.wrapping_sub(base_timestamp),
+            key,
+            value,
+            headers,
+        );
+        self.count += 1;
+        self.last_offset_delta = Some(offset_delta);
+        self.max_timestamp = self.max_timestamp.max(timestamp_ms);
+        Ok(())
+    }
+
+    /// Writes the batch to a new buffer.
+    pub fn build(&self) -> Result<Vec<u8>, Error> {
+        let mut out = Vec::with_capacity(RECORD_BATCH_OVERHEAD + self.records.len());
+        self.build_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Appends the batch to `out`.
+    pub fn build_into(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        let Some(last_offset_delta) = self.last_offset_delta else {
+            return Err(Error::InvalidInput("a batch needs at least one record"));
+        };
+        let start = out.len();
+        out.resize(start + RECORD_BATCH_OVERHEAD, 0);
+        self.compression.compress(&self.records, out);
+        let size = out.len() - start;
+        if size - LOG_OVERHEAD > i32::MAX as usize {
+            out.truncate(start);
+            return Err(Error::InvalidInput("batch larger than 2 GiB"));
+        }
+        let attributes = Attributes::new(
+            self.compression,
+            self.timestamp_type,
+            self.transactional,
+            self.control,
+            self.delete_horizon_ms.is_some(),
+        );
+        let max_timestamp = match self.timestamp_type {
+            TimestampType::LogAppendTime => self.log_append_time_ms,
+            TimestampType::CreateTime => self.max_timestamp,
+        };
+        let h = &mut out[start..start + RECORD_BATCH_OVERHEAD];
+        h[0..8].copy_from_slice(&self.base_offset.to_be_bytes());
+        h[8..12].copy_from_slice(&((size - LOG_OVERHEAD) as i32).to_be_bytes());
+        h[12..16].copy_from_slice(&self.partition_leader_epoch.to_be_bytes());
+        h[16] = 2;
+        h[21..23].copy_from_slice(&(attributes.0 as i16).to_be_bytes());
+        h[23..27].copy_from_slice(&last_offset_delta.to_be_bytes());
+        h[27..35].copy_from_slice(&self.base_timestamp.unwrap_or(NO_TIMESTAMP).to_be_bytes());
+        h[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
+        h[43..51].copy_from_slice(&self.producer_id.to_be_bytes());
+        h[51..53].copy_from_slice(&self.producer_epoch.to_be_bytes());
+        h[53..57].copy_from_slice(&self.base_sequence.to_be_bytes());
+        h[57..61].copy_from_slice(&self.count.to_be_bytes());
+        let crc = crc32c(&out[start + CRC_START..]);
+        out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
+        Ok(())
+    }
+
+    /// A COMMIT or ABORT marker as `MemoryRecords.writeEndTransactionalMarker` builds it: transactional,
+    /// control, base sequence -1, one record with the marker. Set the base offset and epoch before building.
+    pub fn end_txn_marker(
+        marker: ControlRecordType,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        timestamp_ms: i64,
+    ) -> Result<Self, Error> {
+        if !matches!(marker, ControlRecordType::Abort | ControlRecordType::Commit) {
+            return Err(Error::InvalidInput("an end transaction marker is ABORT or COMMIT"));
+        }
+        if producer_id < 0 {
+            return Err(Error::InvalidInput("an end transaction marker needs a producer id"));
+        }
+        let value = EndTxnMarker {
+            version: 0,
+            coordinator_epoch,
+        }
+        .encode();
+        let mut b = BatchBuilder::new(Compression::None)
+            .producer(producer_id, producer_epoch, NO_SEQUENCE)
+            .transactional(true);
+        b.control = true;
+        b.append(timestamp_ms, Some(&marker.key()), Some(&value), &[])?;
+        Ok(b)
+    }
+
+    /// KIP-1279's barrier: control type 7, producer id/epoch/sequence -1, not transactional, one record
+    /// whose value is the flexible v0 `MirrorPidResetRecord` naming the source cluster.
+    pub fn mirror_pid_reset(source_cluster_id: &str, timestamp_ms: i64) -> Result<Self, Error> {
+        let value = MirrorPidReset::new(source_cluster_id).encode();
+        let mut b = BatchBuilder::new(Compression::None);
+        b.control = true;
+        b.append(
+            timestamp_ms,
+            Some(&ControlRecordType::MirrorPidReset.key()),
+            Some(&value),
+            &[],
+        )?;
+        Ok(b)
+    }
+}
+
+fn nullable_size(b: Option<&[u8]>) -> usize {
+    match b {
+        None => 1,
+        Some(b) => size_of_varint(b.len() as i32) + b.len(),
+    }
+}
+
+fn write_nullable(out: &mut Vec<u8>, b: Option<&[u8]>) {
+    match b {
+        None => write_varint(out, -1),
+        Some(b) => {
+            write_varint(out, b.len() as i32);
+            out.extend_from_slice(b);
+        }
+    }
+}
+
+/// `DefaultRecord.writeTo`.
+fn write_record(
+    out: &mut Vec<u8>,
+    offset_delta: i32,
+    timestamp_delta: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: &[Header<'_>],
+) {
+    let mut body = 1 + size_of_varlong(timestamp_delta) + size_of_varint(offset_delta);
+    body += nullable_size(key) + nullable_size(value) + size_of_varint(headers.len() as i32);
+    for h in headers {
+        body += nullable_size(Some(h.key.as_bytes())) + nullable_size(h.value);
+    }
+    out.reserve(body + 5);
+    write_varint(out, body as i32);
+    out.push(0);
+    write_varlong(out, timestamp_delta);
+    write_varint(out, offset_delta);
+    write_nullable(out, key);
+    write_nullable(out, value);
+    write_varint(out, headers.len() as i32);
+    for h in headers {
+        write_nullable(out, Some(h.key.as_bytes()));
+        write_nullable(out, h.value);
+    }
+}

@@ -1,0 +1,281 @@
+//! Control records: the key `(int16 version, int16 type)` and the values Kafka and KIP-1279 define.
+//!
+//! - ABORT (0) / COMMIT (1): `EndTxnMarker` value `(int16 version, int32 coordinatorEpoch)`.
+//! - MIRROR_PID_RESET (7): flexible v0 `MirrorPidResetRecord` = int16 version, compact string source cluster
+//!   id, tagged fields. Written with producer id -1 so unmodified brokers never parse it as a txn marker.
+//! - The KRaft types (2-6) are recognized and kept raw.
+
+use std::fmt;
+
+use super::varint::{write_unsigned_varint, Cursor};
+use crate::Corruption;
+
+/// Control record types (`ControlRecordType.java`, plus KIP-1279's type 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ControlRecordType {
+    Abort,
+    Commit,
+    LeaderChange,
+    SnapshotHeader,
+    SnapshotFooter,
+    KraftVersion,
+    KraftVoters,
+    MirrorPidReset,
+    Unknown(i16),
+}
+
+impl ControlRecordType {
+    pub fn from_id(id: i16) -> Self {
+        match id {
+            0 => Self::Abort,
+            1 => Self::Commit,
+            2 => Self::LeaderChange,
+            3 => Self::SnapshotHeader,
+            4 => Self::SnapshotFooter,
+            5 => Self::KraftVersion,
+            6 => Self::KraftVoters,
+            7 => Self::MirrorPidReset,
+            other => Self::Unknown(other),
+        }
+    }
+
+    pub fn id(self) -> i16 {
+        match self {
+            Self::Abort => 0,
+            Self::Commit => 1,
+            Self::LeaderChange => 2,
+            Self::SnapshotHeader => 3,
+            Self::SnapshotFooter => 4,
+            Self::KraftVersion => 5,
+            Self::KraftVoters => 6,
+            Self::MirrorPidReset => 7,
+            Self::Unknown(id) => id,
+        }
+    }
+
+    /// The snake-case name of `klog dump --json` (`unknown_N` for others).
+    pub fn json_name(self) -> String {
+        match self {
+            Self::Abort => "abort".into(),
+            Self::Commit => "commit".into(),
+            Self::LeaderChange => "leader_change".into(),
+            Self::SnapshotHeader => "snapshot_header".into(),
+            Self::SnapshotFooter => "snapshot_footer".into(),
+            Self::KraftVersion => "kraft_version".into(),
+            Self::KraftVoters => "kraft_voters".into(),
+            Self::MirrorPidReset => "mirror_pid_reset".into(),
+            Self::Unknown(id) => format!("unknown_{id}"),
+        }
+    }
+
+    /// The Java enum name, as `kafka-dump-log` prints it.
+    pub fn kafka_name(self) -> &'static str {
+        match self {
+            Self::Abort => "ABORT",
+            Self::Commit => "COMMIT",
+            Self::LeaderChange => "LEADER_CHANGE",
+            Self::SnapshotHeader => "SNAPSHOT_HEADER",
+            Self::SnapshotFooter => "SNAPSHOT_FOOTER",
+            Self::KraftVersion => "KRAFT_VERSION",
+            Self::KraftVoters => "KRAFT_VOTERS",
+            Self::MirrorPidReset => "MIRROR_PID_RESET",
+            Self::Unknown(_) => "UNKNOWN",
+        }
+    }
+
+    /// The 4-byte control key.
+    pub fn key(self) -> [u8; 4] {
+        let mut k = [0u8; 4];
+        k[2..].copy_from_slice(&self.id().to_be_bytes());
+        k
+    }
+}
+
+impl fmt::Display for ControlRecordType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kafka_name())
+    }
+}
+
+/// An end-transaction marker's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndTxnMarker {
+    pub version: i16,
+    pub coordinator_epoch: i32,
+}
+
+impl EndTxnMarker {
+    pub fn encode(&self) -> [u8; 6] {
+        let mut v = [0u8; 6];
+        v[..2].copy_from_slice(&self.version.to_be_bytes());
+        v[2..].copy_from_slice(&self.coordinator_epoch.to_be_bytes());
+        v
+    }
+
+    /// `EndTransactionMarker.deserializeValue`: at least 6 bytes, version >= 0, higher versions read as v0.
+    pub fn parse(value: &[u8]) -> Result<Self, Corruption> {
+        if value.len() < 6 {
+            return Err(Corruption::ControlValue("end transaction marker shorter than 6 bytes"));
+        }
+        let version = i16::from_be_bytes([value[0], value[1]]);
+        if version < 0 {
+            return Err(Corruption::ControlValue("negative end transaction marker version"));
+        }
+        let coordinator_epoch = i32::from_be_bytes([value[2], value[3], value[4], value[5]]);
+        Ok(EndTxnMarker {
+            version,
+            coordinator_epoch,
+        })
+    }
+}
+
+/// KIP-1279's barrier value: which cluster the partition was mirrored from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorPidReset {
+    pub version: i16,
+    pub source_cluster_id: String,
+}
+
+impl MirrorPidReset {
+    pub const CURRENT_VERSION: i16 = 0;
+
+    pub fn new(source_cluster_id: impl Into<String>) -> Self {
+        MirrorPidReset {
+            version: Self::CURRENT_VERSION,
+            source_cluster_id: source_cluster_id.into(),
+        }
+    }
+
+    /// Flexible v0: int16 version, compact string (unsigned varint length + 1), empty tagged fields.
+    pub fn encode(&self) -> Vec<u8> {
+        let id = self.source_cluster_id.as_bytes();
+        let mut v = Vec::with_capacity(2 + 5 + id.len() + 1);
+        v.extend_from_slice(&self.version.to_be_bytes());
+        write_unsigned_varint(&mut v, id.len() as u32 + 1);
+        v.extend_from_slice(id);
+        write_unsigned_varint(&mut v, 0);
+        v
+    }
+
+    pub fn parse(value: &[u8]) -> Result<Self, Corruption> {
+        let bad = |_| Corruption::ControlValue("truncated MirrorPidResetRecord");
+        let mut c = Cursor::new(value);
+        let version = c.read_i16("version").map_err(bad)?;
+        if version < 0 {
+            return Err(Corruption::ControlValue("negative MirrorPidResetRecord version"));
+        }
+        let len = c.read_unsigned_varint("source cluster id").map_err(bad)?;
+        if len == 0 {
+            return Err(Corruption::ControlValue("null source cluster id"));
+        }
+        let id = c.read_bytes(len as usize - 1, "source cluster id").map_err(bad)?;
+        let source_cluster_id = std::str::from_utf8(id)
+            .map_err(|_| Corruption::ControlValue("source cluster id is not UTF-8"))?
+            .to_owned();
+        skip_tagged_fields(&mut c).map_err(bad)?;
+        Ok(MirrorPidReset {
+            version,
+            source_cluster_id,
+        })
+    }
+}
+
+fn skip_tagged_fields(c: &mut Cursor<'_>) -> Result<(), crate::RecordCorruption> {
+    let count = c.read_unsigned_varint("tagged field count")?;
+    for _ in 0..count {
+        c.read_unsigned_varint("tag")?;
+        let size = c.read_unsigned_varint("tag size")?;
+        c.read_bytes(size as usize, "tagged field")?;
+    }
+    Ok(())
+}
+
+/// A decoded control value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlValue {
+    EndTxn(EndTxnMarker),
+    MirrorPidReset(MirrorPidReset),
+    /// KRaft and unknown types: the raw value bytes (None for a null value).
+    Raw(Option<Vec<u8>>),
+}
+
+/// The first record of a control batch, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlRecord {
+    pub key_version: i16,
+    pub record_type: ControlRecordType,
+    pub value: ControlValue,
+}
+
+impl ControlRecord {
+    /// `ControlRecordType.parse` then the type's value: key at least 4 bytes with a non-negative version.
+    pub fn parse(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<Self, Corruption> {
+        let key = key.ok_or(Corruption::ControlKey("null control record key"))?;
+        if key.len() < 4 {
+            return Err(Corruption::ControlKey("control record key shorter than 4 bytes"));
+        }
+        let key_version = i16::from_be_bytes([key[0], key[1]]);
+        if key_version < 0 {
+            return Err(Corruption::ControlKey("negative control record key version"));
+        }
+        let record_type = ControlRecordType::from_id(i16::from_be_bytes([key[2], key[3]]));
+        let value = match record_type {
+            ControlRecordType::Abort | ControlRecordType::Commit => {
+                let v = value.ok_or(Corruption::ControlValue("null end transaction marker"))?;
+                ControlValue::EndTxn(EndTxnMarker::parse(v)?)
+            }
+            ControlRecordType::MirrorPidReset => {
+                let v = value.ok_or(Corruption::ControlValue("null MirrorPidResetRecord"))?;
+                ControlValue::MirrorPidReset(MirrorPidReset::parse(v)?)
+            }
+            _ => ControlValue::Raw(value.map(<[u8]>::to_vec)),
+        };
+        Ok(ControlRecord {
+            key_version,
+            record_type,
+            value,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirror_pid_reset_value_is_26_bytes_for_a_22_char_cluster_id() {
+        let v = MirrorPidReset::new("MkU3OEVBNTcwNTJENDM2Qg").encode();
+        assert_eq!(v.len(), 26);
+        assert_eq!(&v[..3], &[0, 0, 23]);
+        assert_eq!(v[25], 0);
+        assert_eq!(MirrorPidReset::parse(&v).unwrap().source_cluster_id, "MkU3OEVBNTcwNTJENDM2Qg");
+    }
+
+    #[test]
+    fn mirror_pid_reset_skips_unknown_tagged_fields() {
+        let mut v = vec![0, 0, 3, b'a', b'b'];
+        v.extend_from_slice(&[1, 9, 2, 0xaa, 0xbb]);
+        assert_eq!(MirrorPidReset::parse(&v).unwrap().source_cluster_id, "ab");
+        assert!(MirrorPidReset::parse(&v[..6]).is_err());
+    }
+
+    #[test]
+    fn control_key_checks() {
+        assert!(ControlRecord::parse(Some(&[0, 0, 0]), None).is_err());
+        assert!(ControlRecord::parse(Some(&[0xff, 0xff, 0, 1]), Some(&[0; 6])).is_err());
+        assert!(ControlRecord::parse(Some(&[0, 0, 0, 1]), Some(&[0; 5])).is_err());
+        assert!(ControlRecord::parse(Some(&[0, 0, 0, 1]), Some(&[0xff, 0, 0, 0, 0, 0])).is_err());
+        let r = ControlRecord::parse(Some(&[0, 1, 0, 1]), Some(&[0, 3, 0, 0, 0, 9, 7])).unwrap();
+        assert_eq!(r.record_type, ControlRecordType::Commit);
+        assert_eq!(
+            r.value,
+            ControlValue::EndTxn(EndTxnMarker {
+                version: 3,
+                coordinator_epoch: 9
+            })
+        );
+        let r = ControlRecord::parse(Some(&[0, 0, 0, 42]), None).unwrap();
+        assert_eq!(r.record_type, ControlRecordType::Unknown(42));
+        assert_eq!(r.record_type.json_name(), "unknown_42");
+    }
+}

@@ -1,0 +1,89 @@
+//! Kafka's record formats: the v2 record batch (zero-copy views, builders, in-place stamping),
+//! control records (including MIRROR_PID_RESET), the four codecs, and read-only legacy v0/v1 message sets.
+//!
+//! Layouts are in `docs/format.md`; the Kafka sources they follow are cited in `../shared/spec/kafka-storage.md` §1.
+
+mod batch;
+mod batches;
+mod builder;
+mod compression;
+mod control;
+mod header;
+mod legacy;
+mod record;
+pub mod varint;
+
+pub use batch::{RecordBatch, RecordBatchMut};
+pub use batches::{AnyBatch, Batches, Tail};
+pub use builder::{BatchBuilder, Header};
+pub use compression::{Compression, DEFAULT_MAX_DECOMPRESSED_BYTES};
+pub use control::{ControlRecord, ControlRecordType, ControlValue, EndTxnMarker, MirrorPidReset};
+pub use header::{Attributes, BatchHeader, TimestampType};
+pub use legacy::{LegacyEntry, LegacyRecord};
+pub use record::{HeaderIter, Record, Records};
+
+/// Bytes before `batch_length`'s coverage starts: base offset (8) + batch length (4). Kafka's `LOG_OVERHEAD`.
+pub const LOG_OVERHEAD: usize = 12;
+/// Size of the v2 batch header. Kafka's `RECORD_BATCH_OVERHEAD`.
+pub const RECORD_BATCH_OVERHEAD: usize = 61;
+/// Bytes needed to read a batch's size and magic. Kafka's `HEADER_SIZE_UP_TO_MAGIC`.
+pub const HEADER_SIZE_UP_TO_MAGIC: usize = 17;
+/// Smallest legal `size` field of any entry (a v0 message). Kafka's `MIN_RECORD_OVERHEAD`.
+pub const MIN_RECORD_OVERHEAD: i32 = 14;
+/// The CRC-32C of a v2 batch covers `attributes..end`.
+pub const CRC_START: usize = 21;
+
+/// Kafka's sentinel for "no producer id", "no sequence", "no timestamp", "no epoch".
+pub const NO_PRODUCER_ID: i64 = -1;
+pub const NO_PRODUCER_EPOCH: i16 = -1;
+pub const NO_SEQUENCE: i32 = -1;
+pub const NO_TIMESTAMP: i64 = -1;
+pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
+
+/// `incrementSequence` of Kafka: sequences wrap from `i32::MAX` to 0.
+pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
+    if sequence > i32::MAX - increment {
+        increment - (i32::MAX - sequence) - 1
+    } else {
+        sequence + increment
+    }
+}
+
+/// `decrementSequence` of Kafka, the inverse of [`increment_sequence`].
+pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
+    if sequence < decrement {
+        i32::MAX - (decrement - sequence) + 1
+    } else {
+        sequence - decrement
+    }
+}
+
+/// CRC-32C (Castagnoli), as Kafka's `Crc32C`.
+#[inline]
+pub fn crc32c(bytes: &[u8]) -> u32 {
+    crc32c::crc32c(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequences_wrap_at_i32_max_like_kafka() {
+        assert_eq!(increment_sequence(0, 4), 4);
+        assert_eq!(increment_sequence(i32::MAX, 1), 0);
+        assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
+        assert_eq!(decrement_sequence(1, 3), i32::MAX - 1);
+        assert_eq!(decrement_sequence(5, 2), 3);
+        for s in [0, 7, i32::MAX - 2, i32::MAX] {
+            for d in [0, 1, 2, 5, 1000] {
+                assert_eq!(decrement_sequence(increment_sequence(s, d), d), s, "s={s} d={d}");
+            }
+        }
+    }
+
+    #[test]
+    fn crc32c_check_value() {
+        assert_eq!(crc32c(b"123456789"), 0xE306_9283);
+    }
+}
