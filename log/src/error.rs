@@ -45,7 +45,10 @@ pub enum Corruption {
     #[error("{codec} stream inflates past the limit of {limit} bytes")]
     DecompressedTooLarge { codec: Compression, limit: usize },
     #[error("record {index}: {reason}")]
-    Record { index: u32, reason: RecordCorruption },
+    Record {
+        index: u32,
+        reason: RecordCorruption,
+    },
     #[error("declared {declared} records but found {found} (premature EOF)")]
     MissingRecords { declared: i32, found: u32 },
     #[error("{bytes} bytes remain after the last declared record")]

@@ -24,6 +24,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # keep tests/oracle free of __pycache__
 import oracle  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))

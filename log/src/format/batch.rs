@@ -9,7 +9,8 @@ use super::control::ControlRecord;
 use super::header::{Attributes, BatchHeader, TimestampType};
 use super::record::Records;
 use super::{
-    crc32c, increment_sequence, Compression, CRC_START, LOG_OVERHEAD, NO_SEQUENCE, RECORD_BATCH_OVERHEAD,
+    crc32c, increment_sequence, Compression, CRC_START, LOG_OVERHEAD, NO_SEQUENCE,
+    RECORD_BATCH_OVERHEAD,
 };
 use crate::{Corruption, Error};
 
@@ -33,7 +34,10 @@ fn check_structure(buf: &[u8], position: u64) -> Result<(&BatchHeader, &[u8]), E
     let batch_length = header.batch_length.get();
     let minimum = (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32;
     if batch_length < minimum {
-        return Err(corrupt(Corruption::BatchLengthTooSmall { batch_length, minimum }));
+        return Err(corrupt(Corruption::BatchLengthTooSmall {
+            batch_length,
+            minimum,
+        }));
     }
     let size = LOG_OVERHEAD as u64 + batch_length as u64;
     if size > buf.len() as u64 {
@@ -43,7 +47,9 @@ fn check_structure(buf: &[u8], position: u64) -> Result<(&BatchHeader, &[u8]), E
         }));
     }
     if header.magic != 2 {
-        return Err(corrupt(Corruption::BadMagic { magic: header.magic }));
+        return Err(corrupt(Corruption::BadMagic {
+            magic: header.magic,
+        }));
     }
     Ok((header, &buf[..size as usize]))
 }
@@ -74,7 +80,10 @@ impl<'a> RecordBatch<'a> {
         let computed = self.compute_crc();
         let stored = self.crc();
         if computed != stored {
-            return Err(Error::corrupt(self.position, Corruption::Crc { stored, computed }));
+            return Err(Error::corrupt(
+                self.position,
+                Corruption::Crc { stored, computed },
+            ));
         }
         Ok(())
     }
@@ -155,7 +164,8 @@ impl<'a> RecordBatch<'a> {
     }
 
     pub fn last_offset(&self) -> i64 {
-        self.base_offset().wrapping_add(self.last_offset_delta() as i64)
+        self.base_offset()
+            .wrapping_add(self.last_offset_delta() as i64)
     }
 
     pub fn next_offset(&self) -> i64 {
@@ -220,10 +230,17 @@ impl<'a> RecordBatch<'a> {
         self.records_with_limit(scratch, super::DEFAULT_MAX_DECOMPRESSED_BYTES)
     }
 
-    pub fn records_with_limit<'s>(&'s self, scratch: &'s mut Vec<u8>, limit: usize) -> Result<Records<'s>, Error> {
+    pub fn records_with_limit<'s>(
+        &'s self,
+        scratch: &'s mut Vec<u8>,
+        limit: usize,
+    ) -> Result<Records<'s>, Error> {
         let count = self.records_count();
         if count < 0 {
-            return Err(Error::corrupt(self.position, Corruption::NegativeRecordCount { count }));
+            return Err(Error::corrupt(
+                self.position,
+                Corruption::NegativeRecordCount { count },
+            ));
         }
         let data: &'s [u8] = match self.compression()? {
             Compression::None => self.records_payload(),
@@ -234,7 +251,8 @@ impl<'a> RecordBatch<'a> {
                 scratch.as_slice()
             }
         };
-        let log_append_time = (self.timestamp_type() == TimestampType::LogAppendTime).then(|| self.max_timestamp());
+        let log_append_time =
+            (self.timestamp_type() == TimestampType::LogAppendTime).then(|| self.max_timestamp());
         Ok(Records::new(
             data,
             count,

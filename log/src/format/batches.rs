@@ -148,10 +148,20 @@ impl<'a> Iterator for Batches<'a> {
             return self.end(tail);
         }
         let parsed = match self.rest[16] as i8 {
-            2 if self.verify_crc => RecordBatch::parse(self.rest, self.position).map(|(b, r)| (AnyBatch::V2(b), r)),
-            2 => RecordBatch::parse_unchecked_crc(self.rest, self.position).map(|(b, r)| (AnyBatch::V2(b), r)),
-            0 | 1 => LegacyEntry::parse(self.rest, self.position).map(|(e, r)| (AnyBatch::Legacy(e), r)),
-            magic => Err(Error::corrupt(self.position, Corruption::BadMagic { magic })),
+            2 if self.verify_crc => {
+                RecordBatch::parse(self.rest, self.position).map(|(b, r)| (AnyBatch::V2(b), r))
+            }
+            2 => RecordBatch::parse_unchecked_crc(self.rest, self.position)
+                .map(|(b, r)| (AnyBatch::V2(b), r)),
+            0 | 1 if self.verify_crc => {
+                LegacyEntry::parse(self.rest, self.position).map(|(e, r)| (AnyBatch::Legacy(e), r))
+            }
+            0 | 1 => LegacyEntry::parse_unchecked_crc(self.rest, self.position)
+                .map(|(e, r)| (AnyBatch::Legacy(e), r)),
+            magic => Err(Error::corrupt(
+                self.position,
+                Corruption::BadMagic { magic },
+            )),
         };
         match parsed {
             Ok((batch, rest)) => {

@@ -5,8 +5,8 @@ use super::control::{ControlRecordType, EndTxnMarker, MirrorPidReset};
 use super::header::{Attributes, TimestampType};
 use super::varint::{size_of_varint, size_of_varlong, write_varint, write_varlong};
 use super::{
-    crc32c, Compression, CRC_START, LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
-    NO_SEQUENCE, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD,
+    crc32c, Compression, CRC_START, LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD,
 };
 use crate::Error;
 
@@ -124,7 +124,9 @@ impl BatchBuilder {
         headers: &[Header<'_>],
     ) -> Result<(), Error> {
         if offset_delta < 0 || self.last_offset_delta.is_some_and(|d| offset_delta <= d) {
-            return Err(Error::InvalidInput("record offsets must increase within a batch"));
+            return Err(Error::InvalidInput(
+                "record offsets must increase within a batch",
+            ));
         }
         if timestamp_ms < 0 && timestamp_ms != NO_TIMESTAMP {
             return Err(Error::InvalidInput("a record timestamp must be >= 0 or -1"));
@@ -208,10 +210,14 @@ impl BatchBuilder {
         timestamp_ms: i64,
     ) -> Result<Self, Error> {
         if !matches!(marker, ControlRecordType::Abort | ControlRecordType::Commit) {
-            return Err(Error::InvalidInput("an end transaction marker is ABORT or COMMIT"));
+            return Err(Error::InvalidInput(
+                "an end transaction marker is ABORT or COMMIT",
+            ));
         }
         if producer_id < 0 {
-            return Err(Error::InvalidInput("an end transaction marker needs a producer id"));
+            return Err(Error::InvalidInput(
+                "an end transaction marker needs a producer id",
+            ));
         }
         let value = EndTxnMarker {
             version: 0,

@@ -98,14 +98,20 @@ impl Compression {
                 enc.finish().expect("writing to a Vec cannot fail");
             }
             Compression::Zstd => {
-                let compressed = zstd::bulk::compress(input, ZSTD_LEVEL).expect("zstd compresses any input");
+                let compressed =
+                    zstd::bulk::compress(input, ZSTD_LEVEL).expect("zstd compresses any input");
                 out.extend_from_slice(&compressed);
             }
         }
     }
 
     /// Replaces `out`'s contents with the decompressed form of `input`, failing if it would exceed `limit`.
-    pub fn decompress(self, input: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), Corruption> {
+    pub fn decompress(
+        self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        limit: usize,
+    ) -> Result<(), Corruption> {
         out.clear();
         match self {
             Compression::None => {
@@ -115,7 +121,9 @@ impl Compression {
                 out.extend_from_slice(input);
                 Ok(())
             }
-            Compression::Gzip => self.read_capped(flate2::read::MultiGzDecoder::new(input), out, limit),
+            Compression::Gzip => {
+                self.read_capped(flate2::read::MultiGzDecoder::new(input), out, limit)
+            }
             Compression::Snappy => {
                 if input.starts_with(&XERIAL_MAGIC) {
                     decompress_xerial_snappy(input, out, limit)
@@ -123,15 +131,23 @@ impl Compression {
                     decompress_raw_snappy(input, out, limit)
                 }
             }
-            Compression::Lz4 => self.read_capped(lz4_flex::frame::FrameDecoder::new(input), out, limit),
+            Compression::Lz4 => {
+                self.read_capped(lz4_flex::frame::FrameDecoder::new(input), out, limit)
+            }
             Compression::Zstd => {
-                let dec = zstd::stream::read::Decoder::with_buffer(input).map_err(|e| self.invalid(e))?;
+                let dec =
+                    zstd::stream::read::Decoder::with_buffer(input).map_err(|e| self.invalid(e))?;
                 self.read_capped(dec, out, limit)
             }
         }
     }
 
-    fn read_capped<R: Read>(self, reader: R, out: &mut Vec<u8>, limit: usize) -> Result<(), Corruption> {
+    fn read_capped<R: Read>(
+        self,
+        reader: R,
+        out: &mut Vec<u8>,
+        limit: usize,
+    ) -> Result<(), Corruption> {
         reader
             .take(limit as u64 + 1)
             .read_to_end(out)
@@ -190,7 +206,11 @@ fn decompress_raw_snappy(input: &[u8], out: &mut Vec<u8>, limit: usize) -> Resul
     Ok(())
 }
 
-fn decompress_xerial_snappy(input: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), Corruption> {
+fn decompress_xerial_snappy(
+    input: &[u8],
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> Result<(), Corruption> {
     let codec = Compression::Snappy;
     let mut rest = input;
     while !rest.is_empty() {
@@ -261,7 +281,9 @@ mod tests {
         let input = sample(5000);
         let raw = snap::raw::Encoder::new().compress_vec(&input).unwrap();
         let mut d = Vec::new();
-        Compression::Snappy.decompress(&raw, &mut d, 1 << 20).unwrap();
+        Compression::Snappy
+            .decompress(&raw, &mut d, 1 << 20)
+            .unwrap();
         assert_eq!(d, input);
     }
 
@@ -269,8 +291,15 @@ mod tests {
     fn lz4_frame_header_is_kafkas() {
         let mut c = Vec::new();
         Compression::Lz4.compress(b"hello hello hello", &mut c);
-        assert_eq!(&c[..4], &[0x04, 0x22, 0x4d, 0x18], "magic 0x184D2204 little-endian");
-        assert_eq!(c[4], 0x60, "FLG: version 01, independent blocks, no checksums, no content size");
+        assert_eq!(
+            &c[..4],
+            &[0x04, 0x22, 0x4d, 0x18],
+            "magic 0x184D2204 little-endian"
+        );
+        assert_eq!(
+            c[4], 0x60,
+            "FLG: version 01, independent blocks, no checksums, no content size"
+        );
         assert_eq!(c[5], 0x40, "BD: 64 KiB blocks");
     }
 
@@ -282,7 +311,11 @@ mod tests {
             codec.compress(&input, &mut c);
             let mut d = Vec::new();
             let err = codec.decompress(&c, &mut d, 4096).unwrap_err();
-            assert_eq!(err, Corruption::DecompressedTooLarge { codec, limit: 4096 }, "{codec}");
+            assert_eq!(
+                err,
+                Corruption::DecompressedTooLarge { codec, limit: 4096 },
+                "{codec}"
+            );
         }
     }
 

@@ -115,11 +115,15 @@ impl EndTxnMarker {
     /// `EndTransactionMarker.deserializeValue`: at least 6 bytes, version >= 0, higher versions read as v0.
     pub fn parse(value: &[u8]) -> Result<Self, Corruption> {
         if value.len() < 6 {
-            return Err(Corruption::ControlValue("end transaction marker shorter than 6 bytes"));
+            return Err(Corruption::ControlValue(
+                "end transaction marker shorter than 6 bytes",
+            ));
         }
         let version = i16::from_be_bytes([value[0], value[1]]);
         if version < 0 {
-            return Err(Corruption::ControlValue("negative end transaction marker version"));
+            return Err(Corruption::ControlValue(
+                "negative end transaction marker version",
+            ));
         }
         let coordinator_epoch = i32::from_be_bytes([value[2], value[3], value[4], value[5]]);
         Ok(EndTxnMarker {
@@ -162,13 +166,17 @@ impl MirrorPidReset {
         let mut c = Cursor::new(value);
         let version = c.read_i16("version").map_err(bad)?;
         if version < 0 {
-            return Err(Corruption::ControlValue("negative MirrorPidResetRecord version"));
+            return Err(Corruption::ControlValue(
+                "negative MirrorPidResetRecord version",
+            ));
         }
         let len = c.read_unsigned_varint("source cluster id").map_err(bad)?;
         if len == 0 {
             return Err(Corruption::ControlValue("null source cluster id"));
         }
-        let id = c.read_bytes(len as usize - 1, "source cluster id").map_err(bad)?;
+        let id = c
+            .read_bytes(len as usize - 1, "source cluster id")
+            .map_err(bad)?;
         let source_cluster_id = std::str::from_utf8(id)
             .map_err(|_| Corruption::ControlValue("source cluster id is not UTF-8"))?
             .to_owned();
@@ -190,11 +198,71 @@ fn skip_tagged_fields(c: &mut Cursor<'_>) -> Result<(), crate::RecordCorruption>
     Ok(())
 }
 
+/// KRaft's `LeaderChangeMessage` v0 (flexible): version, leader id, voters, granting voters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderChange {
+    pub version: i16,
+    pub leader_id: i32,
+    pub voters: Vec<i32>,
+    pub granting_voters: Vec<i32>,
+}
+
+impl LeaderChange {
+    pub fn parse(value: &[u8]) -> Result<Self, Corruption> {
+        let bad = |_| Corruption::ControlValue("truncated LeaderChangeMessage");
+        let mut c = Cursor::new(value);
+        let version = c.read_i16("version").map_err(bad)?;
+        let leader_id = c.read_i32("leader id").map_err(bad)?;
+        let voters = read_voters(&mut c).map_err(bad)?;
+        let granting_voters = read_voters(&mut c).map_err(bad)?;
+        skip_tagged_fields(&mut c).map_err(bad)?;
+        Ok(LeaderChange {
+            version,
+            leader_id,
+            voters,
+            granting_voters,
+        })
+    }
+
+    /// The JSON Kafka's generated converter prints (`kafka-dump-log`: ` LeaderChange: {...}`).
+    pub fn to_kafka_json(&self) -> String {
+        let list = |v: &[i32]| {
+            v.iter()
+                .map(|id| format!("{{\"voterId\":{id}}}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        format!(
+            "{{\"version\":{},\"leaderId\":{},\"voters\":[{}],\"grantingVoters\":[{}]}}",
+            self.version,
+            self.leader_id,
+            list(&self.voters),
+            list(&self.granting_voters)
+        )
+    }
+}
+
+/// A compact array of `Voter { VoterId int32, tagged fields }`.
+fn read_voters(c: &mut Cursor<'_>) -> Result<Vec<i32>, crate::RecordCorruption> {
+    let n = c.read_unsigned_varint("voters")?;
+    let count = n.saturating_sub(1) as usize;
+    if count > c.remaining() / 5 {
+        return Err(crate::RecordCorruption::Truncated { field: "voters" });
+    }
+    let mut voters = Vec::with_capacity(count);
+    for _ in 0..count {
+        voters.push(c.read_i32("voter id")?);
+        skip_tagged_fields(c)?;
+    }
+    Ok(voters)
+}
+
 /// A decoded control value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ControlValue {
     EndTxn(EndTxnMarker),
     MirrorPidReset(MirrorPidReset),
+    LeaderChange(LeaderChange),
     /// KRaft and unknown types: the raw value bytes (None for a null value).
     Raw(Option<Vec<u8>>),
 }
@@ -212,11 +280,15 @@ impl ControlRecord {
     pub fn parse(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<Self, Corruption> {
         let key = key.ok_or(Corruption::ControlKey("null control record key"))?;
         if key.len() < 4 {
-            return Err(Corruption::ControlKey("control record key shorter than 4 bytes"));
+            return Err(Corruption::ControlKey(
+                "control record key shorter than 4 bytes",
+            ));
         }
         let key_version = i16::from_be_bytes([key[0], key[1]]);
         if key_version < 0 {
-            return Err(Corruption::ControlKey("negative control record key version"));
+            return Err(Corruption::ControlKey(
+                "negative control record key version",
+            ));
         }
         let record_type = ControlRecordType::from_id(i16::from_be_bytes([key[2], key[3]]));
         let value = match record_type {
@@ -227,6 +299,10 @@ impl ControlRecord {
             ControlRecordType::MirrorPidReset => {
                 let v = value.ok_or(Corruption::ControlValue("null MirrorPidResetRecord"))?;
                 ControlValue::MirrorPidReset(MirrorPidReset::parse(v)?)
+            }
+            ControlRecordType::LeaderChange => {
+                let v = value.ok_or(Corruption::ControlValue("null LeaderChangeMessage"))?;
+                ControlValue::LeaderChange(LeaderChange::parse(v)?)
             }
             _ => ControlValue::Raw(value.map(<[u8]>::to_vec)),
         };
@@ -248,7 +324,10 @@ mod tests {
         assert_eq!(v.len(), 26);
         assert_eq!(&v[..3], &[0, 0, 23]);
         assert_eq!(v[25], 0);
-        assert_eq!(MirrorPidReset::parse(&v).unwrap().source_cluster_id, "MkU3OEVBNTcwNTJENDM2Qg");
+        assert_eq!(
+            MirrorPidReset::parse(&v).unwrap().source_cluster_id,
+            "MkU3OEVBNTcwNTJENDM2Qg"
+        );
     }
 
     #[test]

@@ -129,7 +129,14 @@ mod tests {
         assert_eq!(b.0, 0x30, "only the low byte is read");
         assert_eq!(b.compression(), Some(Compression::None));
         assert_eq!(
-            Attributes::new(Compression::Zstd, TimestampType::CreateTime, true, false, false).0,
+            Attributes::new(
+                Compression::Zstd,
+                TimestampType::CreateTime,
+                true,
+                false,
+                false
+            )
+            .0,
             0x14
         );
     }

@@ -42,6 +42,25 @@ pub struct LegacyRecord<'a> {
 impl<'a> LegacyEntry<'a> {
     /// Parses and validates the entry at the start of `buf`; returns it and the rest.
     pub fn parse(buf: &'a [u8], position: u64) -> Result<(Self, &'a [u8]), Error> {
+        let (entry, rest) = Self::parse_unchecked_crc(buf, position)?;
+        let computed = entry.compute_crc();
+        if computed != entry.crc {
+            let reason = Corruption::Crc {
+                stored: entry.crc,
+                computed,
+            };
+            return Err(Error::corrupt(position, reason));
+        }
+        Ok((entry, rest))
+    }
+
+    /// CRC-32 over `magic..end`.
+    pub fn compute_crc(&self) -> u32 {
+        crc32fast::hash(&self.bytes[16..])
+    }
+
+    /// Structure only, no checksum (for tools that report `isvalid: false` and go on).
+    pub fn parse_unchecked_crc(buf: &'a [u8], position: u64) -> Result<(Self, &'a [u8]), Error> {
         let corrupt = |reason| Error::corrupt(position, reason);
         if buf.len() < super::HEADER_SIZE_UP_TO_MAGIC {
             return Err(corrupt(Corruption::Truncated {
@@ -72,10 +91,6 @@ impl<'a> LegacyEntry<'a> {
         }
         let bytes = &buf[..total as usize];
         let stored = u32::from_be_bytes(bytes[12..16].try_into().expect("4 bytes"));
-        let computed = crc32fast::hash(&bytes[16..]);
-        if stored != computed {
-            return Err(corrupt(Corruption::Crc { stored, computed }));
-        }
         let record = |reason| corrupt(Corruption::Record { index: 0, reason });
         let mut c = Cursor::new(&bytes[17..]);
         let attributes = c.read_u8("attributes").map_err(record)?;
@@ -132,12 +147,11 @@ impl<'a> LegacyEntry<'a> {
 
     /// `None` for magic 0 (Kafka's `NoTimestampType`).
     pub fn timestamp_type(&self) -> Option<TimestampType> {
-        (self.magic == 1).then(|| {
-            if self.attributes & 0x08 != 0 {
-                TimestampType::LogAppendTime
-            } else {
-                TimestampType::CreateTime
-            }
+        let log_append = self.attributes & 0x08 != 0;
+        (self.magic == 1).then_some(if log_append {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
         })
     }
 
@@ -148,6 +162,13 @@ impl<'a> LegacyEntry<'a> {
             return Ok(vec![self.as_record(self.offset, self.timestamp)]);
         }
         let value = self.value.unwrap_or_default();
+        let fixed;
+        let value = if self.magic == 0 && codec == Compression::Lz4 {
+            fixed = fix_broken_lz4_header_checksum(value);
+            fixed.as_slice()
+        } else {
+            value
+        };
         codec
             .decompress(value, scratch, super::DEFAULT_MAX_DECOMPRESSED_BYTES)
             .map_err(|r| Error::corrupt(self.position, r))?;
@@ -200,7 +221,32 @@ impl<'a> LegacyEntry<'a> {
     }
 }
 
-fn read_sized<'a>(c: &mut Cursor<'a>, field: &'static str) -> Result<Option<&'a [u8]>, RecordCorruption> {
+/// Kafka 0.8-0.9 wrote magic 0 LZ4 frames with a header checksum computed over the magic bytes too (KIP-57,
+/// `useBrokenFlagDescriptorChecksum`). Replace it with the correct one so a standard decoder accepts the frame.
+fn fix_broken_lz4_header_checksum(frame: &[u8]) -> Vec<u8> {
+    let mut fixed = frame.to_vec();
+    if fixed.len() < 7 {
+        return fixed;
+    }
+    let flg = fixed[4];
+    let mut hc_at = 6;
+    if flg & 0x08 != 0 {
+        hc_at += 8;
+    }
+    if flg & 0x01 != 0 {
+        hc_at += 4;
+    }
+    if hc_at < fixed.len() {
+        let hash = twox_hash::XxHash32::oneshot(0, &fixed[4..hc_at]);
+        fixed[hc_at] = (hash >> 8) as u8;
+    }
+    fixed
+}
+
+fn read_sized<'a>(
+    c: &mut Cursor<'a>,
+    field: &'static str,
+) -> Result<Option<&'a [u8]>, RecordCorruption> {
     let len = c.read_i32(field)?;
     if len == -1 {
         return Ok(None);

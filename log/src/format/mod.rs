@@ -17,7 +17,9 @@ pub use batch::{RecordBatch, RecordBatchMut};
 pub use batches::{AnyBatch, Batches, Tail};
 pub use builder::{BatchBuilder, Header};
 pub use compression::{Compression, DEFAULT_MAX_DECOMPRESSED_BYTES};
-pub use control::{ControlRecord, ControlRecordType, ControlValue, EndTxnMarker, MirrorPidReset};
+pub use control::{
+    ControlRecord, ControlRecordType, ControlValue, EndTxnMarker, LeaderChange, MirrorPidReset,
+};
 pub use header::{Attributes, BatchHeader, TimestampType};
 pub use legacy::{LegacyEntry, LegacyRecord};
 pub use record::{HeaderIter, Record, Records};
@@ -77,7 +79,11 @@ mod tests {
         assert_eq!(decrement_sequence(5, 2), 3);
         for s in [0, 7, i32::MAX - 2, i32::MAX] {
             for d in [0, 1, 2, 5, 1000] {
-                assert_eq!(decrement_sequence(increment_sequence(s, d), d), s, "s={s} d={d}");
+                assert_eq!(
+                    decrement_sequence(increment_sequence(s, d), d),
+                    s,
+                    "s={s} d={d}"
+                );
             }
         }
     }

@@ -54,7 +54,11 @@ impl<'a> Iterator for HeaderIter<'a> {
         self.remaining -= 1;
         // Validated by `parse_headers`; a failure here is a bug of ours, not bad input.
         let key = self.cursor.read_nullable_bytes("header key").ok().flatten();
-        let value = self.cursor.read_nullable_bytes("header value").ok().flatten();
+        let value = self
+            .cursor
+            .read_nullable_bytes("header value")
+            .ok()
+            .flatten();
         Some((key.expect("header validated at parse"), value))
     }
 }

@@ -74,7 +74,11 @@ impl<'a> Cursor<'a> {
         Ok(b)
     }
 
-    pub fn read_bytes(&mut self, len: usize, field: &'static str) -> Result<&'a [u8], RecordCorruption> {
+    pub fn read_bytes(
+        &mut self,
+        len: usize,
+        field: &'static str,
+    ) -> Result<&'a [u8], RecordCorruption> {
         if len > self.remaining() {
             return Err(RecordCorruption::Truncated { field });
         }
@@ -83,7 +87,10 @@ impl<'a> Cursor<'a> {
         Ok(s)
     }
 
-    pub fn read_array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], RecordCorruption> {
+    pub fn read_array<const N: usize>(
+        &mut self,
+        field: &'static str,
+    ) -> Result<[u8; N], RecordCorruption> {
         let s = self.read_bytes(N, field)?;
         let mut a = [0u8; N];
         a.copy_from_slice(s);
@@ -103,7 +110,10 @@ impl<'a> Cursor<'a> {
     }
 
     /// A varint length followed by that many bytes; `-1` is null. Other negatives are corruption.
-    pub fn read_nullable_bytes(&mut self, field: &'static str) -> Result<Option<&'a [u8]>, RecordCorruption> {
+    pub fn read_nullable_bytes(
+        &mut self,
+        field: &'static str,
+    ) -> Result<Option<&'a [u8]>, RecordCorruption> {
         let len = self.read_varint(field)?;
         if len == -1 {
             return Ok(None);

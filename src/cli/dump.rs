@@ -1,0 +1,578 @@
+//! `klog dump`: batches as `kafka-dump-log` prints them (text), or one JSON object per batch (`--json`).
+//!
+//! The text lines follow `DumpLogSegments.scala` so an operator can diff the two tools. Problems never stop
+//! the dump early where the framing still holds: a CRC mismatch prints `isvalid: false` and goes on; a
+//! record that does not decode prints an error and the next batch follows. Any problem makes the exit
+//! status 1.
+
+use std::fs;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use klog::log::format::{
+    AnyBatch, Batches, ControlRecord, ControlValue, LegacyEntry, LegacyRecord, Record, RecordBatch,
+    Tail, TimestampType,
+};
+use serde::Serialize;
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// One JSON object per batch per line (see docs/cli.md).
+    #[arg(long)]
+    json: bool,
+    /// Also print every record (Kafka's --deep-iteration); control records are decoded.
+    #[arg(long)]
+    deep: bool,
+    /// Text mode: print keys and values as UTF-8 (Kafka's --print-data-log); implies --deep.
+    #[arg(long)]
+    print_data_log: bool,
+    /// Files to dump: `.log` segments or `.bin` files of concatenated batches.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+impl DumpArgs {
+    pub fn new(files: Vec<PathBuf>, json: bool, deep: bool) -> Self {
+        DumpArgs {
+            json,
+            deep,
+            print_data_log: false,
+            files,
+        }
+    }
+}
+
+pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut clean = true;
+    for path in &args.files {
+        clean &= dump_file(args, path, &mut out)?;
+    }
+    out.flush()?;
+    Ok(if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Dumps one file; `Ok(false)` when the file had problems (reported on stderr / as JSON error lines).
+fn dump_file(args: &DumpArgs, path: &Path, out: &mut impl Write) -> anyhow::Result<bool> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if !matches!(ext, "log" | "bin") {
+        eprintln!(
+            "klog: {}: unsupported file type (expected .log or .bin)",
+            path.display()
+        );
+        return Ok(false);
+    }
+    let data = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if !args.json {
+        writeln!(out, "Dumping {}", path.display())?;
+        if let Some(base) = segment_base_offset(path).filter(|_| ext == "log") {
+            writeln!(out, "Log starting offset: {base}")?;
+        }
+    }
+    let deep = args.deep || args.print_data_log;
+    let mut dumper = Dumper {
+        args,
+        deep,
+        path,
+        scratch: Vec::new(),
+        clean: true,
+        last_record_offset: None,
+        non_consecutive: Vec::new(),
+    };
+    let mut batches = Batches::new(&data).without_crc();
+    for batch in batches.by_ref() {
+        match batch {
+            Ok(batch) => dumper.batch(batch, out)?,
+            Err(e) => dumper.error(e.to_string(), batch_error_position(&e), out)?,
+        }
+    }
+    dumper.tail(batches.tail(), out)?;
+    dumper.report_non_consecutive();
+    Ok(dumper.clean)
+}
+
+fn batch_error_position(e: &klog::log::Error) -> u64 {
+    match e {
+        klog::log::Error::CorruptBatch { position, .. } => *position,
+        _ => 0,
+    }
+}
+
+/// `<20 digits>.log` -> the base offset, as Kafka parses a segment name.
+fn segment_base_offset(path: &Path) -> Option<i64> {
+    let name = path.file_name()?.to_str()?;
+    name.split('.').next()?.parse().ok()
+}
+
+struct Dumper<'a> {
+    args: &'a DumpArgs,
+    deep: bool,
+    path: &'a Path,
+    scratch: Vec<u8>,
+    clean: bool,
+    last_record_offset: Option<i64>,
+    non_consecutive: Vec<(i64, i64)>,
+}
+
+#[derive(Serialize)]
+struct BatchJson {
+    position: u64,
+    base_offset: i64,
+    last_offset: i64,
+    batch_size: usize,
+    magic: i8,
+    partition_leader_epoch: Option<i32>,
+    crc: u32,
+    crc_valid: bool,
+    compression: String,
+    timestamp_type: Option<&'static str>,
+    is_transactional: bool,
+    is_control: bool,
+    control_type: Option<String>,
+    producer_id: Option<i64>,
+    producer_epoch: Option<i16>,
+    base_sequence: Option<i32>,
+    last_sequence: Option<i32>,
+    record_count: Option<i32>,
+    base_timestamp: Option<i64>,
+    max_timestamp: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    records: Option<Vec<RecordJson>>,
+}
+
+#[derive(Serialize)]
+struct RecordJson {
+    offset: i64,
+    timestamp: Option<i64>,
+    key: Option<String>,
+    value: Option<String>,
+    headers: Vec<HeaderJson>,
+}
+
+#[derive(Serialize)]
+struct HeaderJson {
+    key: String,
+    value: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ErrorJson<'a> {
+    position: u64,
+    error: &'a str,
+}
+
+fn hex(bytes: Option<&[u8]>) -> Option<String> {
+    use std::fmt::Write as _;
+    bytes.map(|b| {
+        let mut s = String::with_capacity(b.len() * 2);
+        for byte in b {
+            let _ = write!(s, "{byte:02x}");
+        }
+        s
+    })
+}
+
+fn timestamp_type_json(t: TimestampType) -> &'static str {
+    match t {
+        TimestampType::CreateTime => "create_time",
+        TimestampType::LogAppendTime => "log_append_time",
+    }
+}
+
+impl Dumper<'_> {
+    fn error(&mut self, message: String, position: u64, out: &mut impl Write) -> io::Result<()> {
+        self.clean = false;
+        if self.args.json {
+            serde_json::to_writer(
+                &mut *out,
+                &ErrorJson {
+                    position,
+                    error: &message,
+                },
+            )?;
+            writeln!(out)
+        } else {
+            out.flush()?;
+            eprintln!("klog: {}: {message}", self.path.display());
+            Ok(())
+        }
+    }
+
+    fn tail(&mut self, tail: Option<Tail>, out: &mut impl Write) -> io::Result<()> {
+        match tail {
+            Some(Tail::Partial { position, bytes }) => {
+                if !self.args.json {
+                    let name = self
+                        .path
+                        .file_name()
+                        .map(|n| n.to_string_lossy())
+                        .unwrap_or_default();
+                    writeln!(out, "Found {bytes} invalid bytes at the end of {name}")?;
+                }
+                let message = format!("truncated batch at position {position}: {bytes} bytes do not form a whole batch");
+                self.error(message, position, out)
+            }
+            Some(Tail::ZeroFilled { position, bytes }) => {
+                eprintln!(
+                    "klog: {}: {bytes} zero bytes from position {position} (a preallocated tail, not data)",
+                    self.path.display()
+                );
+                Ok(())
+            }
+            Some(Tail::Clean) | Some(Tail::Corrupt { .. }) | None => Ok(()),
+        }
+    }
+
+    fn report_non_consecutive(&self) {
+        if self.non_consecutive.is_empty() || self.args.json {
+            return;
+        }
+        eprintln!("Non-consecutive offsets in {}", self.path.display());
+        for (a, b) in &self.non_consecutive {
+            eprintln!("  {a} is followed by {b}");
+        }
+    }
+
+    fn note_record_offset(&mut self, offset: i64) {
+        if let Some(last) = self.last_record_offset {
+            if offset != last + 1 {
+                self.non_consecutive.push((last, offset));
+            }
+        }
+        self.last_record_offset = Some(offset);
+    }
+
+    fn batch(&mut self, batch: AnyBatch<'_>, out: &mut impl Write) -> anyhow::Result<()> {
+        match batch {
+            AnyBatch::V2(b) => self.v2(b, out),
+            AnyBatch::Legacy(e) => self.legacy(e, out),
+        }
+    }
+
+    fn v2(&mut self, b: RecordBatch<'_>, out: &mut impl Write) -> anyhow::Result<()> {
+        let crc_valid = b.compute_crc() == b.crc();
+        if !crc_valid {
+            self.clean = false;
+        }
+        let control = match b.control_record() {
+            Ok(c) => c,
+            Err(e) => {
+                self.error(e.to_string(), b.position(), out)?;
+                None
+            }
+        };
+        let compression = match b.compression() {
+            Ok(c) => c.name().to_string(),
+            Err(_) => format!("unknown_{}", b.attributes().compression_id()),
+        };
+        if self.args.json {
+            let records = if self.deep {
+                self.v2_records_json(&b, out)?
+            } else {
+                None
+            };
+            let json = BatchJson {
+                position: b.position(),
+                base_offset: b.base_offset(),
+                last_offset: b.last_offset(),
+                batch_size: b.size_in_bytes(),
+                magic: b.magic(),
+                partition_leader_epoch: Some(b.partition_leader_epoch()),
+                crc: b.crc(),
+                crc_valid,
+                compression,
+                timestamp_type: Some(timestamp_type_json(b.timestamp_type())),
+                is_transactional: b.is_transactional(),
+                is_control: b.is_control(),
+                control_type: control.as_ref().map(|c| c.record_type.json_name()),
+                producer_id: Some(b.producer_id()),
+                producer_epoch: Some(b.producer_epoch()),
+                base_sequence: Some(b.base_sequence()),
+                last_sequence: Some(b.last_sequence()),
+                record_count: Some(b.records_count()),
+                base_timestamp: Some(b.base_timestamp()),
+                max_timestamp: Some(b.max_timestamp()),
+                records,
+            };
+            serde_json::to_writer(&mut *out, &json)?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        let horizon = match b.delete_horizon_ms() {
+            Some(ms) => format!("OptionalLong[{ms}]"),
+            None => "OptionalLong.empty".into(),
+        };
+        writeln!(
+            out,
+            "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} producerId: {} \
+             producerEpoch: {} partitionLeaderEpoch: {} isTransactional: {} isControl: {} deleteHorizonMs: {} \
+             position: {} {}: {} size: {} magic: {} compresscodec: {} crc: {} isvalid: {}",
+            b.base_offset(),
+            b.last_offset(),
+            b.records_count(),
+            b.base_sequence(),
+            b.last_sequence(),
+            b.producer_id(),
+            b.producer_epoch(),
+            b.partition_leader_epoch(),
+            b.is_transactional(),
+            b.is_control(),
+            horizon,
+            b.position(),
+            b.timestamp_type().kafka_name(),
+            b.max_timestamp(),
+            b.size_in_bytes(),
+            b.magic(),
+            compression,
+            b.crc(),
+            crc_valid
+        )?;
+        if self.deep {
+            self.v2_records_text(&b, out)?;
+        }
+        Ok(())
+    }
+
+    fn v2_records_json(
+        &mut self,
+        b: &RecordBatch<'_>,
+        out: &mut impl Write,
+    ) -> anyhow::Result<Option<Vec<RecordJson>>> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut json = Vec::new();
+        let mut failure = None;
+        match b.records(&mut scratch) {
+            Ok(records) => {
+                for r in records {
+                    match r {
+                        Ok(r) => json.push(record_json(&r)),
+                        Err(e) => failure = Some(e.to_string()),
+                    }
+                }
+            }
+            Err(e) => failure = Some(e.to_string()),
+        }
+        self.scratch = scratch;
+        if let Some(message) = failure {
+            self.error(message, b.position(), out)?;
+        }
+        Ok(Some(json))
+    }
+
+    fn v2_records_text(&mut self, b: &RecordBatch<'_>, out: &mut impl Write) -> anyhow::Result<()> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut failure = None;
+        match b.records(&mut scratch) {
+            Ok(records) => {
+                for r in records {
+                    match r {
+                        Ok(r) => {
+                            self.note_record_offset(r.offset);
+                            self.record_text(b, &r, out)?;
+                        }
+                        Err(e) => failure = Some(e.to_string()),
+                    }
+                }
+            }
+            Err(e) => failure = Some(e.to_string()),
+        }
+        self.scratch = scratch;
+        if let Some(message) = failure {
+            self.error(message, b.position(), out)?;
+        }
+        Ok(())
+    }
+
+    fn record_text(
+        &self,
+        b: &RecordBatch<'_>,
+        r: &Record<'_>,
+        out: &mut impl Write,
+    ) -> anyhow::Result<()> {
+        let header_keys: Vec<String> = r
+            .headers
+            .clone()
+            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+            .collect();
+        write!(
+            out,
+            "| offset: {} {}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [{}]",
+            r.offset,
+            b.timestamp_type().kafka_name(),
+            r.timestamp,
+            r.key.map_or(-1, |k| k.len() as i64),
+            r.value.map_or(-1, |v| v.len() as i64),
+            r.sequence,
+            header_keys.join(",")
+        )?;
+        if b.is_control() {
+            match ControlRecord::parse(r.key, r.value) {
+                Ok(c) => write!(out, "{}", control_text(&c))?,
+                Err(e) => write!(out, " controlError: {e}")?,
+            }
+        } else if self.args.print_data_log {
+            if let Some(k) = r.key {
+                write!(out, " key: {}", String::from_utf8_lossy(k))?;
+            }
+            if let Some(v) = r.value {
+                write!(out, " payload: {}", String::from_utf8_lossy(v))?;
+            }
+        }
+        writeln!(out)?;
+        Ok(())
+    }
+
+    fn legacy(&mut self, e: LegacyEntry<'_>, out: &mut impl Write) -> anyhow::Result<()> {
+        let crc_valid = e.compute_crc() == e.crc;
+        if !crc_valid {
+            self.clean = false;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let records = match e.records(&mut scratch) {
+            Ok(r) => Some(r),
+            Err(err) => {
+                self.error(err.to_string(), e.position(), out)?;
+                None
+            }
+        };
+        let compression = match e.compression() {
+            Ok(c) => c.name().to_string(),
+            Err(_) => format!("unknown_{}", e.attributes & 0x07),
+        };
+        if self.args.json {
+            let json = BatchJson {
+                position: e.position(),
+                base_offset: records
+                    .as_ref()
+                    .and_then(|r| r.first())
+                    .map_or(e.offset, |r| r.offset),
+                last_offset: e.offset,
+                batch_size: e.size_in_bytes(),
+                magic: e.magic,
+                partition_leader_epoch: None,
+                crc: e.crc,
+                crc_valid,
+                compression,
+                timestamp_type: e.timestamp_type().map(timestamp_type_json),
+                is_transactional: false,
+                is_control: false,
+                control_type: None,
+                producer_id: None,
+                producer_epoch: None,
+                base_sequence: None,
+                last_sequence: None,
+                record_count: records.as_ref().map(|r| r.len() as i32),
+                base_timestamp: None,
+                max_timestamp: e.timestamp,
+                records: if self.deep {
+                    Some(records.iter().flatten().map(legacy_record_json).collect())
+                } else {
+                    None
+                },
+            };
+            serde_json::to_writer(&mut *out, &json)?;
+            writeln!(out)?;
+        } else {
+            let ts_type = e
+                .timestamp_type()
+                .map_or("NoTimestampType", |t| t.kafka_name());
+            writeln!(
+                out,
+                "offset: {} position: {} {}: {} size: {} magic: {} compresscodec: {} crc: {} isvalid: {}",
+                e.offset,
+                e.position(),
+                ts_type,
+                e.timestamp.unwrap_or(-1),
+                e.size_in_bytes(),
+                e.magic,
+                compression,
+                e.crc,
+                crc_valid
+            )?;
+            if self.deep {
+                for r in records.iter().flatten() {
+                    self.note_record_offset(r.offset);
+                    self.legacy_record_text(ts_type, r, out)?;
+                }
+            }
+        }
+        self.scratch = scratch;
+        Ok(())
+    }
+
+    fn legacy_record_text(
+        &self,
+        ts_type: &str,
+        r: &LegacyRecord<'_>,
+        out: &mut impl Write,
+    ) -> io::Result<()> {
+        write!(
+            out,
+            "| offset: {} {}: {} keySize: {} valueSize: {} isValid: true crc: {}",
+            r.offset,
+            ts_type,
+            r.timestamp.unwrap_or(-1),
+            r.key.map_or(-1, |k| k.len() as i64),
+            r.value.map_or(-1, |v| v.len() as i64),
+            r.crc
+        )?;
+        if self.args.print_data_log {
+            if let Some(k) = r.key {
+                write!(out, " key: {}", String::from_utf8_lossy(k))?;
+            }
+            if let Some(v) = r.value {
+                write!(out, " payload: {}", String::from_utf8_lossy(v))?;
+            }
+        }
+        writeln!(out)
+    }
+}
+
+fn control_text(c: &ControlRecord) -> String {
+    match &c.value {
+        ControlValue::EndTxn(m) => format!(
+            " endTxnMarker: {} coordinatorEpoch: {}",
+            c.record_type, m.coordinator_epoch
+        ),
+        ControlValue::MirrorPidReset(m) => {
+            format!(" mirrorPidReset: sourceClusterId: {}", m.source_cluster_id)
+        }
+        ControlValue::LeaderChange(l) => format!(" LeaderChange: {}", l.to_kafka_json()),
+        ControlValue::Raw(_) => format!(" controlType: {}({})", c.record_type, c.record_type.id()),
+    }
+}
+
+fn record_json(r: &Record<'_>) -> RecordJson {
+    RecordJson {
+        offset: r.offset,
+        timestamp: Some(r.timestamp),
+        key: hex(r.key),
+        value: hex(r.value),
+        headers: r
+            .headers
+            .clone()
+            .map(|(k, v)| HeaderJson {
+                key: String::from_utf8_lossy(k).into_owned(),
+                value: hex(v),
+            })
+            .collect(),
+    }
+}
+
+fn legacy_record_json(r: &LegacyRecord<'_>) -> RecordJson {
+    RecordJson {
+        offset: r.offset,
+        timestamp: r.timestamp,
+        key: hex(r.key),
+        value: hex(r.value),
+        headers: Vec::new(),
+    }
+}
