@@ -234,9 +234,9 @@ fn records_iteration_catches_count_and_trailing_byte_lies() {
     b.append(1, None, Some(b"v"), &[]).unwrap();
     b.append(2, None, Some(b"w"), &[]).unwrap();
     let good = b.build().unwrap();
-    for (count, expect_missing) in [(3, true), (1, false)] {
+    for (count, expect_missing) in [(3i32, true), (1, false)] {
         let mut bytes = good.clone();
-        bytes[57..61].copy_from_slice(&(count as i32).to_be_bytes());
+        bytes[57..61].copy_from_slice(&count.to_be_bytes());
         let crc = klog_log::format::crc32c(&bytes[21..]);
         bytes[17..21].copy_from_slice(&crc.to_be_bytes());
         let (batch, _) = RecordBatch::parse(&bytes, 0).unwrap();
