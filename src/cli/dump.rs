@@ -262,23 +262,18 @@ impl Dumper<'_> {
         if !crc_valid {
             self.clean = false;
         }
-        let control = match b.control_record() {
-            Ok(c) => c,
-            Err(e) => {
-                self.error(e.to_string(), b.position(), out)?;
-                None
-            }
-        };
+        // Problems found while decoding are reported after the batch's own line.
+        let mut problems = Vec::new();
+        let control = b.control_record().unwrap_or_else(|e| {
+            problems.push(e.to_string());
+            None
+        });
         let compression = match b.compression() {
             Ok(c) => c.name().to_string(),
             Err(_) => format!("unknown_{}", b.attributes().compression_id()),
         };
         if self.args.json {
-            let records = if self.deep {
-                self.v2_records_json(&b, out)?
-            } else {
-                None
-            };
+            let records = self.deep.then(|| self.v2_records_json(&b, &mut problems));
             let json = BatchJson {
                 position: b.position(),
                 base_offset: b.base_offset(),
@@ -304,8 +299,26 @@ impl Dumper<'_> {
             };
             serde_json::to_writer(&mut *out, &json)?;
             writeln!(out)?;
-            return Ok(());
+        } else {
+            self.v2_line(&b, &compression, crc_valid, out)?;
+            if self.deep {
+                self.v2_records_text(&b, &mut problems, out)?;
+            }
         }
+        problems.dedup();
+        for p in problems {
+            self.error(p, b.position(), out)?;
+        }
+        Ok(())
+    }
+
+    fn v2_line(
+        &self,
+        b: &RecordBatch<'_>,
+        compression: &str,
+        crc_valid: bool,
+        out: &mut impl Write,
+    ) -> io::Result<()> {
         let horizon = match b.delete_horizon_ms() {
             Some(ms) => format!("OptionalLong[{ms}]"),
             None => "OptionalLong.empty".into(),
@@ -334,59 +347,65 @@ impl Dumper<'_> {
             compression,
             b.crc(),
             crc_valid
-        )?;
-        if self.deep {
-            self.v2_records_text(&b, out)?;
-        }
-        Ok(())
+        )
     }
 
     fn v2_records_json(
         &mut self,
         b: &RecordBatch<'_>,
-        out: &mut impl Write,
-    ) -> anyhow::Result<Option<Vec<RecordJson>>> {
+        problems: &mut Vec<String>,
+    ) -> Vec<RecordJson> {
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut json = Vec::new();
-        let mut failure = None;
         match b.records(&mut scratch) {
             Ok(records) => {
                 for r in records {
                     match r {
                         Ok(r) => json.push(record_json(&r)),
-                        Err(e) => failure = Some(e.to_string()),
+                        Err(e) => problems.push(e.to_string()),
                     }
                 }
             }
-            Err(e) => failure = Some(e.to_string()),
+            Err(e) => problems.push(e.to_string()),
         }
         self.scratch = scratch;
-        if let Some(message) = failure {
-            self.error(message, b.position(), out)?;
-        }
-        Ok(Some(json))
+        json
     }
 
-    fn v2_records_text(&mut self, b: &RecordBatch<'_>, out: &mut impl Write) -> anyhow::Result<()> {
+    fn v2_records_text(
+        &mut self,
+        b: &RecordBatch<'_>,
+        problems: &mut Vec<String>,
+        out: &mut impl Write,
+    ) -> anyhow::Result<()> {
         let mut scratch = std::mem::take(&mut self.scratch);
-        let mut failure = None;
-        match b.records(&mut scratch) {
-            Ok(records) => {
-                for r in records {
-                    match r {
-                        Ok(r) => {
-                            self.note_record_offset(r.offset);
-                            self.record_text(b, &r, out)?;
-                        }
-                        Err(e) => failure = Some(e.to_string()),
-                    }
-                }
-            }
-            Err(e) => failure = Some(e.to_string()),
-        }
+        let result = self.v2_records_text_with(b, &mut scratch, problems, out);
         self.scratch = scratch;
-        if let Some(message) = failure {
-            self.error(message, b.position(), out)?;
+        result
+    }
+
+    fn v2_records_text_with(
+        &mut self,
+        b: &RecordBatch<'_>,
+        scratch: &mut Vec<u8>,
+        problems: &mut Vec<String>,
+        out: &mut impl Write,
+    ) -> anyhow::Result<()> {
+        let records = match b.records(scratch) {
+            Ok(records) => records,
+            Err(e) => {
+                problems.push(e.to_string());
+                return Ok(());
+            }
+        };
+        for r in records {
+            match r {
+                Ok(r) => {
+                    self.note_record_offset(r.offset);
+                    self.record_text(b, &r, out)?;
+                }
+                Err(e) => problems.push(e.to_string()),
+            }
         }
         Ok(())
     }
