@@ -7,5 +7,6 @@
 
 pub mod error;
 pub mod format;
+pub mod io;
 
 pub use error::{Corruption, Error, RecordCorruption};
