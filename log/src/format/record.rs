@@ -130,7 +130,8 @@ impl<'a> Records<'a> {
                 actual: c.position() as u64,
             });
         }
-        let sequence = if self.base_sequence == NO_SEQUENCE {
+        // `DefaultRecord.readFrom`: any negative base sequence gives -1 (unlike `lastSequence()`).
+        let sequence = if self.base_sequence < 0 {
             NO_SEQUENCE
         } else {
             increment_sequence(self.base_sequence, offset_delta)

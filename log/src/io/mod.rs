@@ -31,6 +31,9 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     }
     fn set_len(&self, len: u64) -> io::Result<()>;
     fn len(&self) -> io::Result<u64>;
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// The file on a real file system, for memory mapping; `None` for simulated storage.
     fn os_path(&self) -> Option<&Path>;
 }
