@@ -22,6 +22,70 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// An append or read refused for a reason Kafka names with an error code.
+    #[error("{error}: {message}")]
+    Rejected { error: KafkaError, message: String },
+    /// An index file that fails its sanity check (it is rebuilt from the `.log`, never trusted).
+    #[error("corrupt index {path}: {reason}")]
+    CorruptIndex {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+    /// A checkpoint or metadata file that does not parse.
+    #[error("corrupt file {path} (line {line}): {reason}")]
+    CorruptFile {
+        path: std::path::PathBuf,
+        line: usize,
+        reason: String,
+    },
+    /// An invalid configuration value, named by its Kafka key.
+    #[error("invalid value {value:?} for configuration {key}: {reason}")]
+    Config {
+        key: &'static str,
+        value: String,
+        reason: &'static str,
+    },
+}
+
+/// Kafka's error names for refused appends and reads (`Errors.java`), as `klog append` prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum KafkaError {
+    CorruptMessage,
+    InvalidRecord,
+    MessageTooLarge,
+    RecordListTooLarge,
+    InvalidTimestamp,
+    OffsetOutOfRange,
+    UnsupportedForMessageFormat,
+    KafkaStorageError,
+    /// A follower append below the log end offset (Kafka's `UnexpectedAppendOffsetException`).
+    UnexpectedAppendOffset,
+    /// Follower batches whose offsets do not increase (Kafka's `OffsetsOutOfOrderException`).
+    OffsetsOutOfOrder,
+}
+
+impl KafkaError {
+    pub fn name(self) -> &'static str {
+        match self {
+            KafkaError::CorruptMessage => "CORRUPT_MESSAGE",
+            KafkaError::InvalidRecord => "INVALID_RECORD",
+            KafkaError::MessageTooLarge => "MESSAGE_TOO_LARGE",
+            KafkaError::RecordListTooLarge => "RECORD_LIST_TOO_LARGE",
+            KafkaError::InvalidTimestamp => "INVALID_TIMESTAMP",
+            KafkaError::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
+            KafkaError::UnsupportedForMessageFormat => "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+            KafkaError::KafkaStorageError => "KAFKA_STORAGE_ERROR",
+            KafkaError::UnexpectedAppendOffset => "UNEXPECTED_APPEND_OFFSET",
+            KafkaError::OffsetsOutOfOrder => "OFFSETS_OUT_OF_ORDER",
+        }
+    }
+}
+
+impl std::fmt::Display for KafkaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Which check a batch failed. Each variant carries what was found.
@@ -53,6 +117,12 @@ pub enum Corruption {
     MissingRecords { declared: i32, found: u32 },
     #[error("{bytes} bytes remain after the last declared record")]
     TrailingBytes { bytes: u64 },
+    #[error("batch offsets {first}..={last} do not fit the segment based at {segment_base}")]
+    OffsetOverflow {
+        segment_base: i64,
+        first: i64,
+        last: i64,
+    },
     #[error("control batch has no control record")]
     EmptyControlBatch,
     #[error("control record key: {0}")]
@@ -86,5 +156,40 @@ pub enum RecordCorruption {
 impl Error {
     pub(crate) fn corrupt(position: u64, reason: Corruption) -> Self {
         Error::CorruptBatch { position, reason }
+    }
+
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    pub(crate) fn rejected(error: KafkaError, message: impl Into<String>) -> Self {
+        Error::Rejected {
+            error,
+            message: message.into(),
+        }
+    }
+
+    /// The Kafka error name this error maps to (I/O failures are `KAFKA_STORAGE_ERROR`).
+    pub fn kafka_error(&self) -> KafkaError {
+        match self {
+            Error::Rejected { error, .. } => *error,
+            Error::CorruptBatch { .. } => KafkaError::CorruptMessage,
+            Error::InvalidInput(_) => KafkaError::InvalidRecord,
+            _ => KafkaError::KafkaStorageError,
+        }
+    }
+}
+
+/// Adds the path to an `io::Result`.
+pub(crate) trait IoContext<T> {
+    fn at(self, path: &std::path::Path) -> Result<T, Error>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn at(self, path: &std::path::Path) -> Result<T, Error> {
+        self.map_err(|e| Error::io(path, e))
     }
 }

@@ -5,8 +5,19 @@
 //! partition log and the I/O seam join it in later issues.
 #![deny(unsafe_code)]
 
+pub mod checkpoint;
+pub mod clock;
+pub mod config;
 pub mod error;
 pub mod format;
+pub mod index;
 pub mod io;
+pub mod leader_epoch;
+pub mod offset_index;
+pub mod partition_log;
+pub mod segment;
+pub mod time_index;
+pub mod txn_index;
+pub mod validator;
 
-pub use error::{Corruption, Error, RecordCorruption};
+pub use error::{Corruption, Error, KafkaError, RecordCorruption};

@@ -38,6 +38,29 @@ impl<'a> AnyBatch<'a> {
             AnyBatch::Legacy(e) => e.as_bytes(),
         }
     }
+
+    /// The base offset (a legacy entry: its own offset, which is the last inner one).
+    pub fn base_offset(&self) -> i64 {
+        match self {
+            AnyBatch::V2(b) => b.base_offset(),
+            AnyBatch::Legacy(e) => e.offset,
+        }
+    }
+
+    pub fn last_offset(&self) -> i64 {
+        match self {
+            AnyBatch::V2(b) => b.last_offset(),
+            AnyBatch::Legacy(e) => e.offset,
+        }
+    }
+
+    /// The max timestamp (-1 for magic 0).
+    pub fn max_timestamp(&self) -> i64 {
+        match self {
+            AnyBatch::V2(b) => b.max_timestamp(),
+            AnyBatch::Legacy(e) => e.timestamp.unwrap_or(-1),
+        }
+    }
 }
 
 /// How the data after the last whole batch looks.

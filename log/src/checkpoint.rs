@@ -1,0 +1,242 @@
+//! Kafka's small text files: offset checkpoints, `partition.metadata`, `.kafka_cleanshutdown`.
+//!
+//! Checkpoint format (`CheckpointFile.java`): `<version>\n<count>\n<entry>\n...`, entries split on
+//! whitespace; written through a temp file, fsync, rename and a directory fsync.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::Engine;
+
+use crate::error::IoContext;
+use crate::io::{read_file, write_atomic, Storage};
+use crate::Error;
+
+pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
+pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
+
+/// The entry lines of a version-0 checkpoint file, each split on whitespace. A missing or empty file has none.
+pub fn read_checkpoint(storage: &dyn Storage, path: &Path) -> Result<Vec<Vec<String>>, Error> {
+    let Some(bytes) = read_file(storage, path).at(path)? else {
+        return Ok(Vec::new());
+    };
+    let corrupt = |line: usize, reason: String| Error::CorruptFile {
+        path: path.to_owned(),
+        line,
+        reason,
+    };
+    let text = String::from_utf8(bytes).map_err(|_| corrupt(0, "not UTF-8".into()))?;
+    let mut lines = text.lines();
+    let Some(version) = lines.next() else {
+        return Ok(Vec::new());
+    };
+    if version.trim() != "0" {
+        return Err(corrupt(1, format!("unsupported version {version:?}")));
+    }
+    let count: usize = lines
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| corrupt(2, "missing entry count".into()))?;
+    let entries: Vec<Vec<String>> = lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect();
+    if entries.len() != count {
+        return Err(corrupt(
+            2,
+            format!("header says {count} entries, found {}", entries.len()),
+        ));
+    }
+    Ok(entries)
+}
+
+/// Writes a version-0 checkpoint file durably.
+pub fn write_checkpoint(
+    storage: &dyn Storage,
+    path: &Path,
+    entries: &[String],
+) -> Result<(), Error> {
+    let mut text = format!("0\n{}\n", entries.len());
+    for e in entries {
+        text.push_str(e);
+        text.push('\n');
+    }
+    write_atomic(storage, path, text.as_bytes()).at(path)
+}
+
+/// A `(topic, partition) -> offset` checkpoint of a log directory.
+pub type OffsetMap = BTreeMap<(String, i32), i64>;
+
+pub fn read_offsets(storage: &dyn Storage, path: &Path) -> Result<OffsetMap, Error> {
+    let mut map = OffsetMap::new();
+    for (i, e) in read_checkpoint(storage, path)?.into_iter().enumerate() {
+        let parsed = match e.as_slice() {
+            [topic, partition, offset] => partition
+                .parse()
+                .ok()
+                .zip(offset.parse().ok())
+                .map(|(p, o)| (topic, p, o)),
+            _ => None,
+        };
+        let (topic, partition, offset) = parsed.ok_or_else(|| Error::CorruptFile {
+            path: path.to_owned(),
+            line: i + 3,
+            reason: format!("expected 'topic partition offset', got {e:?}"),
+        })?;
+        map.insert((topic.clone(), partition), offset);
+    }
+    Ok(map)
+}
+
+pub fn write_offsets(storage: &dyn Storage, path: &Path, map: &OffsetMap) -> Result<(), Error> {
+    let entries: Vec<String> = map
+        .iter()
+        .map(|((t, p), o)| format!("{t} {p} {o}"))
+        .collect();
+    write_checkpoint(storage, path, &entries)
+}
+
+/// A topic id: 16 bytes, written as URL-safe base64 without padding (Kafka's `Uuid.toString()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TopicId(pub [u8; 16]);
+
+impl TopicId {
+    pub fn parse(s: &str) -> Option<Self> {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(s)
+            .ok()?;
+        let id = TopicId(bytes.try_into().ok()?);
+        (id.0 != [0; 16]).then_some(id)
+    }
+
+    /// A fresh random id (version-4 style bits, as Kafka's `Uuid.randomUuid`), from a caller's entropy.
+    pub fn from_random(mut bytes: [u8; 16]) -> Self {
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        TopicId(bytes)
+    }
+}
+
+impl std::fmt::Display for TopicId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(self.0))
+    }
+}
+
+/// `partition.metadata`: exactly `version: 0\ntopic_id: <id>`, no trailing newline.
+pub fn write_partition_metadata(
+    storage: &dyn Storage,
+    dir: &Path,
+    topic_id: TopicId,
+) -> Result<(), Error> {
+    let path = dir.join(PARTITION_METADATA_FILE);
+    write_atomic(
+        storage,
+        &path,
+        format!("version: 0\ntopic_id: {topic_id}").as_bytes(),
+    )
+    .at(&path)
+}
+
+pub fn read_partition_metadata(
+    storage: &dyn Storage,
+    dir: &Path,
+) -> Result<Option<TopicId>, Error> {
+    let path = dir.join(PARTITION_METADATA_FILE);
+    let Some(bytes) = read_file(storage, &path).at(&path)? else {
+        return Ok(None);
+    };
+    let corrupt = |line, reason: &str| Error::CorruptFile {
+        path: path.clone(),
+        line,
+        reason: reason.into(),
+    };
+    let text = String::from_utf8(bytes).map_err(|_| corrupt(0, "not UTF-8"))?;
+    let mut version = None;
+    let mut topic_id = None;
+    for (i, line) in text.lines().enumerate() {
+        let (k, v) = line
+            .split_once(':')
+            .ok_or_else(|| corrupt(i + 1, "expected 'key: value'"))?;
+        match k.trim() {
+            "version" => version = v.trim().parse::<i32>().ok().filter(|v| *v >= 0),
+            "topic_id" => topic_id = TopicId::parse(v.trim()),
+            _ => return Err(corrupt(i + 1, "unknown key")),
+        }
+    }
+    version.ok_or_else(|| corrupt(1, "missing or negative version"))?;
+    topic_id
+        .map(Some)
+        .ok_or_else(|| corrupt(2, "missing or invalid topic id"))
+}
+
+/// `.kafka_cleanshutdown`: `{"version":0,"brokerEpoch":<epoch>}`; its existence is what counts.
+pub fn write_clean_shutdown(
+    storage: &dyn Storage,
+    log_dir: &Path,
+    broker_epoch: i64,
+) -> Result<(), Error> {
+    let path = log_dir.join(CLEAN_SHUTDOWN_FILE);
+    write_atomic(
+        storage,
+        &path,
+        format!("{{\"version\":0,\"brokerEpoch\":{broker_epoch}}}").as_bytes(),
+    )
+    .at(&path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::SimStorage;
+
+    #[test]
+    fn offsets_round_trip_in_kafkas_text() {
+        let sim = SimStorage::new(1);
+        let dir = Path::new("/logs");
+        sim.create_dir_all(dir).unwrap();
+        let path = dir.join(RECOVERY_POINT_CHECKPOINT);
+        let mut map = OffsetMap::new();
+        map.insert(("orders".into(), 3), 1200);
+        map.insert(("__consumer_offsets".into(), 15), 256);
+        write_offsets(&sim, &path, &map).unwrap();
+        assert_eq!(
+            String::from_utf8(sim.live_bytes(&path).unwrap()).unwrap(),
+            "0\n2\n__consumer_offsets 15 256\norders 3 1200\n"
+        );
+        assert_eq!(read_offsets(&sim, &path).unwrap(), map);
+        assert!(read_offsets(&sim, &dir.join("missing")).unwrap().is_empty());
+        sim.corrupt(&path, b"0\n3\na 1 2\n".to_vec()).unwrap();
+        assert!(read_offsets(&sim, &path)
+            .unwrap_err()
+            .to_string()
+            .contains("header says 3"));
+        sim.corrupt(&path, b"1\n0\n".to_vec()).unwrap();
+        assert!(read_offsets(&sim, &path).is_err());
+        sim.corrupt(&path, b"0\n1\na x 2\n".to_vec()).unwrap();
+        assert!(read_offsets(&sim, &path).is_err());
+    }
+
+    #[test]
+    fn partition_metadata_is_kafkas_exact_text() {
+        let sim = SimStorage::new(1);
+        let dir = Path::new("/logs/t-0");
+        sim.create_dir_all(dir).unwrap();
+        let id = TopicId::parse("Kgd3sAsuQ8OKtmYXbOf_vQ").unwrap();
+        write_partition_metadata(&sim, dir, id).unwrap();
+        assert_eq!(
+            sim.live_bytes(&dir.join(PARTITION_METADATA_FILE)).unwrap(),
+            b"version: 0\ntopic_id: Kgd3sAsuQ8OKtmYXbOf_vQ"
+        );
+        assert_eq!(read_partition_metadata(&sim, dir).unwrap(), Some(id));
+        assert_eq!(
+            TopicId::parse("AAAAAAAAAAAAAAAAAAAAAA"),
+            None,
+            "the zero id is refused"
+        );
+    }
+}

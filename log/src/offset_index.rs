@@ -1,0 +1,158 @@
+//! `.index`: sparse map from offsets to `.log` positions (`OffsetIndex.java`). 8-byte entries:
+//! `relative_offset int32 | position int32`, strictly increasing offsets.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use zerocopy::byteorder::big_endian::I32;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+use crate::index::{IndexEntry, IndexFile};
+use crate::io::Storage;
+use crate::Error;
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct OffsetEntry {
+    pub relative_offset: I32,
+    pub position: I32,
+}
+
+const _: () = assert!(core::mem::size_of::<OffsetEntry>() == 8);
+
+impl IndexEntry for OffsetEntry {
+    fn relative_offset(&self) -> i32 {
+        self.relative_offset.get()
+    }
+}
+
+/// An offset index of the segment starting at `base_offset`.
+#[derive(Debug)]
+pub struct OffsetIndex {
+    base_offset: i64,
+    file: IndexFile<OffsetEntry>,
+}
+
+impl OffsetIndex {
+    pub fn new(base_offset: i64, file: IndexFile<OffsetEntry>) -> Self {
+        OffsetIndex { base_offset, file }
+    }
+
+    pub fn create(
+        storage: Arc<dyn Storage>,
+        path: PathBuf,
+        base_offset: i64,
+        max_bytes: usize,
+    ) -> Result<Self, Error> {
+        Ok(Self::new(
+            base_offset,
+            IndexFile::create(storage, path, max_bytes)?,
+        ))
+    }
+
+    pub fn file(&mut self) -> &mut IndexFile<OffsetEntry> {
+        &mut self.file
+    }
+
+    /// Whether `offset` fits in a relative int32 (else the segment must roll).
+    pub fn can_append_offset(&self, offset: i64) -> bool {
+        let relative = offset - self.base_offset;
+        (0..=i32::MAX as i64).contains(&relative)
+    }
+
+    /// Kafka's `isFull`.
+    pub fn is_full(&mut self) -> Result<bool, Error> {
+        Ok(self.file.len()? >= self.file.max_entries())
+    }
+
+    /// The last indexed offset, or the base offset when empty.
+    pub fn last_offset(&mut self) -> Result<i64, Error> {
+        let base = self.base_offset;
+        Ok(self
+            .file
+            .entries()?
+            .last()
+            .map_or(base, |e| base + e.relative_offset.get() as i64))
+    }
+
+    /// Appends `(offset, position)`. Offsets must increase and fit the segment: the log checks before.
+    pub fn append(&mut self, offset: i64, position: u32) -> Result<(), Error> {
+        assert!(
+            self.can_append_offset(offset),
+            "offset {offset} overflows segment {}",
+            self.base_offset
+        );
+        let entries = self.file.len()?;
+        assert!(
+            entries < self.file.max_entries(),
+            "append to a full offset index"
+        );
+        if entries > 0 {
+            let last = self.last_offset()?;
+            assert!(
+                offset > last,
+                "offset index entries must increase: {offset} after {last}"
+            );
+        }
+        self.file.push(OffsetEntry {
+            relative_offset: I32::new((offset - self.base_offset) as i32),
+            position: I32::new(position as i32),
+        })
+    }
+
+    /// The largest entry with offset <= `target`, as (offset, position); `(base, 0)` if none.
+    pub fn lookup(&mut self, target: i64) -> Result<(i64, u32), Error> {
+        let base = self.base_offset;
+        let entries = self.file.entries()?;
+        let n = entries.partition_point(|e| base + e.relative_offset.get() as i64 <= target);
+        Ok(match n {
+            0 => (base, 0),
+            n => {
+                let e = entries[n - 1];
+                (
+                    base + e.relative_offset.get() as i64,
+                    e.position.get() as u32,
+                )
+            }
+        })
+    }
+
+    /// Drops entries with offset >= `offset`.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<(), Error> {
+        let base = self.base_offset;
+        let keep = self
+            .file
+            .entries()?
+            .partition_point(|e| base + (e.relative_offset.get() as i64) < offset);
+        self.file.truncate_entries(keep)
+    }
+
+    /// Kafka's `sanityCheck`, made stricter: whole entries, and offsets and positions that increase.
+    pub fn sanity_check(&mut self) -> Result<(), Error> {
+        let path = self.file.path().to_owned();
+        let corrupt = |reason: String| Error::CorruptIndex {
+            path: path.clone(),
+            reason,
+        };
+        if self.file.trailing_bytes()? != 0 {
+            return Err(corrupt("length is not a multiple of 8".into()));
+        }
+        let mut last: Option<OffsetEntry> = None;
+        for e in self.file.entries()? {
+            if e.relative_offset.get() < 0 || e.position.get() < 0 {
+                return Err(corrupt(format!("negative entry {e:?}")));
+            }
+            if let Some(l) = last {
+                if e.relative_offset.get() <= l.relative_offset.get()
+                    || e.position.get() <= l.position.get()
+                {
+                    return Err(corrupt(format!("entry {e:?} does not follow {l:?}")));
+                }
+            }
+            last = Some(*e);
+        }
+        Ok(())
+    }
+}

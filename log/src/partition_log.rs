@@ -1,0 +1,955 @@
+//! `PartitionLog`: one partition directory, Kafka's UnifiedLog/LocalLog without producer state (that plugs in
+//! at the marked seams). One writer at a time (appends, rolls, truncations take the writer lock); readers run
+//! concurrently and are bounded by the published log end offset and segment sizes, so they never see a
+//! partial batch.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use crate::checkpoint::{self, TopicId};
+use crate::clock::{Clock, SystemClock};
+use crate::config::LogConfig;
+use crate::error::IoContext;
+use crate::format::{Batches, RecordBatchMut, Tail, TimestampType};
+use crate::io::Storage;
+use crate::leader_epoch::LeaderEpochCache;
+use crate::segment::{parse_base_offset, LogSegment, SegmentBytes, SegmentRecovery};
+use crate::validator::{validate, AppendOrigin, ValidatedBatches};
+use crate::{Error, KafkaError};
+
+/// Where a log starts when it is opened (from the log directory's checkpoint files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpenOptions {
+    pub recovery_point: i64,
+    pub log_start_offset: i64,
+    /// The log directory had `.kafka_cleanshutdown`: nothing is rescanned.
+    pub clean_shutdown: bool,
+}
+
+/// The result of an append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    /// The broker's append time for LogAppendTime topics, else -1.
+    pub log_append_time: i64,
+    pub batches: usize,
+    pub bytes: usize,
+}
+
+/// The result of a read: whole batches only.
+#[derive(Debug, Clone)]
+pub struct LogReadInfo {
+    pub records: SegmentBytes,
+    /// The offset after the last batch returned (the fetch offset when nothing was returned).
+    pub next_offset: i64,
+    pub high_watermark: i64,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+}
+
+/// What opening the log did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    pub segments: usize,
+    pub recovered_segments: Vec<(i64, SegmentRecovery)>,
+    pub deleted_segments: Vec<i64>,
+    pub rebuilt_indexes: Vec<i64>,
+}
+
+pub struct PartitionLog {
+    dir: PathBuf,
+    topic: String,
+    partition: i32,
+    storage: Arc<dyn Storage>,
+    config: LogConfig,
+    clock: Arc<dyn Clock>,
+    segments: RwLock<BTreeMap<i64, Arc<LogSegment>>>,
+    writer: Mutex<WriterState>,
+    log_end_offset: AtomicI64,
+    high_watermark: AtomicI64,
+    log_start_offset: AtomicI64,
+    recovery_point: AtomicI64,
+    epochs: Mutex<LeaderEpochCache>,
+    flush_lock: Mutex<()>,
+}
+
+#[derive(Debug)]
+struct WriterState {
+    last_flush_ms: i64,
+}
+
+impl std::fmt::Debug for PartitionLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionLog")
+            .field("dir", &self.dir)
+            .field("log_start_offset", &self.log_start_offset())
+            .field("log_end_offset", &self.log_end_offset())
+            .finish()
+    }
+}
+
+/// `<topic>-<partition>` -> (topic, partition).
+pub fn parse_dir_name(dir: &Path) -> Option<(String, i32)> {
+    let name = dir.file_name()?.to_str()?;
+    let (topic, partition) = name.rsplit_once('-')?;
+    Some((
+        topic.to_owned(),
+        partition.parse().ok().filter(|p: &i32| *p >= 0)?,
+    ))
+}
+
+impl PartitionLog {
+    /// Opens (or creates) the partition directory `dir`, named `<topic>-<partition>`.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        config: LogConfig,
+        options: OpenOptions,
+    ) -> Result<(Self, OpenReport), Error> {
+        Self::open_with_clock(storage, dir, config, options, Arc::new(SystemClock))
+    }
+
+    pub fn open_with_clock(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        config: LogConfig,
+        options: OpenOptions,
+        clock: Arc<dyn Clock>,
+    ) -> Result<(Self, OpenReport), Error> {
+        let (topic, partition) = parse_dir_name(dir).ok_or_else(|| Error::Config {
+            key: "(directory)",
+            value: dir.display().to_string(),
+            reason: "a partition directory is named <topic>-<partition>",
+        })?;
+        storage.create_dir_all(dir).at(dir)?;
+        let epochs = LeaderEpochCache::open(
+            storage.clone(),
+            dir.join(checkpoint::LEADER_EPOCH_CHECKPOINT),
+        )?;
+        let log = PartitionLog {
+            dir: dir.to_owned(),
+            topic,
+            partition,
+            storage,
+            config,
+            clock,
+            segments: RwLock::new(BTreeMap::new()),
+            writer: Mutex::new(WriterState { last_flush_ms: 0 }),
+            log_end_offset: AtomicI64::new(0),
+            high_watermark: AtomicI64::new(0),
+            log_start_offset: AtomicI64::new(options.log_start_offset),
+            recovery_point: AtomicI64::new(options.recovery_point),
+            epochs: Mutex::new(epochs),
+            flush_lock: Mutex::new(()),
+        };
+        let report = log.load(options)?;
+        log.writer().last_flush_ms = log.clock.now_ms();
+        Ok((log, report))
+    }
+
+    fn writer(&self) -> MutexGuard<'_, WriterState> {
+        self.writer.lock().expect("writer lock poisoned")
+    }
+
+    fn epochs(&self) -> MutexGuard<'_, LeaderEpochCache> {
+        self.epochs.lock().expect("epoch cache lock poisoned")
+    }
+
+    fn segment_list(&self) -> Vec<Arc<LogSegment>> {
+        self.segments
+            .read()
+            .expect("segments lock poisoned")
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    fn active_segment(&self) -> Arc<LogSegment> {
+        self.segments
+            .read()
+            .expect("segments lock poisoned")
+            .values()
+            .next_back()
+            .cloned()
+            .expect("a log always has an active segment")
+    }
+
+    /// Loads the segments: stray temp files removed, indexes without a `.log` removed, missing or corrupt
+    /// indexes rebuilt, and after an unclean shutdown every segment from the recovery point rescanned.
+    fn load(&self, options: OpenOptions) -> Result<OpenReport, Error> {
+        let mut report = OpenReport::default();
+        let names = self.storage.list(&self.dir).at(&self.dir)?;
+        let mut bases = Vec::new();
+        for name in &names {
+            let path = self.dir.join(name);
+            if name.ends_with(".tmp") || name.ends_with(".deleted") || name.ends_with(".cleaned") {
+                self.storage.remove(&path).at(&path)?;
+            } else if let Some(base) = parse_base_offset(name) {
+                if name.ends_with(".log") && name.len() == 24 {
+                    bases.push(base);
+                }
+            }
+        }
+        for name in &names {
+            let orphan = [".index", ".timeindex", ".txnindex"]
+                .iter()
+                .any(|s| name.ends_with(s))
+                && parse_base_offset(name).is_some_and(|b| !bases.contains(&b));
+            if orphan {
+                let path = self.dir.join(name);
+                self.storage.remove(&path).at(&path)?;
+            }
+        }
+        bases.sort_unstable();
+        let now = self.clock.now_ms();
+        let last = bases.last().copied();
+        let mut segments = BTreeMap::new();
+        for &base in &bases {
+            let seg = self.open_segment(base, Some(base) == last, now, &mut report)?;
+            segments.insert(base, Arc::new(seg));
+        }
+        *self.segments.write().expect("segments lock poisoned") = segments;
+        if !options.clean_shutdown {
+            self.recover_unflushed(options.recovery_point, &mut report)?;
+        }
+        if self
+            .segments
+            .read()
+            .expect("segments lock poisoned")
+            .is_empty()
+        {
+            let base = options.log_start_offset.max(0);
+            let seg = self.new_segment(base)?;
+            self.segments
+                .write()
+                .expect("segments lock poisoned")
+                .insert(base, Arc::new(seg));
+        }
+        let leo = self.compute_log_end_offset()?;
+        self.log_end_offset.store(leo, Ordering::Release);
+        let first_base = *self
+            .segments
+            .read()
+            .expect("segments lock poisoned")
+            .keys()
+            .next()
+            .expect("non-empty");
+        let log_start = options.log_start_offset.max(first_base);
+        self.log_start_offset.store(log_start, Ordering::Release);
+        self.high_watermark.store(log_start, Ordering::Release);
+        let rp = if options.clean_shutdown {
+            leo
+        } else {
+            options.recovery_point.min(leo)
+        };
+        self.recovery_point.store(rp, Ordering::Release);
+        let mut epochs = self.epochs();
+        epochs.truncate_from_end(leo)?;
+        epochs.truncate_from_start(log_start)?;
+        report.segments = self.segments.read().expect("segments lock poisoned").len();
+        Ok(report)
+    }
+
+    fn open_segment(
+        &self,
+        base: i64,
+        active: bool,
+        now: i64,
+        report: &mut OpenReport,
+    ) -> Result<LogSegment, Error> {
+        let path = LogSegment::log_path(&self.dir, base);
+        let size = self.storage.open(&path).at(&path)?.len().at(&path)?;
+        let c = &self.config;
+        let opened = LogSegment::open(
+            self.storage.clone(),
+            &self.dir,
+            base,
+            size,
+            active,
+            c.index_interval_bytes,
+            c.segment_index_bytes,
+            now,
+        );
+        let seg = match opened {
+            Ok(seg) if seg.sanity_check().is_ok() => return Ok(seg),
+            Ok(_) | Err(Error::Io { .. }) | Err(Error::CorruptIndex { .. }) => {
+                // Missing or corrupt indexes: recreate them and rebuild from the `.log`.
+                for p in [
+                    LogSegment::index_path(&self.dir, base),
+                    LogSegment::time_index_path(&self.dir, base),
+                ] {
+                    match self.storage.remove(&p) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(Error::io(&p, e)),
+                    }
+                    self.storage.create(&p).at(&p)?;
+                }
+                LogSegment::open(
+                    self.storage.clone(),
+                    &self.dir,
+                    base,
+                    size,
+                    true,
+                    c.index_interval_bytes,
+                    c.segment_index_bytes,
+                    now,
+                )?
+            }
+            Err(e) => return Err(e),
+        };
+        let recovery = seg.recover()?;
+        self.assign_epochs(&recovery)?;
+        report.rebuilt_indexes.push(base);
+        if !active {
+            seg.on_become_inactive()?;
+        }
+        Ok(seg)
+    }
+
+    fn assign_epochs(&self, recovery: &SegmentRecovery) -> Result<(), Error> {
+        let mut epochs = self.epochs();
+        for &(epoch, offset) in &recovery.epochs {
+            if epochs.latest().is_none_or(|l| epoch > l.epoch) {
+                epochs.assign(epoch, offset)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rescans every segment from the one holding the recovery point; cuts at the first invalid batch and
+    /// deletes every later segment.
+    fn recover_unflushed(&self, recovery_point: i64, report: &mut OpenReport) -> Result<(), Error> {
+        let segments = self.segment_list();
+        let start = segments
+            .iter()
+            .rposition(|s| s.base_offset() <= recovery_point)
+            .unwrap_or(0);
+        let last_index = segments.len().saturating_sub(1);
+        for (i, seg) in segments.iter().enumerate().skip(start) {
+            if report.rebuilt_indexes.contains(&seg.base_offset()) {
+                continue;
+            }
+            let recovery = seg.recover()?;
+            self.assign_epochs(&recovery)?;
+            let truncated = recovery.truncated_bytes > 0 || recovery.corruption.is_some();
+            report
+                .recovered_segments
+                .push((seg.base_offset(), recovery));
+            if i < last_index {
+                seg.on_become_inactive()?;
+            }
+            if truncated {
+                for later in &segments[i + 1..] {
+                    later.delete()?;
+                    self.segments
+                        .write()
+                        .expect("segments lock poisoned")
+                        .remove(&later.base_offset());
+                    report.deleted_segments.push(later.base_offset());
+                }
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The last segment's next offset: scan from its last index entry (Kafka's `readNextOffset`).
+    fn compute_log_end_offset(&self) -> Result<i64, Error> {
+        let seg = self.active_segment();
+        let (_, position) = seg.translate_offset(i64::MAX, 0).map_or((0, 0), |p| {
+            p.map_or((0, 0), |p| (p.last_offset, p.position))
+        });
+        let bytes = seg.read_bytes(position as u64, (seg.size() - position as u64) as usize)?;
+        let mut next = seg.base_offset();
+        let mut scanned = 0u64;
+        for b in Batches::new(&bytes).without_crc() {
+            let b = b?;
+            next = b.last_offset() + 1;
+            scanned += b.size_in_bytes() as u64;
+        }
+        if position == 0 && scanned == 0 && seg.size() > 0 {
+            return Err(Error::CorruptIndex {
+                path: seg.log_path_of(),
+                reason: "no batch could be read to find the log end offset".into(),
+            });
+        }
+        Ok(next)
+    }
+
+    fn new_segment(&self, base: i64) -> Result<LogSegment, Error> {
+        let c = &self.config;
+        LogSegment::create(
+            self.storage.clone(),
+            &self.dir,
+            base,
+            c.index_interval_bytes,
+            c.segment_index_bytes,
+            c.preallocate.then_some(c.segment_bytes),
+            self.clock.now_ms(),
+        )
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    pub fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset.load(Ordering::Acquire)
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset.load(Ordering::Acquire)
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point.load(Ordering::Acquire)
+    }
+
+    /// Base offsets of the segments, oldest first.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments
+            .read()
+            .expect("segments lock poisoned")
+            .keys()
+            .copied()
+            .collect()
+    }
+
+    pub fn size_in_bytes(&self) -> u64 {
+        self.segment_list().iter().map(|s| s.size()).sum()
+    }
+
+    pub fn leader_epochs(&self) -> Vec<crate::leader_epoch::EpochEntry> {
+        self.epochs().entries().to_vec()
+    }
+
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.epochs().latest().map(|e| e.epoch)
+    }
+
+    /// Kafka's `endOffsetForEpoch`.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        let (e, o) = self.epochs().end_offset_for(epoch, self.log_end_offset());
+        (o >= 0).then_some((e, o))
+    }
+
+    /// Sets the high watermark, clamped to `[log start, log end]` (Kafka's `updateHighWatermark`).
+    pub fn update_high_watermark(&self, hw: i64) -> i64 {
+        let hw = hw.clamp(self.log_start_offset(), self.log_end_offset());
+        self.high_watermark.store(hw, Ordering::Release);
+        hw
+    }
+
+    pub fn topic_id(&self) -> Result<Option<TopicId>, Error> {
+        checkpoint::read_partition_metadata(self.storage.as_ref(), &self.dir)
+    }
+
+    /// Writes `partition.metadata` (before the first append, as Kafka does).
+    pub fn set_topic_id(&self, topic_id: TopicId) -> Result<(), Error> {
+        checkpoint::write_partition_metadata(self.storage.as_ref(), &self.dir, topic_id)
+    }
+
+    /// Appends producer batches as the leader: validated first (nothing is written if any batch fails),
+    /// offsets assigned from the log end, the leader epoch stamped; LogAppendTime topics get the append time.
+    pub fn append_as_leader(
+        &self,
+        batches: &mut [u8],
+        leader_epoch: i32,
+    ) -> Result<LogAppendInfo, Error> {
+        self.append_as_leader_with_origin(batches, leader_epoch, AppendOrigin::Client)
+    }
+
+    pub fn append_as_leader_with_origin(
+        &self,
+        batches: &mut [u8],
+        leader_epoch: i32,
+        origin: AppendOrigin,
+    ) -> Result<LogAppendInfo, Error> {
+        assert!(
+            origin != AppendOrigin::Replication,
+            "replication appends go through append_as_follower"
+        );
+        let _writer = self.writer();
+        let now = self.clock.now_ms();
+        let validated = validate(batches, origin, &self.config, now)?;
+        let mut next = self.log_end_offset();
+        let first_offset = next;
+        let log_append_time =
+            (self.config.message_timestamp_type == TimestampType::LogAppendTime).then_some(now);
+        for b in &validated.batches {
+            let mut m = RecordBatchMut::parse(&mut batches[b.position..b.position + b.size])
+                .expect("validated");
+            m.set_base_offset(next);
+            m.set_partition_leader_epoch(leader_epoch);
+            if let Some(t) = log_append_time {
+                m.set_log_append_time(t);
+            }
+            next += b.last_offset - b.base_offset + 1;
+        }
+        let validated = validate(batches, AppendOrigin::Replication, &self.config, now)?;
+        // Producer-state validation plugs in here (before anything is written).
+        let info = self.write_batches(batches, &validated, now)?;
+        if leader_epoch >= 0 {
+            let mut epochs = self.epochs();
+            if epochs.latest().is_none_or(|l| l.epoch != leader_epoch) {
+                epochs.assign(leader_epoch, first_offset)?;
+            }
+        }
+        Ok(LogAppendInfo {
+            log_append_time: log_append_time.unwrap_or(-1),
+            ..info
+        })
+    }
+
+    /// Appends a follower's (or mirror's) batches unchanged: offsets, epochs and bytes as they are. The
+    /// first batch must not start below the log end offset.
+    pub fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
+        let _writer = self.writer();
+        let now = self.clock.now_ms();
+        let validated = validate(batches, AppendOrigin::Replication, &self.config, now)?;
+        let first = validated.batches[0].base_offset;
+        let leo = self.log_end_offset();
+        if first < leo {
+            return Err(Error::rejected(
+                KafkaError::UnexpectedAppendOffset,
+                format!("first offset {first} is below the log end offset {leo}"),
+            ));
+        }
+        {
+            let mut epochs = self.epochs();
+            for b in &validated.batches {
+                if b.magic >= 2 && b.partition_leader_epoch >= 0 {
+                    epochs.assign(b.partition_leader_epoch, b.base_offset)?;
+                }
+            }
+        }
+        self.write_batches(batches, &validated, now)
+    }
+
+    /// Rolls if needed, appends to the active segment, publishes the new log end offset.
+    fn write_batches(
+        &self,
+        bytes: &[u8],
+        v: &ValidatedBatches,
+        now: i64,
+    ) -> Result<LogAppendInfo, Error> {
+        let first_offset = v.batches[0].base_offset;
+        let last_offset = v.batches.last().expect("non-empty").last_offset;
+        let (mut max_ts, mut offset_of_max) = (-1i64, -1i64);
+        for b in &v.batches {
+            if b.max_timestamp > max_ts {
+                (max_ts, offset_of_max) = (b.max_timestamp, b.last_offset);
+            }
+        }
+        let segment =
+            self.maybe_roll(bytes.len() as u64, max_ts, first_offset, last_offset, now)?;
+        segment.append(last_offset, max_ts, offset_of_max, bytes)?;
+        self.log_end_offset
+            .store(last_offset + 1, Ordering::Release);
+        if self.log_end_offset() - self.recovery_point() >= self.config.flush_messages {
+            self.flush(self.log_end_offset())?;
+        }
+        Ok(LogAppendInfo {
+            first_offset,
+            last_offset,
+            max_timestamp: max_ts,
+            log_append_time: -1,
+            batches: v.batches.len(),
+            bytes: bytes.len(),
+        })
+    }
+
+    fn max_segment_ms(&self) -> i64 {
+        self.config.segment_ms
+            - self
+                .config
+                .segment_jitter_ms
+                .min(self.config.segment_ms - 1)
+                .max(0)
+    }
+
+    fn maybe_roll(
+        &self,
+        size: u64,
+        max_ts: i64,
+        first_offset: i64,
+        last_offset: i64,
+        now: i64,
+    ) -> Result<Arc<LogSegment>, Error> {
+        let active = self.active_segment();
+        let roll = active.should_roll(
+            size,
+            max_ts,
+            last_offset,
+            self.config.segment_bytes as u64,
+            self.max_segment_ms(),
+            now,
+        )? || first_offset - active.base_offset() > i32::MAX as i64;
+        if !roll {
+            return Ok(active);
+        }
+        self.roll_at(first_offset.max(self.log_end_offset()))
+    }
+
+    /// Rolls a new active segment at the log end offset.
+    pub fn roll(&self) -> Result<(), Error> {
+        let _writer = self.writer();
+        self.roll_at(self.log_end_offset()).map(|_| ())
+    }
+
+    fn roll_at(&self, base: i64) -> Result<Arc<LogSegment>, Error> {
+        let active = self.active_segment();
+        if active.base_offset() == base && active.size() == 0 {
+            return Ok(active);
+        }
+        assert!(
+            base > active.base_offset(),
+            "roll to {base} below the active segment {}",
+            active.base_offset()
+        );
+        active.on_become_inactive()?;
+        let seg = Arc::new(self.new_segment(base)?);
+        self.segments
+            .write()
+            .expect("segments lock poisoned")
+            .insert(base, seg.clone());
+        // The producer snapshot is taken here, off the append path's fsync (issue: producer state).
+        Ok(seg)
+    }
+
+    /// Syncs everything up to at least `offset` and moves the recovery point. Concurrent callers share one
+    /// sync (group commit): whoever syncs covers every append published before it started.
+    pub fn flush(&self, offset: i64) -> Result<(), Error> {
+        if self.recovery_point() >= offset {
+            return Ok(());
+        }
+        let _flushing = self.flush_lock.lock().expect("flush lock poisoned");
+        if self.recovery_point() >= offset {
+            return Ok(());
+        }
+        let target = self.log_end_offset();
+        let from = self.recovery_point();
+        let mut synced_new_segment = false;
+        for seg in self.segment_list() {
+            let next_base = self
+                .segments
+                .read()
+                .expect("segments lock poisoned")
+                .range(seg.base_offset() + 1..)
+                .next()
+                .map(|(b, _)| *b);
+            if next_base.is_some_and(|n| n <= from)
+                || seg.base_offset() >= target.max(from + 1) && seg.size() == 0
+            {
+                continue;
+            }
+            seg.flush()?;
+            synced_new_segment |= seg.base_offset() >= from;
+        }
+        if synced_new_segment {
+            self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        }
+        self.recovery_point.fetch_max(target, Ordering::AcqRel);
+        self.writer
+            .lock()
+            .expect("writer lock poisoned")
+            .last_flush_ms = self.clock.now_ms();
+        Ok(())
+    }
+
+    /// Flushes if `flush.ms` has passed since the last flush.
+    pub fn maybe_flush(&self) -> Result<(), Error> {
+        let last = self.writer().last_flush_ms;
+        if self.clock.now_ms().saturating_sub(last) >= self.config.flush_ms {
+            self.flush(self.log_end_offset())?;
+        }
+        Ok(())
+    }
+
+    /// Reads whole batches from `start_offset`, at most `max_bytes` (but one whole batch when
+    /// `min_one_batch`), never past `upper_bound` (e.g. the high watermark; the log end when `None`).
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: Option<i64>,
+        min_one_batch: bool,
+    ) -> Result<LogReadInfo, Error> {
+        let leo = self.log_end_offset();
+        let log_start = self.log_start_offset();
+        let info = |records, next_offset| LogReadInfo {
+            records,
+            next_offset,
+            high_watermark: self.high_watermark(),
+            log_start_offset: log_start,
+            log_end_offset: leo,
+        };
+        if start_offset < log_start || start_offset > leo {
+            return Err(Error::rejected(
+                KafkaError::OffsetOutOfRange,
+                format!("offset {start_offset} is outside [{log_start}, {leo}]"),
+            ));
+        }
+        let bound = upper_bound.unwrap_or(leo).min(leo);
+        if start_offset >= bound {
+            return Ok(info(SegmentBytes::Owned(Vec::new()), start_offset));
+        }
+        let segments: Vec<Arc<LogSegment>> = {
+            let map = self.segments.read().expect("segments lock poisoned");
+            let floor = map
+                .range(..=start_offset)
+                .next_back()
+                .map_or(i64::MIN, |(b, _)| *b);
+            map.range(floor..).map(|(_, s)| s.clone()).collect()
+        };
+        for seg in segments {
+            let Some(found) = seg.translate_offset(start_offset, 0)? else {
+                continue;
+            };
+            let start = found.position as u64;
+            let max_position = match seg.translate_offset(bound, 0)? {
+                Some(p) if p.last_offset >= bound && bound < leo => p.position as u64,
+                _ => seg.size(),
+            };
+            if start >= max_position {
+                return Ok(info(SegmentBytes::Owned(Vec::new()), start_offset));
+            }
+            let mut limit = (start + max_bytes as u64).min(max_position);
+            if min_one_batch && limit < start + found.size as u64 {
+                limit = (start + found.size as u64).min(max_position);
+            }
+            let bytes = seg.slice(start, limit)?;
+            let (whole, next) = whole_batches(bytes.as_slice(), start_offset);
+            let records = match bytes {
+                SegmentBytes::Mapped { map, start, .. } => SegmentBytes::Mapped {
+                    map,
+                    start,
+                    end: start + whole,
+                },
+                SegmentBytes::Owned(mut v) => {
+                    v.truncate(whole);
+                    SegmentBytes::Owned(v)
+                }
+            };
+            return Ok(info(records, next));
+        }
+        Ok(info(SegmentBytes::Owned(Vec::new()), start_offset))
+    }
+
+    /// The first offset whose record timestamp is >= `timestamp`, with that timestamp.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, Error> {
+        let start = self.log_start_offset();
+        for seg in self.segment_list() {
+            if seg.base_offset() < start && seg.max_timestamp()? < timestamp {
+                continue;
+            }
+            if seg.max_timestamp()? >= timestamp {
+                if let Some(found) = seg.find_offset_by_timestamp(timestamp, start)? {
+                    return Ok(Some(found));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Removes every batch at or after `offset` (a follower truncating to its leader).
+    pub fn truncate_to(&self, offset: i64) -> Result<(), Error> {
+        let _writer = self.writer();
+        let leo = self.log_end_offset();
+        if offset >= leo {
+            return self.epochs().truncate_from_end(leo);
+        }
+        let first_base = self.segment_base_offsets()[0];
+        if offset < first_base {
+            return self.truncate_fully_locked(offset);
+        }
+        let segments = self.segment_list();
+        for seg in segments.iter().filter(|s| s.base_offset() > offset) {
+            self.segments
+                .write()
+                .expect("segments lock poisoned")
+                .remove(&seg.base_offset());
+            seg.delete()?;
+        }
+        self.active_segment().truncate_to(offset)?;
+        self.log_end_offset.store(offset, Ordering::Release);
+        self.recovery_point.fetch_min(offset, Ordering::AcqRel);
+        self.epochs().truncate_from_end(offset)?;
+        self.log_start_offset.fetch_min(offset, Ordering::AcqRel);
+        self.high_watermark.fetch_min(offset, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Deletes every segment and starts an empty log at `offset`.
+    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), Error> {
+        let _writer = self.writer();
+        self.truncate_fully_locked(offset)
+    }
+
+    fn truncate_fully_locked(&self, offset: i64) -> Result<(), Error> {
+        let old = self.segment_list();
+        let fresh = Arc::new(self.new_segment(offset)?);
+        let mut map = BTreeMap::new();
+        map.insert(offset, fresh);
+        *self.segments.write().expect("segments lock poisoned") = map;
+        for seg in old.iter().filter(|s| s.base_offset() != offset) {
+            seg.delete()?;
+        }
+        self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        self.epochs().clear()?;
+        self.log_end_offset.store(offset, Ordering::Release);
+        self.log_start_offset.store(offset, Ordering::Release);
+        self.high_watermark.store(offset, Ordering::Release);
+        self.recovery_point.store(offset, Ordering::Release);
+        Ok(())
+    }
+
+    /// Raises the log start offset (DeleteRecords, or a mirror following its source); never above the HW.
+    pub fn increment_log_start_offset(&self, offset: i64) -> Result<bool, Error> {
+        let _writer = self.writer();
+        if offset > self.high_watermark() {
+            return Err(Error::rejected(
+                KafkaError::OffsetOutOfRange,
+                format!(
+                    "log start offset {offset} is above the high watermark {}",
+                    self.high_watermark()
+                ),
+            ));
+        }
+        if offset <= self.log_start_offset() {
+            return Ok(false);
+        }
+        self.log_start_offset.store(offset, Ordering::Release);
+        self.recovery_point
+            .fetch_max(offset.min(self.log_end_offset()), Ordering::AcqRel);
+        self.epochs().truncate_from_start(offset)?;
+        Ok(true)
+    }
+
+    /// Retention (`deleteOldSegments`): segments wholly below the log start offset, then by size
+    /// (`retention.bytes`), then by time (`retention.ms`). Never the active segment's data past the high
+    /// watermark. Returns the deleted base offsets.
+    pub fn delete_old_segments(&self) -> Result<Vec<i64>, Error> {
+        let _writer = self.writer();
+        let now = self.clock.now_ms();
+        let segments = self.segment_list();
+        let hw = self.high_watermark();
+        let log_start = self.log_start_offset();
+        let mut size_excess = if self.config.retention_bytes >= 0 {
+            self.size_in_bytes() as i64 - self.config.retention_bytes
+        } else {
+            -1
+        };
+        let mut deletable = Vec::new();
+        for (i, seg) in segments.iter().enumerate() {
+            let upper = segments
+                .get(i + 1)
+                .map_or(self.log_end_offset(), |n| n.base_offset());
+            let is_last = i + 1 == segments.len();
+            if hw < upper || (is_last && seg.size() == 0) {
+                break;
+            }
+            let by_start = !is_last && upper <= log_start;
+            let by_size = size_excess >= 0 && size_excess - seg.size() as i64 >= 0;
+            let by_time = self.config.retention_ms >= 0
+                && now - seg.largest_timestamp()? > self.config.retention_ms;
+            if !(by_start || by_size || by_time) {
+                break;
+            }
+            if by_size {
+                size_excess -= seg.size() as i64;
+            }
+            deletable.push(seg.clone());
+        }
+        if deletable.len() == segments.len() {
+            self.roll_at(self.log_end_offset())?;
+        }
+        for seg in &deletable {
+            self.segments
+                .write()
+                .expect("segments lock poisoned")
+                .remove(&seg.base_offset());
+            seg.delete()?;
+        }
+        if !deletable.is_empty() {
+            let first = self.segment_base_offsets()[0];
+            self.log_start_offset.fetch_max(first, Ordering::AcqRel);
+            self.recovery_point
+                .fetch_max(first.min(self.log_end_offset()), Ordering::AcqRel);
+            self.epochs().truncate_from_start(self.log_start_offset())?;
+            self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        }
+        Ok(deletable.iter().map(|s| s.base_offset()).collect())
+    }
+
+    /// Unloads the indexes and maps of sealed segments (cold partitions hold no memory or maps).
+    pub fn unload_cold_segments(&self) -> Result<(), Error> {
+        for seg in self.segment_list() {
+            seg.unload()?;
+        }
+        Ok(())
+    }
+
+    /// Clean close: everything flushed, the active segment's closing time-index entry written.
+    pub fn close(&self) -> Result<(), Error> {
+        let _writer = self.writer();
+        let leo = self.log_end_offset();
+        for seg in self.segment_list() {
+            seg.close()?;
+        }
+        self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        self.recovery_point.fetch_max(leo, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// For tests and tools: the segment at `base`.
+    pub fn segment(&self, base: i64) -> Option<Arc<LogSegment>> {
+        self.segments
+            .read()
+            .expect("segments lock poisoned")
+            .get(&base)
+            .cloned()
+    }
+}
+
+/// The byte length of the whole batches at the start of `bytes`, and the offset after the last of them.
+fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
+    let mut it = Batches::new(bytes).without_crc();
+    let mut len = 0;
+    let mut next = start_offset;
+    for b in it.by_ref() {
+        let Ok(b) = b else { break };
+        len += b.size_in_bytes();
+        next = b.last_offset() + 1;
+    }
+    debug_assert!(
+        !matches!(it.tail(), Some(Tail::Corrupt { .. })),
+        "published bytes are whole batches"
+    );
+    (len, next)
+}

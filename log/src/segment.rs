@@ -1,0 +1,814 @@
+//! `LogSegment`: one `.log` file and its `.index`, `.timeindex` and `.txnindex` (`LogSegment.java`).
+//!
+//! One writer appends; readers may read concurrently and never see past the published size, which moves
+//! only after the bytes are written. Index entries follow Kafka's rule exactly: before an append, if more
+//! than `index.interval.bytes` were appended since the last entry, map the append's last offset to its start
+//! position, and offer the running max timestamp to the time index.
+#![allow(unsafe_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::IoContext;
+use crate::format::{Batches, Tail, RECORD_BATCH_OVERHEAD};
+use crate::index::IndexFile;
+use crate::io::{Storage, StorageFile};
+use crate::offset_index::OffsetIndex;
+use crate::time_index::TimeIndex;
+use crate::txn_index::TxnIndex;
+use crate::{Corruption, Error};
+
+/// `{:020}` + suffix: Kafka's file names.
+pub fn file_name(offset: i64, suffix: &str) -> String {
+    format!("{offset:020}{suffix}")
+}
+
+/// The base offset in a segment file name (digits before the first `.`).
+pub fn parse_base_offset(name: &str) -> Option<i64> {
+    let digits = name.split('.').next()?;
+    (digits.len() >= 20 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())?
+}
+
+/// Where a batch was found: Kafka's `LogOffsetPosition`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPosition {
+    pub last_offset: i64,
+    pub position: u32,
+    pub size: u32,
+}
+
+/// Bytes read from a segment: a read-only map of a sealed segment, or a buffer.
+#[derive(Debug, Clone)]
+pub enum SegmentBytes {
+    Mapped {
+        map: Arc<memmap2::Mmap>,
+        start: usize,
+        end: usize,
+    },
+    Owned(Vec<u8>),
+}
+
+impl SegmentBytes {
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            SegmentBytes::Mapped { map, start, end } => &map[*start..*end],
+            SegmentBytes::Owned(v) => v,
+        }
+    }
+
+    pub fn is_mapped(&self) -> bool {
+        matches!(self, SegmentBytes::Mapped { .. })
+    }
+}
+
+/// What `recover` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentRecovery {
+    pub valid_bytes: u64,
+    pub truncated_bytes: u64,
+    /// How the valid data ended, with the failed check when it ended in corruption.
+    pub tail: Tail,
+    pub corruption: Option<Corruption>,
+    /// (epoch, first offset) of every batch whose partition leader epoch is >= 0, in order.
+    pub epochs: Vec<(i32, i64)>,
+    pub next_offset: i64,
+}
+
+#[derive(Debug)]
+struct State {
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    txn_index: TxnIndex,
+    bytes_since_last_index_entry: u64,
+    /// (max timestamp, offset of the batch holding it); None until known.
+    max_timestamp_so_far: Option<(i64, i64)>,
+    rolling_based_timestamp: Option<i64>,
+    created_ms: i64,
+    /// Set once the `.log` may be memory-mapped: it is then replaced, never shrunk in place.
+    mapped: Option<Arc<memmap2::Mmap>>,
+    ever_mapped: bool,
+}
+
+pub struct LogSegment {
+    base_offset: i64,
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    log: Mutex<Arc<dyn StorageFile>>,
+    size: AtomicU64,
+    active: AtomicBool,
+    index_interval_bytes: u64,
+    max_index_bytes: usize,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for LogSegment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogSegment")
+            .field("base_offset", &self.base_offset)
+            .field("size", &self.size())
+            .finish()
+    }
+}
+
+impl LogSegment {
+    pub fn log_path(dir: &Path, base: i64) -> PathBuf {
+        dir.join(file_name(base, ".log"))
+    }
+
+    pub fn index_path(dir: &Path, base: i64) -> PathBuf {
+        dir.join(file_name(base, ".index"))
+    }
+
+    pub fn time_index_path(dir: &Path, base: i64) -> PathBuf {
+        dir.join(file_name(base, ".timeindex"))
+    }
+
+    pub fn txn_index_path(dir: &Path, base: i64) -> PathBuf {
+        dir.join(file_name(base, ".txnindex"))
+    }
+
+    /// A new empty segment; stale files with the same base are replaced.
+    pub fn create(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        index_interval_bytes: u32,
+        max_index_bytes: u32,
+        preallocate_bytes: Option<u32>,
+        now_ms: i64,
+    ) -> Result<Self, Error> {
+        let log_path = Self::log_path(dir, base_offset);
+        for path in [&log_path, &Self::txn_index_path(dir, base_offset)] {
+            match storage.remove(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(path, e)),
+            }
+        }
+        let log = storage.create(&log_path).at(&log_path)?;
+        if let Some(bytes) = preallocate_bytes {
+            log.set_len(bytes as u64).at(&log_path)?;
+        }
+        let max = max_index_bytes as usize;
+        let offset_index = OffsetIndex::create(
+            storage.clone(),
+            Self::index_path(dir, base_offset),
+            base_offset,
+            max,
+        )?;
+        let time_index = TimeIndex::create(
+            storage.clone(),
+            Self::time_index_path(dir, base_offset),
+            base_offset,
+            max,
+        )?;
+        let txn_index = TxnIndex::open(storage.clone(), Self::txn_index_path(dir, base_offset))?;
+        Ok(Self::assemble(
+            storage,
+            dir,
+            base_offset,
+            log,
+            0,
+            true,
+            index_interval_bytes,
+            max,
+            State {
+                offset_index,
+                time_index,
+                txn_index,
+                bytes_since_last_index_entry: 0,
+                max_timestamp_so_far: Some((-1, -1)),
+                rolling_based_timestamp: None,
+                created_ms: now_ms,
+                mapped: None,
+                ever_mapped: false,
+            },
+        ))
+    }
+
+    /// An existing segment. `active` loads its indexes for appending; sealed ones load lazily. A missing
+    /// `.index` or `.timeindex` is an error (the caller rebuilds them with [`LogSegment::recover`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        size: u64,
+        active: bool,
+        index_interval_bytes: u32,
+        max_index_bytes: u32,
+        now_ms: i64,
+    ) -> Result<Self, Error> {
+        let log_path = Self::log_path(dir, base_offset);
+        let log = storage.open(&log_path).at(&log_path)?;
+        let max = max_index_bytes as usize;
+        let (ip, tp) = (
+            Self::index_path(dir, base_offset),
+            Self::time_index_path(dir, base_offset),
+        );
+        let (oi, ti) = if active {
+            (
+                IndexFile::open_writable(storage.clone(), ip, max)?,
+                IndexFile::open_writable(storage.clone(), tp, max)?,
+            )
+        } else {
+            storage.open(&ip).at(&ip)?;
+            storage.open(&tp).at(&tp)?;
+            (
+                IndexFile::open_lazy(storage.clone(), ip, max),
+                IndexFile::open_lazy(storage.clone(), tp, max),
+            )
+        };
+        let txn_index = TxnIndex::open(storage.clone(), Self::txn_index_path(dir, base_offset))?;
+        Ok(Self::assemble(
+            storage,
+            dir,
+            base_offset,
+            log,
+            size,
+            active,
+            index_interval_bytes,
+            max,
+            State {
+                offset_index: OffsetIndex::new(base_offset, oi),
+                time_index: TimeIndex::new(base_offset, ti),
+                txn_index,
+                bytes_since_last_index_entry: 0,
+                max_timestamp_so_far: None,
+                rolling_based_timestamp: None,
+                created_ms: now_ms,
+                mapped: None,
+                ever_mapped: false,
+            },
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        log: Arc<dyn StorageFile>,
+        size: u64,
+        active: bool,
+        index_interval_bytes: u32,
+        max_index_bytes: usize,
+        state: State,
+    ) -> Self {
+        LogSegment {
+            base_offset,
+            storage,
+            dir: dir.to_owned(),
+            log: Mutex::new(log),
+            size: AtomicU64::new(size),
+            active: AtomicBool::new(active),
+            index_interval_bytes: index_interval_bytes as u64,
+            max_index_bytes,
+            state: Mutex::new(state),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("segment state lock poisoned")
+    }
+
+    fn log_file(&self) -> Arc<dyn StorageFile> {
+        self.log.lock().expect("segment log lock poisoned").clone()
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// The published size: every byte below it is a whole, written batch.
+    pub fn size(&self) -> u64 {
+        self.size.load(Ordering::Acquire)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn log_path_of(&self) -> PathBuf {
+        Self::log_path(&self.dir, self.base_offset)
+    }
+
+    /// Reads `len` bytes at `position` (bounded by the published size).
+    pub fn read_bytes(&self, position: u64, len: usize) -> Result<Vec<u8>, Error> {
+        let end = (position + len as u64).min(self.size());
+        let mut buf = vec![0u8; end.saturating_sub(position) as usize];
+        let n = self
+            .log_file()
+            .read_at(&mut buf, position)
+            .at(&self.log_path_of())?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    /// `[start, end)` as a map of a sealed segment where possible, else a buffer.
+    pub fn slice(&self, start: u64, end: u64) -> Result<SegmentBytes, Error> {
+        let end = end.min(self.size());
+        if start >= end {
+            return Ok(SegmentBytes::Owned(Vec::new()));
+        }
+        if !self.active.load(Ordering::Acquire) {
+            if let Some(map) = self.map()? {
+                if end as usize <= map.len() {
+                    return Ok(SegmentBytes::Mapped {
+                        map,
+                        start: start as usize,
+                        end: end as usize,
+                    });
+                }
+            }
+        }
+        Ok(SegmentBytes::Owned(
+            self.read_bytes(start, (end - start) as usize)?,
+        ))
+    }
+
+    fn map(&self) -> Result<Option<Arc<memmap2::Mmap>>, Error> {
+        let mut state = self.state();
+        if let Some(m) = &state.mapped {
+            return Ok(Some(m.clone()));
+        }
+        let log = self.log_file();
+        let Some(path) = log.os_path() else {
+            return Ok(None);
+        };
+        if self.size() == 0 {
+            return Ok(None);
+        }
+        let file = std::fs::File::open(path).at(path)?;
+        // SAFETY: the map covers a sealed segment, which is never written again and never shrunk in place:
+        // truncating a segment that was ever mapped replaces its file (`replace_with_prefix`), so existing
+        // maps keep the old inode's bytes. Outside processes do not write klog's open partition directories.
+        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.at(path)?);
+        state.mapped = Some(map.clone());
+        state.ever_mapped = true;
+        Ok(Some(map))
+    }
+
+    fn header_at(&self, position: u64) -> Result<Option<(i64, i64, u32)>, Error> {
+        let bytes = self.read_bytes(position, RECORD_BATCH_OVERHEAD)?;
+        if bytes.len() < 27 {
+            return Ok(None);
+        }
+        let base = i64::from_be_bytes(bytes[0..8].try_into().expect("8"));
+        let len = i32::from_be_bytes(bytes[8..12].try_into().expect("4"));
+        let delta = i32::from_be_bytes(bytes[23..27].try_into().expect("4"));
+        if len < 49 {
+            return Ok(None);
+        }
+        Ok(Some((base, base + delta as i64, 12 + len as u32)))
+    }
+
+    /// Kafka's `translateOffset`: the first batch whose last offset is >= `offset`, scanning from the index.
+    pub fn translate_offset(
+        &self,
+        offset: i64,
+        start_position: u64,
+    ) -> Result<Option<BatchPosition>, Error> {
+        let indexed = self.state().offset_index.lookup(offset)?.1 as u64;
+        let mut position = indexed.max(start_position);
+        let size = self.size();
+        while position < size {
+            let Some((_, last, batch_size)) = self.header_at(position)? else {
+                return Ok(None);
+            };
+            if last >= offset {
+                return Ok(Some(BatchPosition {
+                    last_offset: last,
+                    position: position as u32,
+                    size: batch_size,
+                }));
+            }
+            position += batch_size as u64;
+        }
+        Ok(None)
+    }
+
+    /// Appends `bytes` (whole, validated batches) ending at `largest_offset`. `offset_of_max_timestamp` is the
+    /// last offset of the earliest batch holding `largest_timestamp`. Returns the position written at.
+    pub fn append(
+        &self,
+        largest_offset: i64,
+        largest_timestamp: i64,
+        offset_of_max_timestamp: i64,
+        bytes: &[u8],
+    ) -> Result<u64, Error> {
+        if bytes.is_empty() {
+            return Ok(self.size());
+        }
+        assert!(
+            (largest_offset - self.base_offset) <= i32::MAX as i64,
+            "offset {largest_offset} overflows segment {} (the log rolls before)",
+            self.base_offset
+        );
+        let position = self.size();
+        let log = self.log_file();
+        log.write_at(bytes, position).at(&self.log_path_of())?;
+        let mut state = self.state();
+        if position == 0 {
+            state.rolling_based_timestamp = Some(largest_timestamp);
+        }
+        self.load_max_timestamp(&mut state)?;
+        let (max_ts, _) = state.max_timestamp_so_far.expect("loaded");
+        if largest_timestamp > max_ts {
+            state.max_timestamp_so_far = Some((largest_timestamp, offset_of_max_timestamp));
+        }
+        if state.bytes_since_last_index_entry > self.index_interval_bytes {
+            state.offset_index.append(largest_offset, position as u32)?;
+            let (ts, off) = state.max_timestamp_so_far.expect("loaded");
+            state.time_index.maybe_append(ts, off, false)?;
+            state.bytes_since_last_index_entry = 0;
+        }
+        state.bytes_since_last_index_entry += bytes.len() as u64;
+        drop(state);
+        self.size
+            .store(position + bytes.len() as u64, Ordering::Release);
+        Ok(position)
+    }
+
+    fn load_max_timestamp(&self, state: &mut State) -> Result<(), Error> {
+        if state.max_timestamp_so_far.is_none() {
+            state.max_timestamp_so_far = Some(state.time_index.last_entry()?);
+        }
+        Ok(())
+    }
+
+    /// The largest timestamp in the segment, or -1.
+    pub fn max_timestamp(&self) -> Result<i64, Error> {
+        let mut state = self.state();
+        self.load_max_timestamp(&mut state)?;
+        Ok(state.max_timestamp_so_far.expect("loaded").0)
+    }
+
+    /// Kafka's `largestTimestamp` for retention: the max timestamp, or the creation time when unknown.
+    pub fn largest_timestamp(&self) -> Result<i64, Error> {
+        let ts = self.max_timestamp()?;
+        Ok(if ts >= 0 { ts } else { self.state().created_ms })
+    }
+
+    /// Kafka's `shouldRoll` for an append of `messages_size` bytes with the given max timestamp and offset.
+    pub fn should_roll(
+        &self,
+        messages_size: u64,
+        max_timestamp_in_messages: i64,
+        max_offset_in_messages: i64,
+        segment_bytes: u64,
+        max_segment_ms: i64,
+        now_ms: i64,
+    ) -> Result<bool, Error> {
+        let size = self.size();
+        if size > segment_bytes.saturating_sub(messages_size) {
+            return Ok(true);
+        }
+        let mut state = self.state();
+        if size > 0 {
+            if state.rolling_based_timestamp.is_none() {
+                let first = self.read_bytes(0, RECORD_BATCH_OVERHEAD)?;
+                if first.len() >= 43 {
+                    state.rolling_based_timestamp =
+                        Some(i64::from_be_bytes(first[35..43].try_into().expect("8")));
+                }
+            }
+            let waited = match state.rolling_based_timestamp {
+                Some(ts) if ts >= 0 => max_timestamp_in_messages - ts,
+                _ => now_ms - state.created_ms,
+            };
+            if waited > max_segment_ms {
+                return Ok(true);
+            }
+        }
+        if state.offset_index.is_full()? || state.time_index.is_full()? {
+            return Ok(true);
+        }
+        Ok(!state.offset_index.can_append_offset(max_offset_in_messages))
+    }
+
+    /// The segment stops being active: the closing time-index entry, indexes written, a preallocated
+    /// `.log` trimmed (Kafka's `onBecomeInactiveSegment`).
+    pub fn on_become_inactive(&self) -> Result<(), Error> {
+        let mut state = self.state();
+        self.load_max_timestamp(&mut state)?;
+        let (ts, off) = state.max_timestamp_so_far.expect("loaded");
+        state.time_index.maybe_append(ts, off, true)?;
+        state.offset_index.file().flush()?;
+        state.time_index.file().flush()?;
+        state.txn_index.flush()?;
+        drop(state);
+        let log = self.log_file();
+        let path = self.log_path_of();
+        if log.len().at(&path)? != self.size() {
+            log.set_len(self.size()).at(&path)?;
+        }
+        self.active.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// fsync the `.log` and the indexes.
+    pub fn flush(&self) -> Result<(), Error> {
+        self.log_file().sync().at(&self.log_path_of())?;
+        let mut state = self.state();
+        state.offset_index.file().sync()?;
+        state.time_index.file().sync()?;
+        state.txn_index.sync()
+    }
+
+    /// Syncs only the `.log` (the durable part; indexes are rebuilt after a crash).
+    pub fn sync_log(&self) -> Result<(), Error> {
+        self.log_file().sync().at(&self.log_path_of())
+    }
+
+    /// Writes the `.log` bytes and syncs them in one call (one io_uring round trip where available).
+    pub fn append_durable(
+        &self,
+        largest_offset: i64,
+        largest_timestamp: i64,
+        offset_of_max_timestamp: i64,
+        bytes: &[u8],
+    ) -> Result<u64, Error> {
+        let position = self.append(
+            largest_offset,
+            largest_timestamp,
+            offset_of_max_timestamp,
+            bytes,
+        )?;
+        self.sync_log()?;
+        Ok(position)
+    }
+
+    /// Drops an idle sealed segment's loaded indexes and map.
+    pub fn unload(&self) -> Result<(), Error> {
+        if self.active.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut state = self.state();
+        state.offset_index.file().unload()?;
+        state.time_index.file().unload()?;
+        state.mapped = None;
+        Ok(())
+    }
+
+    /// Kafka's `truncateTo`: drops every batch with offset >= `offset`; the segment becomes active.
+    /// Returns the bytes removed.
+    pub fn truncate_to(&self, offset: i64) -> Result<u64, Error> {
+        let found = self.translate_offset(offset, 0)?;
+        let new_size = match found {
+            Some(p) if p.last_offset >= offset && (p.position as u64) < self.size() => {
+                p.position as u64
+            }
+            _ => self.size(),
+        };
+        let old = self.size();
+        let mut state = self.state();
+        state.offset_index.truncate_to(offset)?;
+        state.time_index.truncate_to(offset)?;
+        state.txn_index.truncate_to(offset)?;
+        if new_size < old {
+            if state.ever_mapped {
+                state.mapped = None;
+                drop(state);
+                self.replace_with_prefix(new_size)?;
+                state = self.state();
+            } else {
+                self.log_file().set_len(new_size).at(&self.log_path_of())?;
+            }
+        }
+        self.size.store(new_size, Ordering::Release);
+        if new_size == 0 {
+            state.rolling_based_timestamp = None;
+        }
+        state.bytes_since_last_index_entry = 0;
+        state.max_timestamp_so_far = None;
+        self.load_max_timestamp(&mut state)?;
+        drop(state);
+        self.rescan_max_timestamp_after_index()?;
+        self.active.store(true, Ordering::Release);
+        Ok(old - new_size)
+    }
+
+    /// After truncation the time index may miss the max of batches after its last entry: scan them.
+    fn rescan_max_timestamp_after_index(&self) -> Result<(), Error> {
+        let (_, offset) = self.state().time_index.last_entry()?;
+        let start = self.state().offset_index.lookup(offset)?.1 as u64;
+        let bytes = self.read_bytes(start, (self.size() - start) as usize)?;
+        let mut best = self.state().max_timestamp_so_far.expect("loaded");
+        for b in Batches::new(&bytes).without_crc().flatten() {
+            if let crate::format::AnyBatch::V2(b) = b {
+                if b.max_timestamp() > best.0 {
+                    best = (b.max_timestamp(), b.last_offset());
+                }
+            }
+        }
+        self.state().max_timestamp_so_far = Some(best);
+        Ok(())
+    }
+
+    /// Replaces the `.log` with its first `len` bytes in a new file, so maps of the old file stay valid.
+    fn replace_with_prefix(&self, len: u64) -> Result<(), Error> {
+        let path = self.log_path_of();
+        let tmp = crate::io::tmp_path(&path);
+        let prefix = self.read_bytes(0, len as usize)?;
+        let _ = self.storage.remove(&tmp);
+        let file = self.storage.create(&tmp).at(&tmp)?;
+        file.write_at(&prefix, 0).at(&tmp)?;
+        file.sync().at(&tmp)?;
+        self.storage.rename(&tmp, &path).at(&path)?;
+        self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        *self.log.lock().expect("segment log lock poisoned") = file;
+        Ok(())
+    }
+
+    /// Kafka's `recover`: rebuilds the offset and time indexes (and returns the epochs seen) from the `.log`,
+    /// stopping at the first invalid batch and truncating the file there.
+    pub fn recover(&self) -> Result<SegmentRecovery, Error> {
+        let size = self.log_file().len().at(&self.log_path_of())?;
+        self.size.store(size, Ordering::Release);
+        let bytes = self.read_bytes(0, size as usize)?;
+        let mut state = self.state();
+        state.offset_index.file().reset()?;
+        state.time_index.file().reset()?;
+        state.txn_index.truncate_to(i64::MIN)?;
+        state.max_timestamp_so_far = Some((-1, -1));
+        let mut valid = 0u64;
+        let mut last_index_entry = 0u64;
+        let mut epochs = Vec::new();
+        let mut next_offset = self.base_offset;
+        let mut corruption = None;
+        let mut batches = Batches::new(&bytes);
+        for batch in batches.by_ref() {
+            let batch = match batch {
+                Ok(b) => b,
+                Err(Error::CorruptBatch { reason, .. }) => {
+                    corruption = Some(reason);
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            let (first, last) = (batch.base_offset(), batch.last_offset());
+            if last - self.base_offset > i32::MAX as i64 || first < self.base_offset {
+                corruption = Some(Corruption::OffsetOverflow {
+                    segment_base: self.base_offset,
+                    first,
+                    last,
+                });
+                break;
+            }
+            self.index_recovered_batch(&mut state, &batch, valid, &mut last_index_entry)?;
+            if let crate::format::AnyBatch::V2(b) = &batch {
+                if b.partition_leader_epoch() >= 0 {
+                    epochs.push((b.partition_leader_epoch(), b.base_offset()));
+                }
+            }
+            next_offset = last + 1;
+            valid += batch.size_in_bytes() as u64;
+        }
+        let tail = batches.tail().unwrap_or(Tail::Clean);
+        drop(state);
+        self.cut(valid, size)?;
+        let mut state = self.state();
+        let (ts, off) = state.max_timestamp_so_far.expect("set above");
+        state.time_index.maybe_append(ts, off, true)?;
+        state.bytes_since_last_index_entry = valid - last_index_entry;
+        Ok(SegmentRecovery {
+            valid_bytes: valid,
+            truncated_bytes: size - valid,
+            tail,
+            corruption,
+            epochs,
+            next_offset,
+        })
+    }
+
+    fn index_recovered_batch(
+        &self,
+        state: &mut State,
+        b: &crate::format::AnyBatch<'_>,
+        position: u64,
+        last_index_entry: &mut u64,
+    ) -> Result<(), Error> {
+        let (max_ts, _) = state.max_timestamp_so_far.expect("set");
+        if b.max_timestamp() > max_ts {
+            state.max_timestamp_so_far = Some((b.max_timestamp(), b.last_offset()));
+        }
+        if position - *last_index_entry > self.index_interval_bytes {
+            state
+                .offset_index
+                .append(b.last_offset(), position as u32)?;
+            let (ts, off) = state.max_timestamp_so_far.expect("set");
+            state.time_index.maybe_append(ts, off, false)?;
+            *last_index_entry = position;
+        }
+        Ok(())
+    }
+
+    fn cut(&self, valid: u64, size: u64) -> Result<(), Error> {
+        if valid < size {
+            if self.state().ever_mapped {
+                self.replace_with_prefix(valid)?;
+            } else {
+                self.log_file().set_len(valid).at(&self.log_path_of())?;
+            }
+        }
+        self.size.store(valid, Ordering::Release);
+        Ok(())
+    }
+
+    /// Checks the indexes against Kafka's sanity rules (stricter: entries must increase).
+    pub fn sanity_check(&self) -> Result<(), Error> {
+        let mut state = self.state();
+        state.offset_index.sanity_check()?;
+        state.time_index.sanity_check()?;
+        state.txn_index.sanity_check(self.base_offset)?;
+        let last = state.offset_index.last_offset()?;
+        if last < self.base_offset {
+            return Err(Error::CorruptIndex {
+                path: LogSegment::index_path(&self.dir, self.base_offset),
+                reason: format!("last offset {last} is below the base offset"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Appends an aborted transaction to this segment's `.txnindex`.
+    pub fn append_aborted_txn(&self, txn: crate::txn_index::AbortedTxn) -> Result<(), Error> {
+        self.state().txn_index.append(txn)
+    }
+
+    /// Aborted transactions overlapping `[fetch_offset, upper_bound)` and whether the search may stop.
+    pub fn collect_aborted(
+        &self,
+        fetch_offset: i64,
+        upper_bound: i64,
+    ) -> (Vec<crate::txn_index::AbortedTxn>, bool) {
+        self.state()
+            .txn_index
+            .collect_aborted(fetch_offset, upper_bound)
+    }
+
+    /// Kafka's `findOffsetByTimestamp`: the first record with timestamp >= `ts` and offset >= `starting`.
+    pub fn find_offset_by_timestamp(
+        &self,
+        ts: i64,
+        starting_offset: i64,
+    ) -> Result<Option<(i64, i64)>, Error> {
+        let (_, indexed_offset) = self.state().time_index.lookup(ts)?;
+        let position = self
+            .state()
+            .offset_index
+            .lookup(indexed_offset.max(starting_offset))?
+            .1 as u64;
+        let bytes = self.read_bytes(position, (self.size() - position) as usize)?;
+        let mut scratch = Vec::new();
+        for b in Batches::at(&bytes, position).without_crc() {
+            let crate::format::AnyBatch::V2(b) = b? else {
+                continue;
+            };
+            if b.max_timestamp() < ts {
+                continue;
+            }
+            for r in b.records(&mut scratch)? {
+                let r = r?;
+                if r.timestamp >= ts && r.offset >= starting_offset {
+                    return Ok(Some((r.timestamp, r.offset)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes the in-memory index entries (for a clean close) and trims a preallocated `.log`.
+    pub fn close(&self) -> Result<(), Error> {
+        if self.active.load(Ordering::Acquire) {
+            self.on_become_inactive()?;
+        }
+        self.flush()
+    }
+
+    /// Deletes the segment's files (`.log` first: an index without its `.log` is removed at load).
+    pub fn delete(&self) -> Result<(), Error> {
+        self.state().mapped = None;
+        let base = self.base_offset;
+        for path in [
+            Self::log_path(&self.dir, base),
+            Self::index_path(&self.dir, base),
+            Self::time_index_path(&self.dir, base),
+            Self::txn_index_path(&self.dir, base),
+        ] {
+            match self.storage.remove(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&path, e)),
+            }
+        }
+        Ok(())
+    }
+
+    pub fn max_index_bytes(&self) -> usize {
+        self.max_index_bytes
+    }
+}

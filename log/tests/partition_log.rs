@@ -1,0 +1,320 @@
+//! The partition log against Kafka's own files and against a model, on every storage backend.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use klog_log::clock::ManualClock;
+use klog_log::config::LogConfig;
+use klog_log::format::{BatchBuilder, Batches, Compression};
+use klog_log::io::{read_file, SimStorage, StdStorage, Storage};
+use klog_log::partition_log::{OpenOptions, PartitionLog};
+use klog_log::{Error, KafkaError};
+
+fn fixtures() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/kafka-segments");
+    assert!(dir.is_dir(), "shared fixtures missing at {}", dir.display());
+    dir
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every backend the suite runs on: (name, storage, root directory).
+fn backends(name: &str) -> Vec<(&'static str, Arc<dyn Storage>, PathBuf)> {
+    let mut v: Vec<(&'static str, Arc<dyn Storage>, PathBuf)> = vec![
+        (
+            "std",
+            Arc::new(StdStorage),
+            temp_dir(&format!("{name}-std")),
+        ),
+        (
+            "sim",
+            Arc::new(SimStorage::new(42)),
+            PathBuf::from(format!("/sim/{name}")),
+        ),
+    ];
+    if let Ok(uring) = klog_log::io::open_backend(klog_log::io::IoBackend::Uring) {
+        v.push(("uring", uring, temp_dir(&format!("{name}-uring"))));
+    } else if std::env::var("KLOG_REQUIRE_URING").is_ok_and(|v| v == "1") {
+        panic!("KLOG_REQUIRE_URING=1 but the io_uring backend is unavailable");
+    }
+    v
+}
+
+fn batches_of(bytes: &[u8]) -> Vec<Vec<u8>> {
+    Batches::new(bytes)
+        .map(|b| b.unwrap().as_bytes().to_vec())
+        .collect()
+}
+
+fn open(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    config: LogConfig,
+    options: OpenOptions,
+) -> PartitionLog {
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    PartitionLog::open_with_clock(storage.clone(), dir, config, options, clock)
+        .unwrap()
+        .0
+}
+
+/// Appending a real Kafka segment's batches as a follower, one batch per append as the broker did, and
+/// closing cleanly yields Kafka's own `.index` and `.timeindex`, byte for byte.
+#[test]
+fn kafka_fixture_indexes_are_reproduced_byte_for_byte() {
+    let cases = [
+        ("nomanazeem", "__cluster_metadata-0", 34, 35),
+        ("nomanazeem", "__consumer_offsets-15", 5, 6),
+        ("panic08", "test-0", 0, 1),
+        ("bheem", "cities-0", 0, 1),
+    ];
+    for (backend, storage, root) in backends("fixture-indexes") {
+        for (owner, partition, index_entries, time_entries) in cases {
+            let src = fixtures().join(owner).join(partition);
+            let log_bytes = std::fs::read(src.join("00000000000000000000.log")).unwrap();
+            let dir = root.join(partition);
+            let log = open(&storage, &dir, LogConfig::default(), OpenOptions::default());
+            for batch in batches_of(&log_bytes) {
+                log.append_as_follower(&batch).unwrap();
+            }
+            log.close().unwrap();
+            let read = |name: &str| {
+                read_file(storage.as_ref(), &dir.join(name))
+                    .unwrap()
+                    .unwrap()
+            };
+            assert_eq!(
+                read("00000000000000000000.log"),
+                log_bytes,
+                "{backend} {partition}: .log"
+            );
+            let index = read("00000000000000000000.index");
+            let time_index = read("00000000000000000000.timeindex");
+            assert_eq!(
+                index.len(),
+                index_entries * 8,
+                "{backend} {partition}: .index entries"
+            );
+            assert_eq!(
+                time_index.len(),
+                time_entries * 12,
+                "{backend} {partition}: .timeindex entries"
+            );
+            if index_entries > 0 {
+                assert_eq!(
+                    index,
+                    std::fs::read(src.join("00000000000000000000.index")).unwrap(),
+                    "{backend} {partition}"
+                );
+                assert_eq!(
+                    time_index,
+                    std::fs::read(src.join("00000000000000000000.timeindex")).unwrap(),
+                    "{backend} {partition}"
+                );
+            }
+            let epochs = read("leader-epoch-checkpoint");
+            assert_eq!(
+                epochs,
+                std::fs::read(src.join("leader-epoch-checkpoint")).unwrap(),
+                "{backend} {partition}"
+            );
+        }
+    }
+}
+
+/// A copy of a Kafka partition directory (no indexes at all, unclean) opens: indexes rebuilt, every batch
+/// readable, the end offset right.
+#[test]
+fn a_kafka_directory_without_indexes_opens_and_rebuilds_them() {
+    let dir = temp_dir("kafka-copy").join("test-0");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in [
+        "00000000000000000000.log",
+        "leader-epoch-checkpoint",
+        "partition.metadata",
+    ] {
+        std::fs::copy(fixtures().join("panic08/test-0").join(f), dir.join(f)).unwrap();
+    }
+    let storage: Arc<dyn Storage> = Arc::new(StdStorage);
+    let (log, report) =
+        PartitionLog::open(storage, &dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    assert_eq!(report.rebuilt_indexes, vec![0]);
+    assert_eq!(log.log_end_offset(), 97);
+    assert!(log.topic_id().unwrap().is_some());
+    log.update_high_watermark(97);
+    let read = log.read(50, 1 << 20, None, true).unwrap();
+    let batches = batches_of(read.records.as_slice());
+    assert!(!batches.is_empty());
+    assert_eq!(read.next_offset, 97);
+}
+
+fn build(records: usize, value_len: usize, ts: i64) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None);
+    for i in 0..records {
+        b.append(
+            ts + i as i64,
+            Some(format!("k{i}").as_bytes()),
+            Some(&vec![b'v'; value_len]),
+            &[],
+        )
+        .unwrap();
+    }
+    b.build().unwrap()
+}
+
+#[test]
+fn leader_append_assigns_offsets_stamps_epochs_and_refuses_bad_batches_whole() {
+    for (backend, storage, root) in backends("leader-append") {
+        let dir = root.join("orders-0");
+        let log = open(&storage, &dir, LogConfig::default(), OpenOptions::default());
+        let mut b = build(3, 10, 1_800_000_000_000);
+        let info = log.append_as_leader(&mut b, 5).unwrap();
+        assert_eq!((info.first_offset, info.last_offset), (0, 2), "{backend}");
+        let mut b = build(2, 10, 1_800_000_000_000);
+        assert_eq!(log.append_as_leader(&mut b, 6).unwrap().first_offset, 3);
+        let epochs: Vec<(i32, i64)> = log
+            .leader_epochs()
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect();
+        assert_eq!(epochs, vec![(5, 0), (6, 3)]);
+
+        let mut corrupt = build(1, 10, 1_800_000_000_000);
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 1;
+        let err = log.append_as_leader(&mut corrupt, 6).unwrap_err();
+        assert_eq!(
+            err.kafka_error(),
+            KafkaError::CorruptMessage,
+            "{backend}: {err}"
+        );
+
+        let mut huge = build(1, 2_000_000, 1_800_000_000_000);
+        assert_eq!(
+            log.append_as_leader(&mut huge, 6)
+                .unwrap_err()
+                .kafka_error(),
+            KafkaError::MessageTooLarge
+        );
+
+        let mut marker =
+            BatchBuilder::end_txn_marker(klog_log::format::ControlRecordType::Commit, 1, 0, 0, 0)
+                .unwrap()
+                .build()
+                .unwrap();
+        assert_eq!(
+            log.append_as_leader(&mut marker, 6)
+                .unwrap_err()
+                .kafka_error(),
+            KafkaError::InvalidRecord
+        );
+        assert_eq!(
+            log.log_end_offset(),
+            5,
+            "{backend}: nothing was written by refused appends"
+        );
+
+        log.update_high_watermark(5);
+        let read = log.read(0, 1 << 20, None, false).unwrap();
+        let got = batches_of(read.records.as_slice());
+        assert_eq!(got.len(), 2);
+        let (first, _) = klog_log::format::RecordBatch::parse(&got[1], 0).unwrap();
+        assert_eq!(
+            (first.base_offset(), first.partition_leader_epoch()),
+            (3, 6)
+        );
+    }
+}
+
+#[test]
+fn follower_append_keeps_bytes_and_refuses_going_backwards() {
+    for (backend, storage, root) in backends("follower-append") {
+        let dir = root.join("f-0");
+        let log = open(&storage, &dir, LogConfig::default(), OpenOptions::default());
+        let mut b = BatchBuilder::new(Compression::Zstd)
+            .base_offset(10)
+            .partition_leader_epoch(3);
+        b.append(5, Some(b"k"), Some(b"v"), &[]).unwrap();
+        let bytes = b.build().unwrap();
+        log.append_as_follower(&bytes).unwrap();
+        assert_eq!(log.log_end_offset(), 11, "{backend}");
+        let err = log.append_as_follower(&bytes).unwrap_err();
+        assert_eq!(err.kafka_error(), KafkaError::UnexpectedAppendOffset);
+        log.update_high_watermark(11);
+        assert_eq!(
+            log.read(10, 1000, None, true).unwrap().records.as_slice(),
+            &bytes[..]
+        );
+        assert_eq!(
+            log.read(5, 1000, None, true).unwrap().records.as_slice(),
+            &bytes[..],
+            "the batch holding 5.."
+        );
+        assert!(matches!(
+            log.read(12, 1000, None, true),
+            Err(Error::Rejected {
+                error: KafkaError::OffsetOutOfRange,
+                ..
+            })
+        ));
+    }
+}
+
+/// The published end bounds reads: a read bounded by the high watermark never returns batches above it.
+#[test]
+fn reads_are_whole_batches_bounded_by_max_bytes_and_upper_bound() {
+    for (backend, storage, root) in backends("reads") {
+        let dir = root.join("r-0");
+        let config = LogConfig::from_pairs(["segment.bytes=2000"]).unwrap();
+        let log = open(&storage, &dir, config, OpenOptions::default());
+        let mut sizes = Vec::new();
+        for _ in 0..30 {
+            let mut b = build(2, 50, 1_800_000_000_000);
+            sizes.push(b.len());
+            log.append_as_leader(&mut b, 0).unwrap();
+        }
+        assert!(
+            log.segment_base_offsets().len() >= 3,
+            "{backend}: segment.bytes rolls: {:?}",
+            log.segment_base_offsets()
+        );
+        log.update_high_watermark(40);
+        let r = log.read(0, sizes[0] + 10, Some(40), false).unwrap();
+        assert_eq!(batches_of(r.records.as_slice()).len(), 1, "{backend}");
+        assert_eq!(r.next_offset, 2);
+        let r = log.read(0, 5, Some(40), true).unwrap();
+        assert_eq!(
+            batches_of(r.records.as_slice()).len(),
+            1,
+            "{backend}: min one batch"
+        );
+        let r = log.read(0, 5, Some(40), false).unwrap();
+        assert!(r.records.as_slice().is_empty());
+        let mut offset = 0;
+        while offset < 40 {
+            let r = log.read(offset, 1 << 20, Some(40), false).unwrap();
+            for b in batches_of(r.records.as_slice()) {
+                let (b, _) = klog_log::format::RecordBatch::parse(&b, 0).unwrap();
+                assert_eq!(b.base_offset(), offset, "{backend}");
+                assert!(b.last_offset() < 40);
+                offset = b.next_offset();
+            }
+        }
+        assert_eq!(offset, 40);
+        assert!(log
+            .read(40, 1 << 20, Some(40), false)
+            .unwrap()
+            .records
+            .as_slice()
+            .is_empty());
+        assert_eq!(
+            log.offset_for_timestamp(1_800_000_000_001).unwrap(),
+            Some((1_800_000_000_001, 1))
+        );
+    }
+}
