@@ -221,7 +221,9 @@ impl<E: IndexEntry> IndexFile<E> {
         if self.persisted != len {
             let file = self.file.as_ref().expect("loaded");
             if self.persisted > len {
+                // Durable at once, like the `.log` truncation: stale entries must not return after a crash.
                 file.set_len(len as u64).at(&self.path)?;
+                file.sync().at(&self.path)?;
                 self.persisted = len;
             }
         }

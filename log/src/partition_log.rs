@@ -75,6 +75,8 @@ pub struct PartitionLog {
     recovery_point: AtomicI64,
     epochs: Mutex<LeaderEpochCache>,
     flush_lock: Mutex<()>,
+    /// A segment file was created since the directory was last synced.
+    dir_dirty: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -145,6 +147,8 @@ impl PartitionLog {
             recovery_point: AtomicI64::new(options.recovery_point),
             epochs: Mutex::new(epochs),
             flush_lock: Mutex::new(()),
+            // Entries created before this open (by an earlier process) may not be durable yet.
+            dir_dirty: std::sync::atomic::AtomicBool::new(true),
         };
         let report = log.load(options)?;
         log.writer().last_flush_ms = log.clock.now_ms();
@@ -336,7 +340,12 @@ impl PartitionLog {
             }
             let recovery = seg.recover()?;
             self.assign_epochs(&recovery)?;
-            let truncated = recovery.truncated_bytes > 0 || recovery.corruption.is_some();
+            // Data lost at the end of an unflushed segment while a later segment's directory entry became
+            // durable leaves a gap: what follows it is not a prefix of what was written, so it goes too.
+            let gap = segments
+                .get(i + 1)
+                .is_some_and(|n| recovery.next_offset < n.base_offset());
+            let truncated = recovery.truncated_bytes > 0 || recovery.corruption.is_some() || gap;
             report
                 .recovered_segments
                 .push((seg.base_offset(), recovery));
@@ -344,6 +353,7 @@ impl PartitionLog {
                 seg.on_become_inactive()?;
             }
             if truncated {
+                seg.make_active();
                 for later in &segments[i + 1..] {
                     later.delete()?;
                     self.segments
@@ -382,6 +392,7 @@ impl PartitionLog {
     }
 
     fn new_segment(&self, base: i64) -> Result<LogSegment, Error> {
+        self.dir_dirty.store(true, Ordering::Release);
         let c = &self.config;
         LogSegment::create(
             self.storage.clone(),
@@ -654,7 +665,6 @@ impl PartitionLog {
         }
         let target = self.log_end_offset();
         let from = self.recovery_point();
-        let mut synced_new_segment = false;
         for seg in self.segment_list() {
             let next_base = self
                 .segments
@@ -663,16 +673,17 @@ impl PartitionLog {
                 .range(seg.base_offset() + 1..)
                 .next()
                 .map(|(b, _)| *b);
-            if next_base.is_some_and(|n| n <= from)
-                || seg.base_offset() >= target.max(from + 1) && seg.size() == 0
-            {
+            if next_base.is_some_and(|n| n <= from) {
                 continue;
             }
             seg.flush()?;
-            synced_new_segment |= seg.base_offset() >= from;
         }
-        if synced_new_segment {
-            self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        // A new segment's directory entry must be durable before the recovery point passes its base.
+        if self.dir_dirty.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.storage.sync_dir(&self.dir) {
+                self.dir_dirty.store(true, Ordering::Release);
+                return Err(Error::io(&self.dir, e));
+            }
         }
         self.recovery_point.fetch_max(target, Ordering::AcqRel);
         self.writer

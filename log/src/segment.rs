@@ -541,6 +541,12 @@ impl LogSegment {
         Ok(position)
     }
 
+    /// Makes a sealed segment the active one again (the segments after it were removed).
+    pub fn make_active(&self) {
+        self.state().mapped = None;
+        self.active.store(true, Ordering::Release);
+    }
+
     /// Drops an idle sealed segment's loaded indexes and map.
     pub fn unload(&self) -> Result<(), Error> {
         if self.active.load(Ordering::Acquire) {
@@ -575,7 +581,10 @@ impl LogSegment {
                 self.replace_with_prefix(new_size)?;
                 state = self.state();
             } else {
-                self.log_file().set_len(new_size).at(&self.log_path_of())?;
+                // Durable at once: truncated batches must not come back after a crash.
+                let log = self.log_file();
+                log.set_len(new_size).at(&self.log_path_of())?;
+                log.sync().at(&self.log_path_of())?;
             }
         }
         self.size.store(new_size, Ordering::Release);
@@ -617,9 +626,11 @@ impl LogSegment {
         let file = self.storage.create(&tmp).at(&tmp)?;
         file.write_at(&prefix, 0).at(&tmp)?;
         file.sync().at(&tmp)?;
+        drop(file);
         self.storage.rename(&tmp, &path).at(&path)?;
         self.storage.sync_dir(&self.dir).at(&self.dir)?;
-        *self.log.lock().expect("segment log lock poisoned") = file;
+        *self.log.lock().expect("segment log lock poisoned") =
+            self.storage.open(&path).at(&path)?;
         Ok(())
     }
 
@@ -711,7 +722,9 @@ impl LogSegment {
             if self.state().ever_mapped {
                 self.replace_with_prefix(valid)?;
             } else {
-                self.log_file().set_len(valid).at(&self.log_path_of())?;
+                let log = self.log_file();
+                log.set_len(valid).at(&self.log_path_of())?;
+                log.sync().at(&self.log_path_of())?;
             }
         }
         self.size.store(valid, Ordering::Release);
@@ -724,6 +737,15 @@ impl LogSegment {
         state.offset_index.sanity_check()?;
         state.time_index.sanity_check()?;
         state.txn_index.sanity_check(self.base_offset)?;
+        let size = self.size();
+        if let Some(e) = state.offset_index.file().entries()?.last() {
+            if e.position.get() as u64 >= size {
+                return Err(Error::CorruptIndex {
+                    path: LogSegment::index_path(&self.dir, self.base_offset),
+                    reason: format!("entry {e:?} points past the end of the .log ({size} bytes)"),
+                });
+            }
+        }
         let last = state.offset_index.last_offset()?;
         if last < self.base_offset {
             return Err(Error::CorruptIndex {
@@ -806,6 +828,24 @@ impl LogSegment {
             }
         }
         Ok(())
+    }
+
+    /// The offset index entries as (absolute offset, position), for tools and tests.
+    pub fn offset_index_entries(&self) -> Result<Vec<(i64, u32)>, Error> {
+        let mut state = self.state();
+        let base = self.base_offset;
+        Ok(state
+            .offset_index
+            .file()
+            .entries()?
+            .iter()
+            .map(|e| {
+                (
+                    base + e.relative_offset.get() as i64,
+                    e.position.get() as u32,
+                )
+            })
+            .collect())
     }
 
     pub fn max_index_bytes(&self) -> usize {
