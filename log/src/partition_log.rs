@@ -77,6 +77,7 @@ pub struct PartitionLog {
     flush_lock: Mutex<()>,
     /// A segment file was created since the directory was last synced.
     dir_dirty: std::sync::atomic::AtomicBool,
+    failed: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -149,6 +150,7 @@ impl PartitionLog {
             flush_lock: Mutex::new(()),
             // Entries created before this open (by an earlier process) may not be durable yet.
             dir_dirty: std::sync::atomic::AtomicBool::new(true),
+            failed: std::sync::atomic::AtomicBool::new(false),
         };
         let report = log.load(options)?;
         log.writer().last_flush_ms = log.clock.now_ms();
@@ -495,7 +497,7 @@ impl PartitionLog {
         self.append_as_leader_with_origin(batches, leader_epoch, AppendOrigin::Client)
     }
 
-    pub fn append_as_leader_with_origin(
+    fn append_as_leader_with_origin_inner(
         &self,
         batches: &mut [u8],
         leader_epoch: i32,
@@ -537,9 +539,7 @@ impl PartitionLog {
         })
     }
 
-    /// Appends a follower's (or mirror's) batches unchanged: offsets, epochs and bytes as they are. The
-    /// first batch must not start below the log end offset.
-    pub fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
+    fn append_as_follower_inner(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
         let _writer = self.writer();
         let now = self.clock.now_ms();
         let validated = validate(batches, AppendOrigin::Replication, &self.config, now)?;
@@ -627,8 +627,7 @@ impl PartitionLog {
         self.roll_at(first_offset.max(self.log_end_offset()))
     }
 
-    /// Rolls a new active segment at the log end offset.
-    pub fn roll(&self) -> Result<(), Error> {
+    fn roll_inner(&self) -> Result<(), Error> {
         let _writer = self.writer();
         self.roll_at(self.log_end_offset()).map(|_| ())
     }
@@ -653,9 +652,7 @@ impl PartitionLog {
         Ok(seg)
     }
 
-    /// Syncs everything up to at least `offset` and moves the recovery point. Concurrent callers share one
-    /// sync (group commit): whoever syncs covers every append published before it started.
-    pub fn flush(&self, offset: i64) -> Result<(), Error> {
+    fn flush_inner(&self, offset: i64) -> Result<(), Error> {
         if self.recovery_point() >= offset {
             return Ok(());
         }
@@ -788,8 +785,7 @@ impl PartitionLog {
         Ok(None)
     }
 
-    /// Removes every batch at or after `offset` (a follower truncating to its leader).
-    pub fn truncate_to(&self, offset: i64) -> Result<(), Error> {
+    fn truncate_to_inner(&self, offset: i64) -> Result<(), Error> {
         let _writer = self.writer();
         let leo = self.log_end_offset();
         if offset >= leo {
@@ -816,8 +812,7 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Deletes every segment and starts an empty log at `offset`.
-    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), Error> {
+    fn truncate_fully_and_start_at_inner(&self, offset: i64) -> Result<(), Error> {
         let _writer = self.writer();
         self.truncate_fully_locked(offset)
     }
@@ -840,8 +835,7 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Raises the log start offset (DeleteRecords, or a mirror following its source); never above the HW.
-    pub fn increment_log_start_offset(&self, offset: i64) -> Result<bool, Error> {
+    fn increment_log_start_offset_inner(&self, offset: i64) -> Result<bool, Error> {
         let _writer = self.writer();
         if offset > self.high_watermark() {
             return Err(Error::rejected(
@@ -862,10 +856,7 @@ impl PartitionLog {
         Ok(true)
     }
 
-    /// Retention (`deleteOldSegments`): segments wholly below the log start offset, then by size
-    /// (`retention.bytes`), then by time (`retention.ms`). Never the active segment's data past the high
-    /// watermark. Returns the deleted base offsets.
-    pub fn delete_old_segments(&self) -> Result<Vec<i64>, Error> {
+    fn delete_old_segments_inner(&self) -> Result<Vec<i64>, Error> {
         let _writer = self.writer();
         let now = self.clock.now_ms();
         let segments = self.segment_list();
@@ -926,8 +917,7 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Clean close: everything flushed, the active segment's closing time-index entry written.
-    pub fn close(&self) -> Result<(), Error> {
+    fn close_inner(&self) -> Result<(), Error> {
         let _writer = self.writer();
         let leo = self.log_end_offset();
         for seg in self.segment_list() {
@@ -936,6 +926,84 @@ impl PartitionLog {
         self.storage.sync_dir(&self.dir).at(&self.dir)?;
         self.recovery_point.fetch_max(leo, Ordering::AcqRel);
         Ok(())
+    }
+
+    // Every mutation passes through `guarded`: after an I/O failure the log refuses writes until it is
+    // reopened (and recovered), as Kafka takes a failed log directory offline: a failed fsync may have
+    // dropped dirty pages, so nothing written since the last good sync can be trusted.
+    pub fn append_as_leader_with_origin(
+        &self,
+        batches: &mut [u8],
+        leader_epoch: i32,
+        origin: AppendOrigin,
+    ) -> Result<LogAppendInfo, Error> {
+        self.guarded(|| self.append_as_leader_with_origin_inner(batches, leader_epoch, origin))
+    }
+
+    /// Appends a follower's (or mirror's) batches unchanged: offsets, epochs and bytes as they are. The
+    /// first batch must not start below the log end offset.
+    pub fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
+        self.guarded(|| self.append_as_follower_inner(batches))
+    }
+
+    /// Rolls a new active segment at the log end offset.
+    pub fn roll(&self) -> Result<(), Error> {
+        self.guarded(|| self.roll_inner())
+    }
+
+    /// Syncs everything up to at least `offset` and moves the recovery point. Concurrent callers share one
+    /// sync (group commit): whoever syncs covers every append published before it started.
+    pub fn flush(&self, offset: i64) -> Result<(), Error> {
+        self.guarded(|| self.flush_inner(offset))
+    }
+
+    /// Removes every batch at or after `offset` (a follower truncating to its leader).
+    pub fn truncate_to(&self, offset: i64) -> Result<(), Error> {
+        self.guarded(|| self.truncate_to_inner(offset))
+    }
+
+    /// Deletes every segment and starts an empty log at `offset`.
+    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), Error> {
+        self.guarded(|| self.truncate_fully_and_start_at_inner(offset))
+    }
+
+    /// Raises the log start offset (DeleteRecords, or a mirror following its source); never above the HW.
+    pub fn increment_log_start_offset(&self, offset: i64) -> Result<bool, Error> {
+        self.guarded(|| self.increment_log_start_offset_inner(offset))
+    }
+
+    /// Retention (`deleteOldSegments`): segments wholly below the log start offset, then by size
+    /// (`retention.bytes`), then by time (`retention.ms`). Never the active segment's data past the high
+    /// watermark. Returns the deleted base offsets.
+    pub fn delete_old_segments(&self) -> Result<Vec<i64>, Error> {
+        self.guarded(|| self.delete_old_segments_inner())
+    }
+
+    /// Clean close: everything flushed, the active segment's closing time-index entry written.
+    pub fn close(&self) -> Result<(), Error> {
+        self.guarded(|| self.close_inner())
+    }
+
+    fn guarded<T>(&self, op: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(Error::rejected(
+                KafkaError::KafkaStorageError,
+                format!(
+                    "{} failed an earlier write; reopen it to recover",
+                    self.dir.display()
+                ),
+            ));
+        }
+        let result = op();
+        if let Err(Error::Io { .. }) = &result {
+            self.failed.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    /// Whether an I/O failure has taken the log offline (until it is reopened).
+    pub fn is_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     /// For tests and tools: the segment at `base`.
