@@ -143,3 +143,58 @@ fn dump_text_matches_kafka_dump_log_on_klog_built_batches() {
         assert_same_lines(&ours, &kafka, &format!("klog-built {kafka_flags:?}"));
     }
 }
+
+/// Index files (Kafka's own, and ones klog wrote), printed and sanity-checked as Kafka does.
+#[test]
+fn index_dumps_match_kafka_dump_log() {
+    if !kafka_available() {
+        return;
+    }
+    let mut files = Vec::new();
+    for p in [
+        "nomanazeem/__cluster_metadata-0",
+        "nomanazeem/__consumer_offsets-15",
+    ] {
+        let dir = fixtures().join("kafka-segments").join(p);
+        files.push(dir.join("00000000000000000000.index"));
+        files.push(dir.join("00000000000000000000.timeindex"));
+    }
+    // A partition klog wrote: several segments with index entries.
+    let root = scratch_dir("kafka-dump-klog-indexes");
+    let mut input = Vec::new();
+    for i in 0..40 {
+        let mut b = klog::log::format::BatchBuilder::new(klog::log::format::Compression::None);
+        b.append(
+            1_800_000_000_000 + i,
+            Some(b"k"),
+            Some(&vec![b'v'; 900]),
+            &[],
+        )
+        .unwrap();
+        b.build_into(&mut input).unwrap();
+    }
+    std::fs::write(root.join("in.bin"), &input).unwrap();
+    let dir = root.join("logs/idx-0");
+    let out = klog(&[
+        "append",
+        dir.to_str().unwrap(),
+        root.join("in.bin").to_str().unwrap(),
+        "--config",
+        "segment.bytes=20000",
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    for e in common::sorted_entries(&dir) {
+        if e.extension()
+            .is_some_and(|x| x == "index" || x == "timeindex")
+        {
+            files.push(e);
+        }
+    }
+    assert!(files.len() >= 8);
+    let kafka = kafka_dump_log(&files, &[]);
+    let ours = klog_dump(&files, &[]);
+    assert_same_lines(&ours, &kafka, "index dumps");
+    let kafka = kafka_dump_log(&files, &["--index-sanity-check"]);
+    let ours = klog_dump(&files, &["--index-sanity-check"]);
+    assert_same_lines(&ours, &kafka, "index sanity checks");
+}

@@ -63,6 +63,8 @@ pub enum KafkaError {
     UnexpectedAppendOffset,
     /// Follower batches whose offsets do not increase (Kafka's `OffsetsOutOfOrderException`).
     OffsetsOutOfOrder,
+    /// A leader append with an epoch older than the log's latest.
+    FencedLeaderEpoch,
 }
 
 impl KafkaError {
@@ -78,6 +80,7 @@ impl KafkaError {
             KafkaError::KafkaStorageError => "KAFKA_STORAGE_ERROR",
             KafkaError::UnexpectedAppendOffset => "UNEXPECTED_APPEND_OFFSET",
             KafkaError::OffsetsOutOfOrder => "OFFSETS_OUT_OF_ORDER",
+            KafkaError::FencedLeaderEpoch => "FENCED_LEADER_EPOCH",
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod format;
 pub mod index;
 pub mod io;
 pub mod leader_epoch;
+pub mod log_dir;
 pub mod offset_index;
 pub mod partition_log;
 pub mod segment;

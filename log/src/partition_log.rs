@@ -508,6 +508,14 @@ impl PartitionLog {
             "replication appends go through append_as_follower"
         );
         let _writer = self.writer();
+        if let Some(latest) = self.latest_epoch().filter(|e| leader_epoch < *e) {
+            return Err(Error::rejected(
+                KafkaError::FencedLeaderEpoch,
+                format!(
+                    "leader epoch {leader_epoch} is older than the log's latest epoch {latest}"
+                ),
+            ));
+        }
         let now = self.clock.now_ms();
         let validated = validate(batches, origin, &self.config, now)?;
         let mut next = self.log_end_offset();

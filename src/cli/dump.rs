@@ -29,7 +29,11 @@ pub struct DumpArgs {
     /// Text mode: print keys and values as UTF-8 (Kafka's --print-data-log); implies --deep.
     #[arg(long)]
     print_data_log: bool,
-    /// Files to dump: `.log` segments or `.bin` files of concatenated batches.
+    /// For .index and .timeindex files: only check them (Kafka's --index-sanity-check).
+    #[arg(long)]
+    index_sanity_check: bool,
+    /// Files to dump: `.log` segments, `.bin` files of concatenated batches, `.index`, `.timeindex`,
+    /// `.txnindex`, `leader-epoch-checkpoint`, the log directory's offset checkpoints, `partition.metadata`.
     #[arg(required = true)]
     files: Vec<PathBuf>,
 }
@@ -40,8 +44,15 @@ impl DumpArgs {
             json,
             deep,
             print_data_log: false,
+            index_sanity_check: false,
             files,
         }
+    }
+}
+
+impl DumpArgs {
+    pub fn set_print_data_log(&mut self, on: bool) {
+        self.print_data_log = on;
     }
 }
 
@@ -64,11 +75,11 @@ pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
 fn dump_file(args: &DumpArgs, path: &Path, out: &mut impl Write) -> anyhow::Result<bool> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     if !matches!(ext, "log" | "bin") {
-        eprintln!(
-            "klog: {}: unsupported file type (expected .log or .bin)",
-            path.display()
-        );
-        return Ok(false);
+        let meta = super::dump_meta::MetaArgs {
+            json: args.json,
+            index_sanity_check: args.index_sanity_check,
+        };
+        return super::dump_meta::dump(&meta, path, out);
     }
     let data = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if !args.json {
@@ -77,6 +88,16 @@ fn dump_file(args: &DumpArgs, path: &Path, out: &mut impl Write) -> anyhow::Resu
             writeln!(out, "Log starting offset: {base}")?;
         }
     }
+    dump_batches(args, path, &data, out)
+}
+
+/// Dumps concatenated batches (a file's, or a read's); `Ok(false)` when they had problems.
+pub fn dump_batches(
+    args: &DumpArgs,
+    path: &Path,
+    data: &[u8],
+    out: &mut impl Write,
+) -> anyhow::Result<bool> {
     let deep = args.deep || args.print_data_log;
     let mut dumper = Dumper {
         args,
@@ -87,7 +108,7 @@ fn dump_file(args: &DumpArgs, path: &Path, out: &mut impl Write) -> anyhow::Resu
         last_record_offset: None,
         non_consecutive: Vec::new(),
     };
-    let mut batches = Batches::new(&data).without_crc();
+    let mut batches = Batches::new(data).without_crc();
     for batch in batches.by_ref() {
         match batch {
             Ok(batch) => dumper.batch(batch, out)?,

@@ -1,7 +1,10 @@
 //! Command dispatch. Each command is a module; output formats are documented in `docs/cli.md`.
 
+mod append;
 mod demo;
 mod dump;
+mod dump_meta;
+mod read;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,8 +30,12 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-    /// Print the batches of `.log` segment files and `.bin` files of concatenated batches.
+    /// Print segment files, batch files, indexes, checkpoints and partition metadata.
     Dump(dump::DumpArgs),
+    /// Append the batches of a file to a partition directory (as leader or follower).
+    Append(append::AppendArgs),
+    /// Read whole batches from a partition directory, as a fetch would.
+    Read(read::ReadArgs),
 }
 
 /// Runs a command; `Ok` carries the exit code (non-zero when the input had problems).
@@ -36,5 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Demo { dir } => demo::run(dir),
         Command::Dump(args) => dump::run(&args),
+        Command::Append(args) => append::run(&args),
+        Command::Read(args) => read::run(&args),
     }
 }

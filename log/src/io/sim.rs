@@ -198,10 +198,7 @@ impl SimFile {
     fn with<T>(&self, f: impl FnOnce(&mut State, u64) -> io::Result<T>) -> io::Result<T> {
         let mut s = self.state.lock().expect("sim state lock poisoned");
         if s.generation != self.generation || !s.inodes.contains_key(&self.inode) {
-            return Err(io::Error::new(
-                io::ErrorKind::Other,
-                "stale handle: the storage crashed",
-            ));
+            return Err(io::Error::other("stale handle: the storage crashed"));
         }
         f(&mut s, self.inode)
     }

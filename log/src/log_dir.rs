@@ -1,0 +1,139 @@
+//! A log directory: the root holding partition directories and the per-directory files
+//! (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, `replication-offset-checkpoint`,
+//! `.kafka_cleanshutdown`). Opening reads them; closing a partition cleanly writes them back.
+//!
+//! The clean-shutdown marker is Kafka's rule: its presence at open means nothing is rescanned. It is removed
+//! while partitions are open (so a crash counts as unclean) and written back only if it was there at open:
+//! a tool that opened one partition must not vouch for the others.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::checkpoint::{
+    self, read_offsets, write_offsets, OffsetMap, CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+};
+use crate::config::LogConfig;
+use crate::error::IoContext;
+use crate::io::Storage;
+use crate::partition_log::{parse_dir_name, OpenOptions, OpenReport, PartitionLog};
+use crate::Error;
+
+#[derive(Debug)]
+pub struct LogDir {
+    storage: Arc<dyn Storage>,
+    root: PathBuf,
+    had_clean_shutdown: bool,
+    recovery_points: OffsetMap,
+    log_start_offsets: OffsetMap,
+    high_watermarks: OffsetMap,
+}
+
+impl LogDir {
+    /// Opens the log directory `root` (created if missing) and takes down its clean-shutdown marker.
+    pub fn open(storage: Arc<dyn Storage>, root: &Path) -> Result<Self, Error> {
+        storage.create_dir_all(root).at(root)?;
+        let marker = root.join(CLEAN_SHUTDOWN_FILE);
+        let had_clean_shutdown = match storage.remove(&marker) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(Error::io(&marker, e)),
+        };
+        if had_clean_shutdown {
+            storage.sync_dir(root).at(root)?;
+        }
+        // Kafka: a checkpoint that cannot be read is treated as empty (everything gets rescanned).
+        let read =
+            |name: &str| read_offsets(storage.as_ref(), &root.join(name)).unwrap_or_default();
+        Ok(LogDir {
+            recovery_points: read(RECOVERY_POINT_CHECKPOINT),
+            log_start_offsets: read(LOG_START_OFFSET_CHECKPOINT),
+            high_watermarks: read(REPLICATION_OFFSET_CHECKPOINT),
+            storage,
+            root: root.to_owned(),
+            had_clean_shutdown,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn had_clean_shutdown(&self) -> bool {
+        self.had_clean_shutdown
+    }
+
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// Opens the partition directory `name` (`<topic>-<partition>`) with its checkpointed offsets.
+    pub fn open_partition(
+        &self,
+        name: &str,
+        config: LogConfig,
+    ) -> Result<(PartitionLog, OpenReport), Error> {
+        let dir = self.root.join(name);
+        let (topic, partition) = parse_dir_name(&dir).ok_or_else(|| Error::Config {
+            key: "(directory)",
+            value: name.to_owned(),
+            reason: "a partition directory is named <topic>-<partition>",
+        })?;
+        let key = (topic, partition);
+        let options = OpenOptions {
+            recovery_point: self.recovery_points.get(&key).copied().unwrap_or(0),
+            log_start_offset: self.log_start_offsets.get(&key).copied().unwrap_or(0),
+            clean_shutdown: self.had_clean_shutdown,
+        };
+        let (log, report) = PartitionLog::open(self.storage.clone(), &dir, config, options)?;
+        if let Some(&hw) = self.high_watermarks.get(&key) {
+            log.update_high_watermark(hw);
+        }
+        Ok((log, report))
+    }
+
+    /// Records a partition's offsets in the directory's checkpoint files (after a flush or a close).
+    pub fn checkpoint(&mut self, log: &PartitionLog) -> Result<(), Error> {
+        let key = (log.topic().to_owned(), log.partition());
+        self.recovery_points
+            .insert(key.clone(), log.recovery_point());
+        self.high_watermarks
+            .insert(key.clone(), log.high_watermark());
+        let first_base = log.segment_base_offsets().first().copied().unwrap_or(0);
+        if log.log_start_offset() > first_base {
+            self.log_start_offsets.insert(key, log.log_start_offset());
+        } else {
+            self.log_start_offsets.remove(&key);
+        }
+        let s = self.storage.as_ref();
+        write_offsets(
+            s,
+            &self.root.join(RECOVERY_POINT_CHECKPOINT),
+            &self.recovery_points,
+        )?;
+        write_offsets(
+            s,
+            &self.root.join(LOG_START_OFFSET_CHECKPOINT),
+            &self.log_start_offsets,
+        )?;
+        write_offsets(
+            s,
+            &self.root.join(REPLICATION_OFFSET_CHECKPOINT),
+            &self.high_watermarks,
+        )
+    }
+
+    /// Closes a partition cleanly and checkpoints it.
+    pub fn close_partition(&mut self, log: PartitionLog) -> Result<(), Error> {
+        log.close()?;
+        self.checkpoint(&log)
+    }
+
+    /// Ends the session: the clean-shutdown marker goes back only if it was there at open.
+    pub fn close(self) -> Result<(), Error> {
+        if self.had_clean_shutdown {
+            checkpoint::write_clean_shutdown(self.storage.as_ref(), &self.root, -1)?;
+        }
+        Ok(())
+    }
+}
