@@ -7,6 +7,8 @@
 
 mod sim;
 mod std_fs;
+#[cfg(target_os = "linux")]
+mod uring;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,17 @@ use std::sync::Arc;
 
 pub use sim::{Fault, SimStorage};
 pub use std_fs::StdStorage;
+#[cfg(target_os = "linux")]
+pub use uring::{uring_available, UringStorage};
+
+/// io_uring is Linux only.
+#[cfg(not(target_os = "linux"))]
+pub fn uring_available() -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "io_uring unavailable: not Linux",
+    ))
+}
 
 /// An open file. All methods take `&self`: positioned I/O is safe to share between one writer and many
 /// readers (each reader bounds itself by a published size).
@@ -59,7 +72,9 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
 /// Which backend to use (`io_backend` in the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoBackend {
-    /// io_uring where the kernel allows it, else std (one log line says why).
+    /// For now always std: on ext4 a buffered write through io_uring is handed to a kernel worker
+    /// thread and is slower than pwrite (`shared/spec/field-notes.md` §2.5, §6). The partition log asks
+    /// for uring only where a benchmark shows it wins (O_DIRECT into preallocated segments, batching).
     #[default]
     Auto,
     Std,
@@ -77,14 +92,15 @@ impl IoBackend {
     }
 }
 
-/// Opens the storage for a backend choice.
+/// Opens the storage for a backend choice. `Uring` fails, saying why, when this process may not use
+/// io_uring (see [`uring_available`]); `Auto` picks std (see [`IoBackend::Auto`]).
 pub fn open_backend(backend: IoBackend) -> io::Result<Arc<dyn Storage>> {
     match backend {
         IoBackend::Std | IoBackend::Auto => Ok(Arc::new(StdStorage)),
-        IoBackend::Uring => Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "the io_uring backend is not built in this version",
-        )),
+        #[cfg(target_os = "linux")]
+        IoBackend::Uring => Ok(Arc::new(UringStorage::new()?)),
+        #[cfg(not(target_os = "linux"))]
+        IoBackend::Uring => Err(uring_available().unwrap_err()),
     }
 }
 

@@ -44,6 +44,135 @@ fn std_backend_meets_the_contract() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The uring backend, or `None` (after one line saying why) where io_uring is unavailable, unless
+/// `KLOG_REQUIRE_URING=1` asks for a failure instead.
+fn uring_or_skip() -> Option<Arc<dyn Storage>> {
+    match open_backend(IoBackend::Uring) {
+        Ok(storage) => {
+            assert_eq!(storage.name(), "uring");
+            Some(storage)
+        }
+        Err(e) if std::env::var("KLOG_REQUIRE_URING").as_deref() == Ok("1") => {
+            panic!("KLOG_REQUIRE_URING=1 but {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping the uring backend test: {e}");
+            None
+        }
+    }
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("klog-io-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Bytes that differ at every position a misplaced piece could land on.
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0] ^ seed)
+        .collect()
+}
+
+#[test]
+fn uring_backend_meets_the_contract() {
+    let Some(storage) = uring_or_skip() else {
+        return;
+    };
+    let dir = scratch_dir("uring");
+    contract(storage.as_ref(), &dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn uring_availability_agrees_with_open_backend() {
+    assert_eq!(
+        uring_available().is_ok(),
+        open_backend(IoBackend::Uring).is_ok()
+    );
+    assert_eq!(
+        open_backend(IoBackend::Auto).unwrap().name(),
+        "std",
+        "buffered appends are faster with pwrite on ext4"
+    );
+}
+
+#[test]
+fn uring_write_at_and_sync_writes_a_large_buffer_whole() {
+    let Some(storage) = uring_or_skip() else {
+        return;
+    };
+    let dir = scratch_dir("uring-large");
+    storage.create_dir_all(&dir).unwrap();
+    let f = storage.create(&dir.join("segment")).unwrap();
+    let big = pattern(3 << 20, 1);
+    let position = (1 << 20) + 7;
+    f.write_at_and_sync(&big, position).unwrap();
+    f.write_at_and_sync(b"", 0).unwrap();
+    f.write_at_and_sync(b"head", 0).unwrap();
+    assert_eq!(f.len().unwrap(), position + big.len() as u64);
+
+    let mut back = vec![0u8; big.len() + 100];
+    assert_eq!(f.read_at(&mut back, position).unwrap(), big.len());
+    assert!(
+        back[..big.len()] == big[..],
+        "uring read of the uring write"
+    );
+    let on_disk = std::fs::read(dir.join("segment")).unwrap();
+    assert_eq!(&on_disk[..4], b"head");
+    assert!(on_disk[4..position as usize].iter().all(|&b| b == 0));
+    assert!(
+        on_disk[position as usize..] == big[..],
+        "std read of the uring write"
+    );
+    assert_eq!(
+        f.write_at(b"x", u64::MAX).unwrap_err().kind(),
+        io::ErrorKind::InvalidInput,
+        "u64::MAX would mean the file position to io_uring"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn uring_file_is_shared_by_threads_each_with_its_own_ring() {
+    let Some(storage) = uring_or_skip() else {
+        return;
+    };
+    let dir = scratch_dir("uring-threads");
+    storage.create_dir_all(&dir).unwrap();
+    let f = storage.create(&dir.join("shared")).unwrap();
+    const REGION: usize = 256 << 10;
+    const PIECE: usize = 16 << 10;
+    std::thread::scope(|s| {
+        for t in 0..4u8 {
+            let f = &f;
+            s.spawn(move || {
+                let region = pattern(REGION, t);
+                let base = t as u64 * REGION as u64;
+                for (i, piece) in region.chunks(PIECE).enumerate() {
+                    let position = base + (i * PIECE) as u64;
+                    if i % 4 == 0 {
+                        f.write_at_and_sync(piece, position).unwrap();
+                    } else {
+                        f.write_at(piece, position).unwrap();
+                    }
+                }
+                f.sync().unwrap();
+                let mut back = vec![0u8; REGION];
+                assert_eq!(f.read_at(&mut back, base).unwrap(), REGION);
+                assert!(back == region, "thread {t} reads back its own region");
+            });
+        }
+    });
+    let on_disk = std::fs::read(dir.join("shared")).unwrap();
+    assert_eq!(on_disk.len(), 4 * REGION);
+    for (t, region) in on_disk.chunks(REGION).enumerate() {
+        assert!(region == pattern(REGION, t as u8), "region {t}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn sim_backend_meets_the_contract() {
     contract(&SimStorage::new(1), Path::new("/sim/dir"));
@@ -89,9 +218,9 @@ fn a_torn_write_keeps_a_sector_aligned_prefix() {
         sim.create_dir_all(dir).unwrap();
         let f = sim.create(&dir.join("f")).unwrap();
         sim.sync_dir(dir).unwrap();
-        f.write_at(&vec![1u8; 100], 0).unwrap();
+        f.write_at(&[1u8; 100], 0).unwrap();
         f.sync().unwrap();
-        f.write_at(&vec![2u8; 3000], 100).unwrap();
+        f.write_at(&[2u8; 3000], 100).unwrap();
         sim.crash(true);
         let bytes = read_file(&sim, &dir.join("f")).unwrap().unwrap();
         assert!(
