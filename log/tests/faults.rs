@@ -2,7 +2,7 @@
 //! the failing call returns an error, the log refuses further writes until reopened, and a reopen (after a
 //! crash or not) holds everything synced before the fault, with every batch whole.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use klog_log::clock::ManualClock;
@@ -24,7 +24,7 @@ fn batch(i: usize) -> Vec<u8> {
     b.build().unwrap()
 }
 
-fn open(storage: &Arc<dyn Storage>, dir: &PathBuf, options: OpenOptions) -> PartitionLog {
+fn open(storage: &Arc<dyn Storage>, dir: &Path, options: OpenOptions) -> PartitionLog {
     let config = LogConfig::from_pairs(["segment.bytes=2500", "index.interval.bytes=200"]).unwrap();
     PartitionLog::open_with_clock(
         storage.clone(),
