@@ -603,13 +603,18 @@ impl PartitionLog {
         })
     }
 
-    fn max_segment_ms(&self) -> i64 {
-        self.config.segment_ms
-            - self
-                .config
-                .segment_jitter_ms
-                .min(self.config.segment_ms - 1)
-                .max(0)
+    /// `segment.ms` less this segment's jitter: Kafka draws it at random in `[0, min(jitter, segment.ms))`;
+    /// here it is a hash of the segment's base offset, so it is spread the same way but reproducible.
+    fn max_segment_ms(&self, segment_base: i64) -> i64 {
+        let bound = self.config.segment_jitter_ms.min(self.config.segment_ms);
+        if bound <= 0 {
+            return self.config.segment_ms;
+        }
+        let mut x = segment_base as u64 ^ 0x9E37_79B9_7F4A_7C15;
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^= x >> 31;
+        self.config.segment_ms - (x % bound as u64) as i64
     }
 
     fn maybe_roll(
@@ -626,7 +631,7 @@ impl PartitionLog {
             max_ts,
             last_offset,
             self.config.segment_bytes as u64,
-            self.max_segment_ms(),
+            self.max_segment_ms(active.base_offset()),
             now,
         )? || first_offset - active.base_offset() > i32::MAX as i64;
         if !roll {

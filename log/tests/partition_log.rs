@@ -318,3 +318,154 @@ fn reads_are_whole_batches_bounded_by_max_bytes_and_upper_bound() {
         );
     }
 }
+
+/// One writer and several readers at once: every read is whole, valid batches with contiguous offsets,
+/// never past the published end, whatever the interleaving (rolls included).
+#[test]
+fn concurrent_readers_never_see_a_partial_batch() {
+    for (backend, storage, root) in backends("concurrent") {
+        let dir = root.join("c-0");
+        let config = LogConfig::from_pairs(["segment.bytes=50000"]).unwrap();
+        let log = Arc::new(open(&storage, &dir, config, OpenOptions::default()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = (0..3)
+            .map(|r| {
+                let (log, stop) = (log.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut reads = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                        let leo = log.log_end_offset();
+                        if leo == 0 {
+                            continue;
+                        }
+                        let start = (reads * 7 + r) as i64 % leo;
+                        let got = log
+                            .read(start, 20_000, None, true)
+                            .expect("read within range");
+                        let mut expect_from = None;
+                        for b in Batches::new(got.records.as_slice()) {
+                            let b = b.expect("a reader never sees a partial or torn batch");
+                            if let Some(next) = expect_from {
+                                assert_eq!(b.base_offset(), next, "contiguous");
+                            }
+                            expect_from = Some(b.last_offset() + 1);
+                        }
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        for _ in 0..400 {
+            let mut b = build(3, 200, 1_800_000_000_000);
+            log.append_as_leader(&mut b, 0).unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        let reads: u64 = readers.into_iter().map(|r| r.join().expect("reader")).sum();
+        assert!(reads > 0, "{backend}: readers ran");
+        assert!(
+            log.segment_base_offsets().len() > 3,
+            "{backend}: rolls happened under the readers"
+        );
+    }
+}
+
+/// `segment.ms` rolls by record time (the first batch's timestamp against the new batch's max), as Kafka.
+#[test]
+fn segment_ms_rolls_by_record_timestamps() {
+    let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(1));
+    let config = LogConfig::from_pairs(["segment.ms=1000"]).unwrap();
+    let log = open(
+        &storage,
+        Path::new("/t/time-0"),
+        config,
+        OpenOptions::default(),
+    );
+    for ts in [10_000, 10_500, 10_999, 11_001, 11_500, 12_100] {
+        log.append_as_leader(&mut build(1, 10, ts), 0).unwrap();
+    }
+    assert_eq!(log.segment_base_offsets(), vec![0, 3, 5]);
+}
+
+#[test]
+fn retention_by_size_time_and_log_start_never_passes_the_high_watermark() {
+    let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(1));
+    let config = LogConfig::from_pairs([
+        "segment.bytes=1000",
+        "retention.bytes=2500",
+        "retention.ms=-1",
+    ])
+    .unwrap();
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    let (log, _) = PartitionLog::open_with_clock(
+        storage.clone(),
+        Path::new("/t/ret-0"),
+        config,
+        OpenOptions::default(),
+        clock.clone(),
+    )
+    .unwrap();
+    for _ in 0..20 {
+        log.append_as_leader(&mut build(1, 300, 1_800_000_000_000), 0)
+            .unwrap();
+    }
+    let segments = log.segment_base_offsets().len();
+    assert!(segments > 5);
+    // Nothing below the high watermark yet: nothing may go.
+    assert!(log.delete_old_segments().unwrap().is_empty());
+    log.update_high_watermark(log.log_end_offset());
+    let deleted = log.delete_old_segments().unwrap();
+    assert!(!deleted.is_empty());
+    assert!(
+        log.size_in_bytes() <= 2500 + 1000,
+        "within retention.bytes plus one segment"
+    );
+    assert_eq!(log.log_start_offset(), log.segment_base_offsets()[0]);
+    assert!(
+        log.read(0, 100, None, true).is_err(),
+        "below the log start is out of range"
+    );
+
+    // Time: everything older than retention.ms goes, but the log keeps an (empty) active segment.
+    let config = LogConfig::from_pairs(["segment.bytes=1000", "retention.ms=1000"]).unwrap();
+    let (log, _) = PartitionLog::open_with_clock(
+        storage.clone(),
+        Path::new("/t/ret-1"),
+        config,
+        OpenOptions::default(),
+        clock.clone(),
+    )
+    .unwrap();
+    for _ in 0..10 {
+        log.append_as_leader(&mut build(1, 300, 1_800_000_000_000), 0)
+            .unwrap();
+    }
+    log.update_high_watermark(log.log_end_offset());
+    clock.advance(5_000);
+    log.delete_old_segments().unwrap();
+    assert_eq!(log.log_start_offset(), 10);
+    assert_eq!(log.segment_base_offsets(), vec![10]);
+    assert_eq!(log.log_end_offset(), 10);
+
+    // Log start offset (DeleteRecords): never above the high watermark; whole segments below it go.
+    let config = LogConfig::from_pairs(["segment.bytes=1000", "retention.ms=-1"]).unwrap();
+    let (log, _) = PartitionLog::open_with_clock(
+        storage,
+        Path::new("/t/ret-2"),
+        config,
+        OpenOptions::default(),
+        clock,
+    )
+    .unwrap();
+    for _ in 0..10 {
+        log.append_as_leader(&mut build(1, 300, 1_800_000_000_000), 0)
+            .unwrap();
+    }
+    log.update_high_watermark(6);
+    assert!(log.increment_log_start_offset(7).is_err());
+    assert!(log.increment_log_start_offset(5).unwrap());
+    let deleted = log.delete_old_segments().unwrap();
+    assert!(deleted.iter().all(|b| *b < 5));
+    assert_eq!(log.log_start_offset(), 5);
+    assert!(log.segment_base_offsets()[0] <= 5);
+}
