@@ -1,10 +1,12 @@
 //! Command dispatch. Each command is a module; output formats are documented in `docs/cli.md`.
 
 mod append;
+mod bench;
 mod demo;
 mod dump;
 mod dump_meta;
 mod read;
+mod torture;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +38,11 @@ enum Command {
     Append(append::AppendArgs),
     /// Read whole batches from a partition directory, as a fetch would.
     Read(read::ReadArgs),
+    /// Append and flush random batches until killed (the real-process kill test's child).
+    #[command(hide = true)]
+    Torture(torture::TortureArgs),
+    /// Measure klog beside the machine's limits (plain pwrite/pread)
+    Bench(bench::BenchArgs),
 }
 
 /// Runs a command; `Ok` carries the exit code (non-zero when the input had problems).
@@ -45,5 +52,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dump(args) => dump::run(&args),
         Command::Append(args) => append::run(&args),
         Command::Read(args) => read::run(&args),
+        Command::Torture(args) => torture::run(&args),
+        Command::Bench(args) => bench::run(&args),
     }
 }

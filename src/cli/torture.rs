@@ -1,0 +1,69 @@
+//! `klog torture DIR` (hidden): appends and flushes random batches forever, printing `flushed <offset>`
+//! after each flush returns. The real-process kill test SIGKILLs it at random moments and checks that a
+//! reopen holds everything it reported flushed.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use klog::log::config::LogConfig;
+use klog::log::format::{BatchBuilder, Compression};
+use klog::log::io::StdStorage;
+use klog::log::log_dir::LogDir;
+
+use super::append::split_partition_dir;
+
+#[derive(Debug, Args)]
+pub struct TortureArgs {
+    dir: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Stop after this many batches (default: until killed).
+    #[arg(long)]
+    batches: Option<u64>,
+}
+
+pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
+    let (root, name) = split_partition_dir(&args.dir)?;
+    let log_dir = LogDir::open(Arc::new(StdStorage), &root)?;
+    let config = LogConfig::from_pairs(["segment.bytes=262144", "index.interval.bytes=1024"])?;
+    let (log, _) = log_dir.open_partition(&name, config)?;
+    let mut rng = args.seed | 1;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    writeln!(out, "opened {}", log.log_end_offset())?;
+    out.flush()?;
+    let mut n = 0u64;
+    while args.batches.is_none_or(|max| n < max) {
+        let mut b = BatchBuilder::new(
+            Compression::from_id((next() % 5) as u8).unwrap_or(Compression::None),
+        );
+        let records = 1 + next() % 20;
+        for i in 0..records {
+            let len = (next() % 2000) as usize;
+            let value: Vec<u8> = (0..len).map(|j| (j as u64 ^ n ^ i) as u8).collect();
+            b.append(
+                1_800_000_000_000 + n as i64,
+                Some(&n.to_be_bytes()),
+                Some(&value),
+                &[],
+            )?;
+        }
+        log.append_as_leader(&mut b.build()?, 0)?;
+        n += 1;
+        if next() % 4 == 0 {
+            log.flush(log.log_end_offset())?;
+            writeln!(out, "flushed {}", log.recovery_point())?;
+            out.flush()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
