@@ -62,6 +62,15 @@ pub fn validate(
                 ),
             ));
         }
+        if summary.last_offset < summary.base_offset {
+            return Err(reject(
+                KafkaError::InvalidRecord,
+                format!(
+                    "batch at position {}: last offset {} is below its base offset {}",
+                    summary.position, summary.last_offset, summary.base_offset
+                ),
+            ));
+        }
         check_origin(&batch, &summary, origin, config, now_ms)?;
         if let Some(prev) = batches.last() {
             let prev: &BatchSummary = prev;

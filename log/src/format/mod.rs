@@ -42,21 +42,22 @@ pub const NO_SEQUENCE: i32 = -1;
 pub const NO_TIMESTAMP: i64 = -1;
 pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 
-/// `incrementSequence` of Kafka: sequences wrap from `i32::MAX` to 0.
+/// `incrementSequence` of Kafka: sequences wrap from `i32::MAX` to 0. Java's int arithmetic wraps, and so
+/// does this (a corrupt batch's negative delta must not panic).
 pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
-    if sequence > i32::MAX - increment {
-        increment - (i32::MAX - sequence) - 1
+    if sequence > i32::MAX.wrapping_sub(increment) {
+        increment.wrapping_sub(i32::MAX.wrapping_sub(sequence)).wrapping_sub(1)
     } else {
-        sequence + increment
+        sequence.wrapping_add(increment)
     }
 }
 
 /// `decrementSequence` of Kafka, the inverse of [`increment_sequence`].
 pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
     if sequence < decrement {
-        i32::MAX - (decrement - sequence) + 1
+        i32::MAX.wrapping_sub(decrement.wrapping_sub(sequence)).wrapping_add(1)
     } else {
-        sequence - decrement
+        sequence.wrapping_sub(decrement)
     }
 }
 
