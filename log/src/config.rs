@@ -38,6 +38,8 @@ pub struct LogConfig {
     pub file_delete_delay_ms: i64,
     /// `io_backend` (klog's own): `auto`, `std` or `uring`.
     pub io_backend: IoBackend,
+    /// `producer.id.expiration.ms`: how long an idle producer (no open transaction) is remembered.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -59,12 +61,13 @@ impl Default for LogConfig {
             message_timestamp_after_max_ms: i64::MAX,
             file_delete_delay_ms: 60_000,
             io_backend: IoBackend::Auto,
+            producer_id_expiration_ms: 86_400_000,
         }
     }
 }
 
 /// The keys `set` understands.
-pub const KEYS: [&str; 16] = [
+pub const KEYS: [&str; 17] = [
     "segment.bytes",
     "segment.ms",
     "segment.jitter.ms",
@@ -81,6 +84,7 @@ pub const KEYS: [&str; 16] = [
     "message.timestamp.after.max.ms",
     "file.delete.delay.ms",
     "io_backend",
+    "producer.id.expiration.ms",
 ];
 
 fn bad(key: &'static str, value: &str, reason: &'static str) -> Error {
@@ -154,6 +158,9 @@ impl LogConfig {
             "io_backend" => {
                 self.io_backend = IoBackend::parse(value)
                     .ok_or_else(|| bad(key, value, "expected auto, std or uring"))?
+            }
+            "producer.id.expiration.ms" => {
+                self.producer_id_expiration_ms = int(key, value, 1, i64::MAX)?
             }
             _ => unreachable!("every key in KEYS is handled"),
         }

@@ -65,6 +65,10 @@ pub enum KafkaError {
     OffsetsOutOfOrder,
     /// A leader append with an epoch older than the log's latest.
     FencedLeaderEpoch,
+    InvalidProducerEpoch,
+    OutOfOrderSequenceNumber,
+    InvalidTxnState,
+    TransactionCoordinatorFenced,
 }
 
 impl KafkaError {
@@ -81,6 +85,23 @@ impl KafkaError {
             KafkaError::UnexpectedAppendOffset => "UNEXPECTED_APPEND_OFFSET",
             KafkaError::OffsetsOutOfOrder => "OFFSETS_OUT_OF_ORDER",
             KafkaError::FencedLeaderEpoch => "FENCED_LEADER_EPOCH",
+            KafkaError::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
+            KafkaError::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            KafkaError::InvalidTxnState => "INVALID_TXN_STATE",
+            KafkaError::TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
+        }
+    }
+}
+
+impl KafkaError {
+    /// The log's view of a producer-state refusal.
+    pub fn from_producer_state(e: &klog_psm::Error) -> Self {
+        match e.kafka_error_name() {
+            "INVALID_PRODUCER_EPOCH" => KafkaError::InvalidProducerEpoch,
+            "OUT_OF_ORDER_SEQUENCE_NUMBER" => KafkaError::OutOfOrderSequenceNumber,
+            "INVALID_TXN_STATE" => KafkaError::InvalidTxnState,
+            "TRANSACTION_COORDINATOR_FENCED" => KafkaError::TransactionCoordinatorFenced,
+            _ => KafkaError::InvalidRecord,
         }
     }
 }

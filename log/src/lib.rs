@@ -16,6 +16,7 @@ pub mod leader_epoch;
 pub mod log_dir;
 pub mod offset_index;
 pub mod partition_log;
+pub mod producer_state;
 pub mod segment;
 pub mod time_index;
 pub mod txn_index;

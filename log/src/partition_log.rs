@@ -15,9 +15,12 @@ use crate::error::IoContext;
 use crate::format::{Batches, RecordBatchMut, Tail, TimestampType};
 use crate::io::Storage;
 use crate::leader_epoch::LeaderEpochCache;
+use crate::producer_state::{self as snapshots, summarize};
 use crate::segment::{parse_base_offset, LogSegment, SegmentBytes, SegmentRecovery};
+use crate::txn_index::AbortedTxn;
 use crate::validator::{validate, AppendOrigin, ValidatedBatches};
 use crate::{Error, KafkaError};
+use klog_psm::{BatchSummary, ProducerStateEntry, ProducerStateManager, PsmConfig};
 
 /// Where a log starts when it is opened (from the log directory's checkpoint files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -38,6 +41,8 @@ pub struct LogAppendInfo {
     pub log_append_time: i64,
     pub batches: usize,
     pub bytes: usize,
+    /// A producer retry of a batch already in the log: nothing was written, the offsets are the original's.
+    pub duplicate: bool,
 }
 
 /// The result of a read: whole batches only.
@@ -58,6 +63,12 @@ pub struct OpenReport {
     pub recovered_segments: Vec<(i64, SegmentRecovery)>,
     pub deleted_segments: Vec<i64>,
     pub rebuilt_indexes: Vec<i64>,
+    /// The producer snapshot the state was loaded from (its offset), if any.
+    pub snapshot_loaded: Option<i64>,
+    pub snapshots_deleted: Vec<i64>,
+    /// Batches replayed into the producer state after the snapshot, and MIRROR_PID_RESET barriers among them.
+    pub batches_replayed: u64,
+    pub mirror_pid_resets: u64,
 }
 
 pub struct PartitionLog {
@@ -68,21 +79,21 @@ pub struct PartitionLog {
     config: LogConfig,
     clock: Arc<dyn Clock>,
     segments: RwLock<BTreeMap<i64, Arc<LogSegment>>>,
-    writer: Mutex<WriterState>,
+    /// Serializes mutations: one writer at a time.
+    writer: Mutex<()>,
     log_end_offset: AtomicI64,
     high_watermark: AtomicI64,
     log_start_offset: AtomicI64,
     recovery_point: AtomicI64,
     epochs: Mutex<LeaderEpochCache>,
+    psm: Mutex<ProducerStateManager>,
+    /// Producer snapshots taken at rolls, written by the next flush (off the append path).
+    pending_snapshots: Mutex<Vec<(i64, Vec<u8>)>>,
     flush_lock: Mutex<()>,
+    last_flush_ms: AtomicI64,
     /// A segment file was created since the directory was last synced.
     dir_dirty: std::sync::atomic::AtomicBool,
     failed: std::sync::atomic::AtomicBool,
-}
-
-#[derive(Debug)]
-struct WriterState {
-    last_flush_ms: i64,
 }
 
 impl std::fmt::Debug for PartitionLog {
@@ -133,6 +144,7 @@ impl PartitionLog {
             storage.clone(),
             dir.join(checkpoint::LEADER_EPOCH_CHECKPOINT),
         )?;
+        let producer_id_expiration_ms = config.producer_id_expiration_ms;
         let log = PartitionLog {
             dir: dir.to_owned(),
             topic,
@@ -141,23 +153,30 @@ impl PartitionLog {
             config,
             clock,
             segments: RwLock::new(BTreeMap::new()),
-            writer: Mutex::new(WriterState { last_flush_ms: 0 }),
+            writer: Mutex::new(()),
+            last_flush_ms: AtomicI64::new(0),
             log_end_offset: AtomicI64::new(0),
             high_watermark: AtomicI64::new(0),
             log_start_offset: AtomicI64::new(options.log_start_offset),
             recovery_point: AtomicI64::new(options.recovery_point),
             epochs: Mutex::new(epochs),
+            psm: Mutex::new(ProducerStateManager::new(PsmConfig {
+                producer_id_expiration_ms,
+                ..PsmConfig::default()
+            })),
+            pending_snapshots: Mutex::new(Vec::new()),
             flush_lock: Mutex::new(()),
             // Entries created before this open (by an earlier process) may not be durable yet.
             dir_dirty: std::sync::atomic::AtomicBool::new(true),
             failed: std::sync::atomic::AtomicBool::new(false),
         };
         let report = log.load(options)?;
-        log.writer().last_flush_ms = log.clock.now_ms();
+        log.last_flush_ms
+            .store(log.clock.now_ms(), Ordering::Release);
         Ok((log, report))
     }
 
-    fn writer(&self) -> MutexGuard<'_, WriterState> {
+    fn writer(&self) -> MutexGuard<'_, ()> {
         self.writer.lock().expect("writer lock poisoned")
     }
 
@@ -257,6 +276,8 @@ impl PartitionLog {
         epochs.truncate_from_end(leo)?;
         epochs.truncate_from_start(log_start)?;
         report.segments = self.segments.read().expect("segments lock poisoned").len();
+        drop(epochs);
+        self.load_producer_state(&mut report)?;
         Ok(report)
     }
 
@@ -475,6 +496,7 @@ impl PartitionLog {
     pub fn update_high_watermark(&self, hw: i64) -> i64 {
         let hw = hw.clamp(self.log_start_offset(), self.log_end_offset());
         self.high_watermark.store(hw, Ordering::Release);
+        self.psm().on_high_watermark_updated(hw);
         hw
     }
 
@@ -533,8 +555,28 @@ impl PartitionLog {
             next += b.last_offset - b.base_offset + 1;
         }
         let validated = validate(batches, AppendOrigin::Replication, &self.config, now)?;
-        // Producer-state validation plugs in here (before anything is written).
-        let info = self.write_batches(batches, &validated, now)?;
+        let psm_origin = match origin {
+            AppendOrigin::Client => klog_psm::AppendOrigin::Client,
+            _ => klog_psm::AppendOrigin::Coordinator,
+        };
+        let mut psm = self.psm();
+        let plan = psm
+            .plan_append(&summaries(batches, &validated), psm_origin)
+            .map_err(producer_error)?;
+        if let Some(d) = plan.duplicate {
+            return Ok(LogAppendInfo {
+                first_offset: d.first_offset,
+                last_offset: d.last_offset,
+                max_timestamp: d.timestamp,
+                log_append_time: d.timestamp,
+                batches: validated.batches.len(),
+                bytes: 0,
+                duplicate: true,
+            });
+        }
+        let info = self.write_batches(batches, &validated, now, &mut psm)?;
+        self.apply_producer_state(&mut psm, plan, info.last_offset)?;
+        drop(psm);
         if leader_epoch >= 0 {
             let mut epochs = self.epochs();
             if epochs.latest().is_none_or(|l| l.epoch != leader_epoch) {
@@ -559,6 +601,13 @@ impl PartitionLog {
                 format!("first offset {first} is below the log end offset {leo}"),
             ));
         }
+        let mut psm = self.psm();
+        let plan = psm
+            .plan_append(
+                &summaries(batches, &validated),
+                klog_psm::AppendOrigin::Replication,
+            )
+            .map_err(producer_error)?;
         {
             let mut epochs = self.epochs();
             for b in &validated.batches {
@@ -567,7 +616,32 @@ impl PartitionLog {
                 }
             }
         }
-        self.write_batches(batches, &validated, now)
+        let info = self.write_batches(batches, &validated, now, &mut psm)?;
+        self.apply_producer_state(&mut psm, plan, info.last_offset)?;
+        Ok(info)
+    }
+
+    /// After a write: the plan applied, aborted transactions indexed in the segment holding their marker.
+    fn apply_producer_state(
+        &self,
+        psm: &mut ProducerStateManager,
+        plan: klog_psm::AppendPlan,
+        last_offset: i64,
+    ) -> Result<(), Error> {
+        let active = self.active_segment();
+        for txn in psm.apply(plan) {
+            if txn.is_aborted {
+                active.append_aborted_txn(AbortedTxn::new(
+                    txn.producer_id,
+                    txn.first_offset,
+                    txn.last_offset,
+                    txn.last_stable_offset,
+                ))?;
+            }
+        }
+        psm.update_map_end_offset(last_offset + 1);
+        psm.on_high_watermark_updated(self.high_watermark());
+        Ok(())
     }
 
     /// Rolls if needed, appends to the active segment, publishes the new log end offset.
@@ -576,6 +650,7 @@ impl PartitionLog {
         bytes: &[u8],
         v: &ValidatedBatches,
         now: i64,
+        psm: &mut ProducerStateManager,
     ) -> Result<LogAppendInfo, Error> {
         let first_offset = v.batches[0].base_offset;
         let last_offset = v.batches.last().expect("non-empty").last_offset;
@@ -585,8 +660,14 @@ impl PartitionLog {
                 (max_ts, offset_of_max) = (b.max_timestamp, b.last_offset);
             }
         }
-        let segment =
-            self.maybe_roll(bytes.len() as u64, max_ts, first_offset, last_offset, now)?;
+        let segment = self.maybe_roll(
+            bytes.len() as u64,
+            max_ts,
+            first_offset,
+            last_offset,
+            now,
+            psm,
+        )?;
         segment.append(last_offset, max_ts, offset_of_max, bytes)?;
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
@@ -600,6 +681,7 @@ impl PartitionLog {
             log_append_time: -1,
             batches: v.batches.len(),
             bytes: bytes.len(),
+            duplicate: false,
         })
     }
 
@@ -624,6 +706,7 @@ impl PartitionLog {
         first_offset: i64,
         last_offset: i64,
         now: i64,
+        psm: &mut ProducerStateManager,
     ) -> Result<Arc<LogSegment>, Error> {
         let active = self.active_segment();
         let roll = active.should_roll(
@@ -637,15 +720,17 @@ impl PartitionLog {
         if !roll {
             return Ok(active);
         }
-        self.roll_at(first_offset.max(self.log_end_offset()))
+        self.roll_at(first_offset.max(self.log_end_offset()), psm)
     }
 
     fn roll_inner(&self) -> Result<(), Error> {
         let _writer = self.writer();
-        self.roll_at(self.log_end_offset()).map(|_| ())
+        self.roll_at(self.log_end_offset(), &mut self.psm())
+            .map(|_| ())
     }
 
-    fn roll_at(&self, base: i64) -> Result<Arc<LogSegment>, Error> {
+    /// Rolls at `base`; the caller holds the producer state (the snapshot is taken from it).
+    fn roll_at(&self, base: i64, psm: &mut ProducerStateManager) -> Result<Arc<LogSegment>, Error> {
         let active = self.active_segment();
         if active.base_offset() == base && active.size() == 0 {
             return Ok(active);
@@ -661,7 +746,13 @@ impl PartitionLog {
             .write()
             .expect("segments lock poisoned")
             .insert(base, seg.clone());
-        // The producer snapshot is taken here, off the append path's fsync (issue: producer state).
+        // The producer snapshot at the new base: encoded now, written by the next flush (no fsync here).
+        psm.update_map_end_offset(base);
+        let bytes = klog_psm::encode_snapshot(&psm.snapshot());
+        self.pending_snapshots
+            .lock()
+            .expect("pending snapshots lock poisoned")
+            .push((base, bytes));
         Ok(seg)
     }
 
@@ -688,7 +779,8 @@ impl PartitionLog {
             }
             seg.flush()?;
         }
-        // A new segment's directory entry must be durable before the recovery point passes its base.
+        self.write_pending_snapshots()?;
+        // A new segment's (and snapshot's) directory entry must be durable before the recovery point passes it.
         if self.dir_dirty.swap(false, Ordering::AcqRel) {
             if let Err(e) = self.storage.sync_dir(&self.dir) {
                 self.dir_dirty.store(true, Ordering::Release);
@@ -696,16 +788,14 @@ impl PartitionLog {
             }
         }
         self.recovery_point.fetch_max(target, Ordering::AcqRel);
-        self.writer
-            .lock()
-            .expect("writer lock poisoned")
-            .last_flush_ms = self.clock.now_ms();
+        self.last_flush_ms
+            .store(self.clock.now_ms(), Ordering::Release);
         Ok(())
     }
 
     /// Flushes if `flush.ms` has passed since the last flush.
     pub fn maybe_flush(&self) -> Result<(), Error> {
-        let last = self.writer().last_flush_ms;
+        let last = self.last_flush_ms.load(Ordering::Acquire);
         if self.clock.now_ms().saturating_sub(last) >= self.config.flush_ms {
             self.flush(self.log_end_offset())?;
         }
@@ -809,19 +899,28 @@ impl PartitionLog {
             return self.truncate_fully_locked(offset);
         }
         let segments = self.segment_list();
+        let mut deleted = false;
         for seg in segments.iter().filter(|s| s.base_offset() > offset) {
             self.segments
                 .write()
                 .expect("segments lock poisoned")
                 .remove(&seg.base_offset());
             seg.delete()?;
+            deleted = true;
+        }
+        self.discard_snapshots_after(offset)?;
+        if deleted {
+            self.storage.sync_dir(&self.dir).at(&self.dir)?;
         }
         self.active_segment().truncate_to(offset)?;
+        // Truncation is batch-granular: inside a batch, the whole batch goes and the log ends before it.
+        let offset = self.compute_log_end_offset()?.min(offset);
         self.log_end_offset.store(offset, Ordering::Release);
         self.recovery_point.fetch_min(offset, Ordering::AcqRel);
         self.epochs().truncate_from_end(offset)?;
         self.log_start_offset.fetch_min(offset, Ordering::AcqRel);
         self.high_watermark.fetch_min(offset, Ordering::AcqRel);
+        self.rebuild_producer_state(offset, &[])?;
         Ok(())
     }
 
@@ -839,8 +938,10 @@ impl PartitionLog {
         for seg in old.iter().filter(|s| s.base_offset() != offset) {
             seg.delete()?;
         }
+        self.discard_snapshots_after(i64::MIN)?;
         self.storage.sync_dir(&self.dir).at(&self.dir)?;
         self.epochs().clear()?;
+        self.psm().truncate_fully_and_start_at(offset);
         self.log_end_offset.store(offset, Ordering::Release);
         self.log_start_offset.store(offset, Ordering::Release);
         self.high_watermark.store(offset, Ordering::Release);
@@ -866,6 +967,7 @@ impl PartitionLog {
         self.recovery_point
             .fetch_max(offset.min(self.log_end_offset()), Ordering::AcqRel);
         self.epochs().truncate_from_start(offset)?;
+        self.psm().on_log_start_offset_incremented(offset);
         Ok(true)
     }
 
@@ -902,7 +1004,7 @@ impl PartitionLog {
             deletable.push(seg.clone());
         }
         if deletable.len() == segments.len() {
-            self.roll_at(self.log_end_offset())?;
+            self.roll_at(self.log_end_offset(), &mut self.psm())?;
         }
         for seg in &deletable {
             self.segments
@@ -917,6 +1019,12 @@ impl PartitionLog {
             self.recovery_point
                 .fetch_max(first.min(self.log_end_offset()), Ordering::AcqRel);
             self.epochs().truncate_from_start(self.log_start_offset())?;
+            self.psm()
+                .on_log_start_offset_incremented(self.log_start_offset());
+            // Kafka deletes the snapshot named after each deleted segment.
+            for seg in &deletable {
+                snapshots::delete_snapshot(self.storage.as_ref(), &self.dir, seg.base_offset())?;
+            }
             self.storage.sync_dir(&self.dir).at(&self.dir)?;
         }
         Ok(deletable.iter().map(|s| s.base_offset()).collect())
@@ -933,8 +1041,14 @@ impl PartitionLog {
     fn close_inner(&self) -> Result<(), Error> {
         let _writer = self.writer();
         let leo = self.log_end_offset();
+        self.write_pending_snapshots()?;
         for seg in self.segment_list() {
             seg.close()?;
+        }
+        // A clean close leaves a snapshot at the log end, so the next open replays nothing.
+        if !snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?.contains(&leo) {
+            let bytes = klog_psm::encode_snapshot(&self.psm().snapshot());
+            snapshots::write_snapshot(self.storage.as_ref(), &self.dir, leo, &bytes)?;
         }
         self.storage.sync_dir(&self.dir).at(&self.dir)?;
         self.recovery_point.fetch_max(leo, Ordering::AcqRel);
@@ -1019,6 +1133,203 @@ impl PartitionLog {
         self.failed.load(Ordering::Acquire)
     }
 
+    fn psm(&self) -> MutexGuard<'_, ProducerStateManager> {
+        self.psm.lock().expect("producer state lock poisoned")
+    }
+
+    /// The producers the log knows, sorted by producer id.
+    pub fn producers(&self) -> Vec<ProducerStateEntry> {
+        self.psm().producers().map(|(_, e)| e.clone()).collect()
+    }
+
+    /// Kafka's first unstable offset: the first offset of the earliest open (or not yet replicated) txn.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.psm()
+            .first_unstable_offset()
+            .map(|o| o.max(self.log_start_offset()))
+    }
+
+    /// `min(first unstable offset, high watermark)`: how far read_committed consumers may read.
+    pub fn last_stable_offset(&self) -> i64 {
+        let hw = self.high_watermark();
+        self.first_unstable_offset().map_or(hw, |f| f.min(hw))
+    }
+
+    /// Forgets producers idle longer than `producer.id.expiration.ms` (never one with an open transaction).
+    pub fn remove_expired_producers(&self) -> usize {
+        self.psm().remove_expired_producers(self.clock.now_ms())
+    }
+
+    /// A read_committed fetch: bounded by the last stable offset, with the aborted transactions that
+    /// overlap the returned range (as a Fetch response carries them).
+    pub fn read_committed(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<(LogReadInfo, Vec<AbortedTxn>), Error> {
+        let lso = self.last_stable_offset();
+        let info = self.read(start_offset, max_bytes, Some(lso), min_one_batch)?;
+        let upper = info.next_offset;
+        let mut aborted = Vec::new();
+        if upper > start_offset {
+            let segments: Vec<Arc<LogSegment>> = {
+                let map = self.segments.read().expect("segments lock poisoned");
+                let floor = map
+                    .range(..=start_offset)
+                    .next_back()
+                    .map_or(i64::MIN, |(b, _)| *b);
+                map.range(floor..).map(|(_, s)| s.clone()).collect()
+            };
+            for seg in segments {
+                let (found, complete) = seg.collect_aborted(start_offset, upper);
+                aborted.extend(found);
+                if complete {
+                    break;
+                }
+            }
+        }
+        Ok((info, aborted))
+    }
+
+    /// Writes the snapshots taken at rolls (temp, fsync, rename); their directory entries are synced with
+    /// the segments' by the caller (flush, close).
+    fn write_pending_snapshots(&self) -> Result<(), Error> {
+        let pending = std::mem::take(
+            &mut *self
+                .pending_snapshots
+                .lock()
+                .expect("pending snapshots lock poisoned"),
+        );
+        for (offset, bytes) in pending {
+            if offset <= self.log_end_offset() {
+                snapshots::write_snapshot(self.storage.as_ref(), &self.dir, offset, &bytes)?;
+                self.dir_dirty.store(true, Ordering::Release);
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes snapshot files (and pending ones) above `offset`.
+    fn discard_snapshots_after(&self, offset: i64) -> Result<(), Error> {
+        self.pending_snapshots
+            .lock()
+            .expect("pending snapshots lock poisoned")
+            .retain(|(o, _)| *o <= offset);
+        for o in snapshots::list_snapshots(self.storage.as_ref(), &self.dir)? {
+            if o > offset {
+                snapshots::delete_snapshot(self.storage.as_ref(), &self.dir, o)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// At open: stray snapshots removed (Kafka's `removeStraySnapshots`), then the state rebuilt; segments
+    /// rescanned by recovery get their `.txnindex` back from the replay.
+    fn load_producer_state(&self, report: &mut OpenReport) -> Result<(), Error> {
+        let bases = self.segment_base_offsets();
+        let leo = self.log_end_offset();
+        let all = snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?;
+        let largest_base = bases.last().copied().unwrap_or(0);
+        let strays: Vec<i64> = all.iter().copied().filter(|o| !bases.contains(o)).collect();
+        let keep = strays
+            .last()
+            .copied()
+            .filter(|o| *o > largest_base && *o <= leo);
+        for o in all {
+            if (strays.contains(&o) && Some(o) != keep) || o > leo {
+                snapshots::delete_snapshot(self.storage.as_ref(), &self.dir, o)?;
+                report.snapshots_deleted.push(o);
+            }
+        }
+        let mut rescanned: Vec<i64> = report.recovered_segments.iter().map(|(b, _)| *b).collect();
+        rescanned.extend(&report.rebuilt_indexes);
+        rescanned.sort_unstable();
+        let stats = self.rebuild_producer_state(leo, &rescanned)?;
+        report.snapshot_loaded = stats.snapshot_loaded;
+        report.snapshots_deleted.extend(stats.snapshots_deleted);
+        report.batches_replayed = stats.batches_replayed;
+        report.mirror_pid_resets = stats.mirror_pid_resets;
+        Ok(())
+    }
+
+    /// Kafka's `rebuildProducerState(end)`: load the newest valid snapshot at or below `end` (and at or below
+    /// the first rescanned segment, whose `.txnindex` the replay rebuilds), then replay every batch up to
+    /// `end`, MIRROR_PID_RESET barriers included (they have producer id -1). A corrupt snapshot is deleted
+    /// and the next older one tried; with none, the replay starts at the log start.
+    fn rebuild_producer_state(&self, end: i64, rescanned: &[i64]) -> Result<ReplayStats, Error> {
+        let mut stats = ReplayStats::default();
+        let limit = rescanned.first().map_or(end, |r| (*r).min(end));
+        let log_start = self.log_start_offset();
+        let now = self.clock.now_ms();
+        let mut psm = self.psm();
+        psm.truncate_fully_and_start_at(log_start);
+        for o in snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?
+            .into_iter()
+            .rev()
+        {
+            if o > limit || o < log_start {
+                continue;
+            }
+            match snapshots::read_snapshot(self.storage.as_ref(), &self.dir, o) {
+                Ok(entries) => {
+                    psm.load_snapshot(entries, o, now);
+                    stats.snapshot_loaded = Some(o);
+                    break;
+                }
+                Err(Error::CorruptFile { .. }) => {
+                    snapshots::delete_snapshot(self.storage.as_ref(), &self.dir, o)?;
+                    stats.snapshots_deleted.push(o);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let from = psm.map_end_offset();
+        for seg in self.segment_list() {
+            let next_base = self
+                .segments
+                .read()
+                .expect("segments lock poisoned")
+                .range(seg.base_offset() + 1..)
+                .next()
+                .map(|(b, _)| *b);
+            if next_base.is_some_and(|n| n <= from) || seg.base_offset() >= end {
+                continue;
+            }
+            let index_txns = rescanned.contains(&seg.base_offset());
+            let bytes = seg.read_bytes(0, seg.size() as usize)?;
+            for batch in Batches::new(&bytes).without_crc() {
+                let crate::format::AnyBatch::V2(b) = batch? else {
+                    continue;
+                };
+                if b.last_offset() < from || b.base_offset() >= end {
+                    continue;
+                }
+                let summary = summarize(&b);
+                stats.batches_replayed += 1;
+                stats.mirror_pid_resets += summary.is_mirror_pid_reset() as u64;
+                let Ok(plan) = psm.plan_append(&[summary], klog_psm::AppendOrigin::Replication)
+                else {
+                    continue; // Kafka aborts loading here; a batch it cannot parse leaves no state.
+                };
+                for txn in psm.apply(plan) {
+                    if txn.is_aborted && index_txns {
+                        seg.append_aborted_txn(AbortedTxn::new(
+                            txn.producer_id,
+                            txn.first_offset,
+                            txn.last_offset,
+                            txn.last_stable_offset,
+                        ))?;
+                    }
+                }
+                psm.update_map_end_offset(b.next_offset());
+            }
+        }
+        psm.update_map_end_offset(end);
+        psm.on_high_watermark_updated(self.high_watermark());
+        Ok(stats)
+    }
+
     /// For tests and tools: the segment at `base`.
     pub fn segment(&self, base: i64) -> Option<Arc<LogSegment>> {
         self.segments
@@ -1044,4 +1355,35 @@ fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
         "published bytes are whole batches"
     );
     (len, next)
+}
+
+#[derive(Debug, Default)]
+struct ReplayStats {
+    snapshot_loaded: Option<i64>,
+    snapshots_deleted: Vec<i64>,
+    batches_replayed: u64,
+    mirror_pid_resets: u64,
+}
+
+/// Summaries of the v2 batches of a validated set (legacy batches carry no producer state).
+fn summaries(bytes: &[u8], v: &ValidatedBatches) -> Vec<BatchSummary> {
+    v.batches
+        .iter()
+        .filter(|b| b.magic >= 2)
+        .filter_map(|b| {
+            crate::format::RecordBatch::parse_unchecked_crc(
+                &bytes[b.position..b.position + b.size],
+                0,
+            )
+            .ok()
+        })
+        .map(|(batch, _)| summarize(&batch))
+        .collect()
+}
+
+fn producer_error(e: klog_psm::Error) -> Error {
+    Error::Rejected {
+        error: KafkaError::from_producer_state(&e),
+        message: e.to_string(),
+    }
 }

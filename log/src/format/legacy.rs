@@ -198,7 +198,9 @@ impl<'a> LegacyEntry<'a> {
             .iter()
             .map(|e| {
                 let offset = if self.magic >= 1 {
-                    self.offset.wrapping_sub(last_relative).wrapping_add(e.offset)
+                    self.offset
+                        .wrapping_sub(last_relative)
+                        .wrapping_add(e.offset)
                 } else {
                     e.offset
                 };

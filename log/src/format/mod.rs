@@ -46,7 +46,9 @@ pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 /// does this (a corrupt batch's negative delta must not panic).
 pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
     if sequence > i32::MAX.wrapping_sub(increment) {
-        increment.wrapping_sub(i32::MAX.wrapping_sub(sequence)).wrapping_sub(1)
+        increment
+            .wrapping_sub(i32::MAX.wrapping_sub(sequence))
+            .wrapping_sub(1)
     } else {
         sequence.wrapping_add(increment)
     }
@@ -55,7 +57,9 @@ pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
 /// `decrementSequence` of Kafka, the inverse of [`increment_sequence`].
 pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
     if sequence < decrement {
-        i32::MAX.wrapping_sub(decrement.wrapping_sub(sequence)).wrapping_add(1)
+        i32::MAX
+            .wrapping_sub(decrement.wrapping_sub(sequence))
+            .wrapping_add(1)
     } else {
         sequence.wrapping_sub(decrement)
     }

@@ -1,0 +1,197 @@
+//! `AppendPlan`: the outcome of validating one append, computed without changing any state.
+//!
+//! Kafka validates an append (`UnifiedLog.analyzeAndValidateProducerState`), writes the batches, then
+//! updates the producer state. We keep the same split: [`plan_append`] reads the state and returns a plan,
+//! the caller writes the batches, and the manager applies the plan. A plan is a list of steps in log
+//! order: groups of producer updates, and the MIRROR_PID_RESET barriers between them, so a barrier
+//! forgets exactly the producers that come before it in the log.
+
+use std::collections::HashMap;
+
+use crate::batch::{AppendOrigin, BatchSummary};
+use crate::completed_txn::CompletedTxn;
+use crate::error::Error;
+use crate::producer_append_info::ProducerAppendInfo;
+use crate::producer_state_entry::ProducerStateEntry;
+use crate::producer_table::ProducerTable;
+
+/// What a client retry duplicates: the offsets and timestamp to answer with (Kafka's `BatchMetadata`
+/// of the cached batch; the produce response carries the timestamp as its log-append time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DuplicateBatch {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub timestamp: i64,
+}
+
+/// The validated outcome of one append. When `duplicate` is set nothing must be written and applying
+/// the plan changes nothing.
+#[derive(Debug, Clone)]
+#[must_use = "apply the plan once the batches are written"]
+pub struct AppendPlan {
+    pub duplicate: Option<DuplicateBatch>,
+    generation: u64,
+    steps: Vec<PlanStep>,
+}
+
+/// One step of a plan, in log order.
+#[derive(Debug, Clone)]
+pub(crate) enum PlanStep {
+    /// The producers updated between two barriers, with the transactions their markers ended.
+    Updates(PlanUpdates),
+    /// Forget every producer and transaction.
+    MirrorPidReset,
+}
+
+/// Kafka applies all producer updates of an append before it ends any transaction, so the last stable
+/// offset of an ended transaction sees every transaction the append opened. Within a group we do the same.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PlanUpdates {
+    /// Each producer's entry after the group (to merge into the stored one) and the first offsets of the
+    /// transactions it opened.
+    pub(crate) producers: Vec<(ProducerStateEntry, Vec<i64>)>,
+    /// In marker order; `last_stable_offset` is filled in when applied.
+    pub(crate) completed: Vec<CompletedTxn>,
+}
+
+impl AppendPlan {
+    pub fn is_duplicate(&self) -> bool {
+        self.duplicate.is_some()
+    }
+
+    /// Whether the append holds a MIRROR_PID_RESET barrier.
+    pub fn contains_mirror_pid_reset(&self) -> bool {
+        self.steps
+            .iter()
+            .any(|step| matches!(step, PlanStep::MirrorPidReset))
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub(crate) fn into_steps(self) -> Vec<PlanStep> {
+        self.steps
+    }
+}
+
+/// Validates `batches` in order against `producers` (see `ProducerStateManager::plan_append`).
+pub(crate) fn plan_append(
+    producers: &ProducerTable,
+    generation: u64,
+    batches: &[BatchSummary],
+    origin: AppendOrigin,
+) -> Result<AppendPlan, Error> {
+    let mut planner = Planner {
+        producers,
+        origin,
+        after_barrier: false,
+        infos: Vec::new(),
+        info_index: HashMap::new(),
+        completed: Vec::new(),
+        steps: Vec::new(),
+    };
+    for batch in batches {
+        if batch.is_mirror_pid_reset() && !batch.has_producer_id() {
+            planner.mirror_pid_reset();
+        } else if batch.has_producer_id() {
+            if let Some(duplicate) = planner.duplicate_of(batch) {
+                return Ok(AppendPlan {
+                    duplicate: Some(duplicate),
+                    generation,
+                    steps: Vec::new(),
+                });
+            }
+            planner.append(batch)?;
+        }
+    }
+    planner.finish_updates();
+    Ok(AppendPlan {
+        duplicate: None,
+        generation,
+        steps: planner.steps,
+    })
+}
+
+struct Planner<'a> {
+    producers: &'a ProducerTable,
+    origin: AppendOrigin,
+    /// After a barrier the stored producers no longer count: every producer starts empty.
+    after_barrier: bool,
+    infos: Vec<ProducerAppendInfo>,
+    info_index: HashMap<i64, usize>,
+    completed: Vec<CompletedTxn>,
+    steps: Vec<PlanStep>,
+}
+
+impl Planner<'_> {
+    fn stored(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
+        if self.after_barrier {
+            None
+        } else {
+            self.producers.get(producer_id)
+        }
+    }
+
+    /// Client retries only: the stored entry (not this append's earlier batches) is searched.
+    fn duplicate_of(&self, batch: &BatchSummary) -> Option<DuplicateBatch> {
+        if self.origin != AppendOrigin::Client {
+            return None;
+        }
+        let cached = self.stored(batch.producer_id)?.find_duplicate_batch(
+            batch.producer_epoch,
+            batch.first_sequence,
+            batch.last_sequence,
+        )?;
+        Some(DuplicateBatch {
+            first_offset: cached.first_offset(),
+            last_offset: cached.last_offset,
+            timestamp: cached.timestamp,
+        })
+    }
+
+    fn append(&mut self, batch: &BatchSummary) -> Result<(), Error> {
+        assert!(
+            batch.first_offset >= 0,
+            "batches reach the producer state with the offsets the log assigned: {batch:?}"
+        );
+        let producer_id = batch.producer_id;
+        let index = match self.info_index.get(&producer_id) {
+            Some(&index) => index,
+            None => {
+                let info =
+                    ProducerAppendInfo::new(producer_id, self.stored(producer_id), self.origin);
+                self.infos.push(info);
+                self.info_index.insert(producer_id, self.infos.len() - 1);
+                self.infos.len() - 1
+            }
+        };
+        if let Some(completed) = self.infos[index].append(batch)? {
+            self.completed.push(completed);
+        }
+        Ok(())
+    }
+
+    fn mirror_pid_reset(&mut self) {
+        self.finish_updates();
+        self.steps.push(PlanStep::MirrorPidReset);
+        self.after_barrier = true;
+    }
+
+    fn finish_updates(&mut self) {
+        if self.infos.is_empty() && self.completed.is_empty() {
+            return;
+        }
+        self.info_index.clear();
+        let producers = self
+            .infos
+            .drain(..)
+            .map(ProducerAppendInfo::into_update)
+            .collect();
+        let completed = std::mem::take(&mut self.completed);
+        self.steps.push(PlanStep::Updates(PlanUpdates {
+            producers,
+            completed,
+        }));
+    }
+}

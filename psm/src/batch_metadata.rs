@@ -1,0 +1,27 @@
+//! `BatchMetadata`: what a producer's entry remembers of one of its recent batches.
+
+use crate::sequence::decrement_sequence;
+
+/// One cached batch of a producer (`BatchMetadata`). The first sequence and first offset are derived,
+/// as Kafka derives them, from the last ones and `offset_delta`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct BatchMetadata {
+    pub last_seq: i32,
+    pub last_offset: i64,
+    /// `last_offset - first_offset`.
+    pub offset_delta: i32,
+    /// The batch's max timestamp.
+    pub timestamp: i64,
+}
+
+impl BatchMetadata {
+    /// `decrementSequence(lastSeq, offsetDelta)`.
+    pub fn first_seq(&self) -> i32 {
+        decrement_sequence(self.last_seq, self.offset_delta)
+    }
+
+    /// `lastOffset - offsetDelta`.
+    pub fn first_offset(&self) -> i64 {
+        self.last_offset.wrapping_sub(i64::from(self.offset_delta))
+    }
+}

@@ -1,0 +1,115 @@
+//! The crate's one error enum. Refusals carry what Kafka's exception message carries (without the
+//! topic-partition, which this crate does not know) and map to Kafka's error names.
+
+/// Why an append was refused, or a snapshot could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `InvalidProducerEpochException`: the batch or marker has an older epoch than the producer's.
+    #[error(
+        "Epoch of producer {producer_id} at offset {offset} is {producer_epoch}, which is smaller than \
+         the last seen epoch {current_epoch}"
+    )]
+    InvalidProducerEpoch {
+        producer_id: i64,
+        offset: i64,
+        producer_epoch: i16,
+        current_epoch: i16,
+    },
+    /// `OutOfOrderSequenceException`: a known producer's new epoch must start at sequence 0.
+    #[error(
+        "Invalid sequence number for new epoch of producer {producer_id} at offset {offset}: \
+         {producer_epoch} (request epoch), {sequence} (seq. number), {current_epoch} (current producer epoch)"
+    )]
+    InvalidSequenceForNewEpoch {
+        producer_id: i64,
+        offset: i64,
+        producer_epoch: i16,
+        sequence: i32,
+        current_epoch: i16,
+    },
+    /// `OutOfOrderSequenceException`: the first sequence does not follow the last one.
+    #[error(
+        "Out of order sequence number for producer {producer_id} at offset {offset}: {sequence} \
+         (incoming seq. number), {last_sequence} (current end sequence number)"
+    )]
+    OutOfOrderSequence {
+        producer_id: i64,
+        offset: i64,
+        sequence: i32,
+        last_sequence: i32,
+    },
+    /// `InvalidTxnStateException`: a non-transactional batch while the producer's transaction is open.
+    #[error("Expected transactional write from producer {producer_id} at offset {offset}")]
+    InvalidTxnState { producer_id: i64, offset: i64 },
+    /// `TransactionCoordinatorFencedException`: a marker from an older transaction coordinator.
+    #[error(
+        "Invalid coordinator epoch for producerId {producer_id} at offset {offset}: {coordinator_epoch} \
+         (zombie), {current_coordinator_epoch} (current)"
+    )]
+    TransactionCoordinatorFenced {
+        producer_id: i64,
+        offset: i64,
+        coordinator_epoch: i32,
+        current_coordinator_epoch: i32,
+    },
+    /// A control batch with a producer id that is not a COMMIT or ABORT marker. Kafka parses it as an
+    /// `EndTransactionMarker` and fails with `IllegalArgumentException` (UNKNOWN_SERVER_ERROR).
+    #[error(
+        "Invalid record type for a transaction marker: control batch of producer {producer_id} at \
+         offset {offset} is neither COMMIT nor ABORT"
+    )]
+    InvalidTransactionMarker { producer_id: i64, offset: i64 },
+    /// `CorruptSnapshotException`: a `.snapshot` file that cannot be trusted.
+    #[error("{0}")]
+    CorruptSnapshot(SnapshotCorruption),
+}
+
+/// Which check a snapshot failed, with what was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotCorruption {
+    #[error("Snapshot contained an unknown file version {version}")]
+    UnknownVersion { version: i16 },
+    #[error("Snapshot is corrupt (CRC is no longer valid). Stored crc: {stored}. Computed crc: {computed}")]
+    Crc { stored: u32, computed: u32 },
+    #[error(
+        "Snapshot failed schema validation: reading field '{field}' needs {needed} bytes, the file has \
+         {available}"
+    )]
+    Truncated {
+        field: &'static str,
+        needed: usize,
+        available: usize,
+    },
+    #[error("Snapshot failed schema validation: Array size {count} cannot be negative")]
+    NegativeCount { count: i32 },
+}
+
+impl Error {
+    /// Kafka's name for this error (`Errors.java`), as a produce response would carry it.
+    pub fn kafka_error_name(&self) -> &'static str {
+        match self {
+            Error::InvalidProducerEpoch { .. } => "INVALID_PRODUCER_EPOCH",
+            Error::InvalidSequenceForNewEpoch { .. } | Error::OutOfOrderSequence { .. } => {
+                "OUT_OF_ORDER_SEQUENCE_NUMBER"
+            }
+            Error::InvalidTxnState { .. } => "INVALID_TXN_STATE",
+            Error::TransactionCoordinatorFenced { .. } => "TRANSACTION_COORDINATOR_FENCED",
+            Error::InvalidTransactionMarker { .. } => "UNKNOWN_SERVER_ERROR",
+            Error::CorruptSnapshot(_) => "CORRUPT_SNAPSHOT",
+        }
+    }
+
+    /// Kafka's numeric error code, where the protocol has one (a corrupt snapshot never reaches a client).
+    pub fn kafka_error_code(&self) -> Option<i16> {
+        match self {
+            Error::OutOfOrderSequence { .. } | Error::InvalidSequenceForNewEpoch { .. } => Some(45),
+            Error::InvalidProducerEpoch { .. } => Some(47),
+            Error::InvalidTxnState { .. } => Some(48),
+            Error::TransactionCoordinatorFenced { .. } => Some(52),
+            Error::InvalidTransactionMarker { .. } => Some(-1),
+            Error::CorruptSnapshot(_) => None,
+        }
+    }
+}

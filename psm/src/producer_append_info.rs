@@ -1,0 +1,197 @@
+//! `ProducerAppendInfo`: validates one producer's batches of one append against the state the append
+//! started from, and accumulates what the append will change.
+//!
+//! As in Kafka, two views are kept: the stored entry as it was (`current_*`), and `updated`, a copy
+//! without cached batches that collects this append's batches. The sequence rules read both.
+
+use crate::batch::{AppendOrigin, BatchSummary, ControlKind, NO_PRODUCER_EPOCH};
+use crate::batch_metadata::BatchMetadata;
+use crate::completed_txn::CompletedTxn;
+use crate::error::Error;
+use crate::producer_state_entry::ProducerStateEntry;
+use crate::sequence::{in_sequence, NO_SEQUENCE};
+
+/// Set by the manager once the transaction index is updated in order.
+const LAST_STABLE_OFFSET_PENDING: i64 = -1;
+
+#[derive(Debug, Clone)]
+pub(crate) struct ProducerAppendInfo {
+    producer_id: i64,
+    origin: AppendOrigin,
+    /// `currentEntry.producerEpoch()`: −1 for a producer the partition does not know.
+    current_epoch: i16,
+    /// `currentEntry.lastSeq()`.
+    current_last_seq: i32,
+    updated: ProducerStateEntry,
+    /// First offsets of the transactions this append opened.
+    started_transactions: Vec<i64>,
+}
+
+impl ProducerAppendInfo {
+    /// `prepareUpdate`: starts from the stored entry, or an empty one.
+    pub(crate) fn new(
+        producer_id: i64,
+        current: Option<&ProducerStateEntry>,
+        origin: AppendOrigin,
+    ) -> Self {
+        ProducerAppendInfo {
+            producer_id,
+            origin,
+            current_epoch: current.map_or(NO_PRODUCER_EPOCH, ProducerStateEntry::producer_epoch),
+            current_last_seq: current.map_or(NO_SEQUENCE, ProducerStateEntry::last_seq),
+            updated: current.map_or_else(
+                || ProducerStateEntry::empty(producer_id),
+                ProducerStateEntry::without_batches,
+            ),
+            started_transactions: Vec::new(),
+        }
+    }
+
+    /// `append(batch)`: a data batch or a control batch of this producer.
+    pub(crate) fn append(&mut self, batch: &BatchSummary) -> Result<Option<CompletedTxn>, Error> {
+        match batch.control {
+            None => self.append_data_batch(batch).map(|()| None),
+            Some(ControlKind::Empty) => Ok(None),
+            Some(ControlKind::Commit { coordinator_epoch }) => {
+                self.append_end_txn_marker(batch, coordinator_epoch, false)
+            }
+            Some(ControlKind::Abort { coordinator_epoch }) => {
+                self.append_end_txn_marker(batch, coordinator_epoch, true)
+            }
+            Some(ControlKind::MirrorPidReset | ControlKind::Other) => {
+                Err(Error::InvalidTransactionMarker {
+                    producer_id: self.producer_id,
+                    offset: batch.first_offset,
+                })
+            }
+        }
+    }
+
+    /// The entry to merge into the stored one, and the first offsets of the transactions it opened.
+    pub(crate) fn into_update(self) -> (ProducerStateEntry, Vec<i64>) {
+        (self.updated, self.started_transactions)
+    }
+
+    fn append_data_batch(&mut self, batch: &BatchSummary) -> Result<(), Error> {
+        let first_offset = batch.first_offset;
+        self.check_producer_epoch(batch.producer_epoch, first_offset)?;
+        if self.origin == AppendOrigin::Client {
+            self.check_sequence(batch.producer_epoch, batch.first_sequence, first_offset)?;
+        }
+        let metadata = BatchMetadata {
+            last_seq: batch.last_sequence,
+            last_offset: batch.last_offset,
+            // Java's `(int) (lastOffset - firstOffset)`.
+            offset_delta: batch.last_offset.wrapping_sub(first_offset) as i32,
+            timestamp: batch.max_timestamp,
+        };
+        self.updated.add_batch(batch.producer_epoch, metadata);
+        match (
+            self.updated.current_txn_first_offset(),
+            batch.is_transactional,
+        ) {
+            (Some(_), false) => Err(Error::InvalidTxnState {
+                producer_id: self.producer_id,
+                offset: first_offset,
+            }),
+            (None, true) => {
+                self.updated.set_current_txn_first_offset(first_offset);
+                self.started_transactions.push(first_offset);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn append_end_txn_marker(
+        &mut self,
+        batch: &BatchSummary,
+        coordinator_epoch: i32,
+        is_aborted: bool,
+    ) -> Result<Option<CompletedTxn>, Error> {
+        let offset = batch.first_offset;
+        self.check_producer_epoch(batch.producer_epoch, offset)?;
+        self.check_coordinator_epoch(coordinator_epoch, offset)?;
+        // A marker without data in the transaction changes neither the LSO nor the .txnindex.
+        let completed = self
+            .updated
+            .current_txn_first_offset()
+            .map(|first_offset| CompletedTxn {
+                producer_id: self.producer_id,
+                first_offset,
+                last_offset: offset,
+                is_aborted,
+                last_stable_offset: LAST_STABLE_OFFSET_PENDING,
+            });
+        self.updated
+            .end_transaction(batch.producer_epoch, coordinator_epoch, batch.max_timestamp);
+        Ok(completed)
+    }
+
+    /// An older epoch is fenced, except for replication, which only copies what the leader accepted.
+    fn check_producer_epoch(&self, producer_epoch: i16, offset: i64) -> Result<(), Error> {
+        let current_epoch = self.updated.producer_epoch();
+        if producer_epoch < current_epoch && self.origin != AppendOrigin::Replication {
+            return Err(Error::InvalidProducerEpoch {
+                producer_id: self.producer_id,
+                offset,
+                producer_epoch,
+                current_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// `checkSequence` (client appends only).
+    fn check_sequence(
+        &self,
+        producer_epoch: i16,
+        first_seq: i32,
+        offset: i64,
+    ) -> Result<(), Error> {
+        let updated_epoch = self.updated.producer_epoch();
+        if producer_epoch != updated_epoch {
+            if first_seq != 0 && updated_epoch != NO_PRODUCER_EPOCH {
+                return Err(Error::InvalidSequenceForNewEpoch {
+                    producer_id: self.producer_id,
+                    offset,
+                    producer_epoch,
+                    sequence: first_seq,
+                    current_epoch: updated_epoch,
+                });
+            }
+            return Ok(());
+        }
+        let last_seq = if !self.updated.is_empty() {
+            self.updated.last_seq()
+        } else if producer_epoch == self.current_epoch {
+            self.current_last_seq
+        } else {
+            NO_SEQUENCE
+        };
+        // A producer the partition does not know (its records were deleted, or it expired) may continue
+        // with any sequence: that is how Kafka lets it resume.
+        if self.current_epoch != NO_PRODUCER_EPOCH && !in_sequence(last_seq, first_seq) {
+            return Err(Error::OutOfOrderSequence {
+                producer_id: self.producer_id,
+                offset,
+                sequence: first_seq,
+                last_sequence: last_seq,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_coordinator_epoch(&self, coordinator_epoch: i32, offset: i64) -> Result<(), Error> {
+        let current = self.updated.coordinator_epoch();
+        if current > coordinator_epoch && self.origin != AppendOrigin::Replication {
+            return Err(Error::TransactionCoordinatorFenced {
+                producer_id: self.producer_id,
+                offset,
+                coordinator_epoch,
+                current_coordinator_epoch: current,
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,233 @@
+//! `ProducerStateEntry`: what the partition remembers of one producer id.
+
+use crate::batch::NO_PRODUCER_EPOCH;
+use crate::batch_metadata::BatchMetadata;
+use crate::batch_metadata_queue::BatchMetadataQueue;
+use crate::sequence::NO_SEQUENCE;
+use crate::snapshot::SnapshotEntry;
+
+/// `-1`, Kafka's "none" for offsets, timestamps and coordinator epochs.
+const NONE: i64 = -1;
+
+/// 22 bytes of fields and the 56-byte batch queue: the per-producer memory budget rests on this.
+const _: () = assert!(core::mem::size_of::<ProducerStateEntry>() == 80);
+
+/// The state of one producer id (`ProducerStateEntry`): its epoch, the epoch of the last transaction
+/// coordinator that wrote a marker for it, its last timestamp, its open transaction and its last five
+/// batches. Read-only outside this crate: the manager keeps its indexes in step with these fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerStateEntry {
+    producer_id: i64,
+    /// `NONE` when no transaction is open (offsets are never negative).
+    current_txn_first_offset: i64,
+    coordinator_epoch: i32,
+    producer_epoch: i16,
+    /// The cached batches and `lastTimestamp`, which share storage.
+    batch_metadata: BatchMetadataQueue,
+}
+
+impl ProducerStateEntry {
+    /// `ProducerStateEntry.empty`: epoch −1, coordinator epoch −1, timestamp −1, no batches, no txn.
+    pub(crate) fn empty(producer_id: i64) -> Self {
+        ProducerStateEntry {
+            producer_id,
+            current_txn_first_offset: NONE,
+            coordinator_epoch: -1,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            batch_metadata: BatchMetadataQueue::new(NONE),
+        }
+    }
+
+    /// Kafka's `withProducerIdAndBatchMetadata(producerId, Optional.empty())`: the same epochs, timestamp
+    /// and transaction, no batches. A `ProducerAppendInfo` starts from this.
+    pub(crate) fn without_batches(&self) -> Self {
+        ProducerStateEntry {
+            batch_metadata: BatchMetadataQueue::new(self.last_timestamp()),
+            ..self.clone()
+        }
+    }
+
+    pub fn producer_id(&self) -> i64 {
+        self.producer_id
+    }
+
+    pub(crate) fn producer_id_ref(&self) -> &i64 {
+        &self.producer_id
+    }
+
+    pub fn producer_epoch(&self) -> i16 {
+        self.producer_epoch
+    }
+
+    pub fn coordinator_epoch(&self) -> i32 {
+        self.coordinator_epoch
+    }
+
+    /// The max timestamp of the last data batch, or the timestamp of the last marker.
+    pub fn last_timestamp(&self) -> i64 {
+        self.batch_metadata.last_timestamp()
+    }
+
+    /// The first offset of the open transaction, if one is open.
+    pub fn current_txn_first_offset(&self) -> Option<i64> {
+        (self.current_txn_first_offset >= 0).then_some(self.current_txn_first_offset)
+    }
+
+    /// The cached batches, oldest first (at most five).
+    pub fn batch_metadata(&self) -> impl Iterator<Item = BatchMetadata> {
+        let mut newest_first = [BatchMetadata::default(); crate::NUM_BATCHES_TO_RETAIN];
+        let mut count = 0;
+        for (slot, batch) in newest_first
+            .iter_mut()
+            .zip(self.batch_metadata.newest_first())
+        {
+            *slot = batch;
+            count += 1;
+        }
+        newest_first.into_iter().take(count).rev()
+    }
+
+    /// Whether no batch is cached (Kafka's `isEmpty()`).
+    pub fn is_empty(&self) -> bool {
+        self.batch_metadata.is_empty()
+    }
+
+    pub fn first_seq(&self) -> i32 {
+        self.batch_metadata
+            .first()
+            .map_or(NO_SEQUENCE, |b| b.first_seq())
+    }
+
+    pub fn last_seq(&self) -> i32 {
+        self.batch_metadata
+            .last()
+            .map_or(NO_SEQUENCE, |b| b.last_seq)
+    }
+
+    pub fn first_data_offset(&self) -> i64 {
+        self.batch_metadata
+            .first()
+            .map_or(NONE, |b| b.first_offset())
+    }
+
+    pub fn last_data_offset(&self) -> i64 {
+        self.batch_metadata.last().map_or(NONE, |b| b.last_offset)
+    }
+
+    pub fn last_offset_delta(&self) -> i32 {
+        self.batch_metadata.last().map_or(0, |b| b.offset_delta)
+    }
+
+    /// The cached batch a retry duplicates (`findDuplicateBatch`): same epoch and exactly the same
+    /// sequence range.
+    pub fn find_duplicate_batch(
+        &self,
+        producer_epoch: i16,
+        first_seq: i32,
+        last_seq: i32,
+    ) -> Option<BatchMetadata> {
+        if producer_epoch != self.producer_epoch {
+            return None;
+        }
+        self.batch_metadata
+            .newest_first()
+            .filter(|b| b.first_seq() == first_seq && b.last_seq == last_seq)
+            .last()
+    }
+
+    /// Whether the older cached batches no longer fit the entry's packed bytes and were moved to a boxed
+    /// array (96 more bytes); for memory accounting.
+    pub fn has_spilled_batch_metadata(&self) -> bool {
+        self.batch_metadata.is_spilled()
+    }
+
+    /// Records a data batch (`addBatch`).
+    pub(crate) fn add_batch(&mut self, producer_epoch: i16, batch: BatchMetadata) {
+        self.maybe_update_producer_epoch(producer_epoch);
+        // Sets the last timestamp too.
+        self.batch_metadata.push(batch);
+    }
+
+    /// A new epoch forgets the cached batches (`maybeUpdateProducerEpoch`).
+    pub(crate) fn maybe_update_producer_epoch(&mut self, producer_epoch: i16) -> bool {
+        if self.producer_epoch == producer_epoch {
+            return false;
+        }
+        self.batch_metadata.clear();
+        self.producer_epoch = producer_epoch;
+        true
+    }
+
+    pub(crate) fn set_current_txn_first_offset(&mut self, first_offset: i64) {
+        self.current_txn_first_offset = first_offset;
+    }
+
+    /// What a transaction marker leaves behind (`update(epoch, coordinatorEpoch, lastTimestamp)`).
+    pub(crate) fn end_transaction(
+        &mut self,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        timestamp: i64,
+    ) {
+        self.maybe_update_producer_epoch(producer_epoch);
+        self.coordinator_epoch = coordinator_epoch;
+        self.current_txn_first_offset = NONE;
+        self.batch_metadata.set_last_timestamp(timestamp);
+    }
+
+    /// Merges an append's result into the stored entry (`update(ProducerStateEntry nextEntry)`): the
+    /// new epoch (clearing the cache if it changed), the append's batches after the cached ones, and the
+    /// append's coordinator epoch, transaction and timestamp.
+    pub(crate) fn update(&mut self, next: &ProducerStateEntry) {
+        self.maybe_update_producer_epoch(next.producer_epoch);
+        for batch in next.batch_metadata() {
+            self.batch_metadata.push(batch);
+        }
+        self.coordinator_epoch = next.coordinator_epoch;
+        self.current_txn_first_offset = next.current_txn_first_offset;
+        self.batch_metadata
+            .set_last_timestamp(next.last_timestamp());
+    }
+
+    /// The key of the expiration index: present only when no transaction is open, since Kafka never
+    /// expires a producer with an open transaction.
+    pub(crate) fn expiration_key(&self) -> Option<(i64, i64)> {
+        (self.current_txn_first_offset().is_none())
+            .then_some((self.last_timestamp(), self.producer_id))
+    }
+
+    /// An entry read from a snapshot: the batch only if `last_offset >= 0`, the transaction only if its
+    /// first offset is `>= 0` (`readSnapshot`).
+    pub(crate) fn from_snapshot(entry: &SnapshotEntry) -> Self {
+        let mut batch_metadata = BatchMetadataQueue::new(entry.timestamp);
+        if entry.last_offset >= 0 {
+            batch_metadata.push(BatchMetadata {
+                last_seq: entry.last_sequence,
+                last_offset: entry.last_offset,
+                offset_delta: entry.offset_delta,
+                timestamp: entry.timestamp,
+            });
+        }
+        ProducerStateEntry {
+            producer_id: entry.producer_id,
+            current_txn_first_offset: entry.current_txn_first_offset.max(NONE),
+            coordinator_epoch: entry.coordinator_epoch,
+            producer_epoch: entry.producer_epoch,
+            batch_metadata,
+        }
+    }
+
+    /// The snapshot form: only the newest batch survives (`writeSnapshot`).
+    pub(crate) fn to_snapshot(&self) -> SnapshotEntry {
+        SnapshotEntry {
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            last_sequence: self.last_seq(),
+            last_offset: self.last_data_offset(),
+            offset_delta: self.last_offset_delta(),
+            timestamp: self.last_timestamp(),
+            coordinator_epoch: self.coordinator_epoch,
+            current_txn_first_offset: self.current_txn_first_offset,
+        }
+    }
+}

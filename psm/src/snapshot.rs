@@ -1,0 +1,160 @@
+//! Kafka's producer `.snapshot` file, format version 1 (`ProducerStateManager.readSnapshot` and
+//! `writeSnapshot`, `ProducerSnapshot.json`). All integers are big-endian.
+//!
+//! | offset | size | field |
+//! |---:|---:|---|
+//! | 0 | 2 | `version` int16 = 1 |
+//! | 2 | 4 | `crc` uint32: CRC-32C of bytes `[6, end)` |
+//! | 6 | 4 | `count` int32 |
+//! | 10 | 46 × count | entries |
+//!
+//! Entry: `producerId` int64, `epoch` int16, `lastSequence` int32, `lastOffset` int64, `offsetDelta`
+//! int32, `timestamp` int64, `coordinatorEpoch` int32, `currentTxnFirstOffset` int64.
+//!
+//! Decoding follows Kafka's order: the schema is read first (a short file or a negative count fails
+//! there), then the version, then the CRC. Like Kafka, bytes after the last entry are not an error by
+//! themselves; they are covered by the CRC, so only a file whose CRC includes them passes.
+
+use crate::error::{Error, SnapshotCorruption};
+
+/// The only snapshot version Kafka reads and writes.
+pub const PRODUCER_SNAPSHOT_VERSION: i16 = 1;
+const CRC_OFFSET: usize = 2;
+const COUNT_OFFSET: usize = 6;
+const HEADER_SIZE: usize = 10;
+/// Bytes per entry.
+pub const SNAPSHOT_ENTRY_SIZE: usize = 46;
+
+/// One producer in a snapshot. `current_txn_first_offset` is −1 when no transaction is open;
+/// `last_sequence`/`last_offset` are −1 (and `offset_delta` 0) when no batch was cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SnapshotEntry {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub last_sequence: i32,
+    pub last_offset: i64,
+    pub offset_delta: i32,
+    pub timestamp: i64,
+    pub coordinator_epoch: i32,
+    pub current_txn_first_offset: i64,
+}
+
+/// The bytes of a snapshot file holding `entries`, sorted by producer id (Kafka writes `HashMap` order;
+/// readers must not depend on the order, and sorting makes our files reproducible).
+pub fn encode_snapshot(entries: &[SnapshotEntry]) -> Vec<u8> {
+    let mut sorted: Vec<&SnapshotEntry> = entries.iter().collect();
+    sorted.sort_by_key(|e| e.producer_id);
+    let count = i32::try_from(sorted.len()).expect("a snapshot holds at most i32::MAX producers");
+    let mut bytes = Vec::with_capacity(HEADER_SIZE + SNAPSHOT_ENTRY_SIZE * sorted.len());
+    bytes.extend_from_slice(&PRODUCER_SNAPSHOT_VERSION.to_be_bytes());
+    bytes.extend_from_slice(&[0; 4]);
+    bytes.extend_from_slice(&count.to_be_bytes());
+    for entry in sorted {
+        write_entry(entry, &mut bytes);
+    }
+    let crc = crc32c::crc32c(&bytes[COUNT_OFFSET..]);
+    bytes[CRC_OFFSET..COUNT_OFFSET].copy_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+/// The entries of a snapshot file, in file order.
+pub fn decode_snapshot(bytes: &[u8]) -> Result<Vec<SnapshotEntry>, Error> {
+    let mut reader = Reader { bytes, position: 0 };
+    let version = reader.i16("version")?;
+    let stored_crc = reader.u32("crc")?;
+    let count = reader.i32("producer_entries")?;
+    let count = usize::try_from(count)
+        .map_err(|_| Error::CorruptSnapshot(SnapshotCorruption::NegativeCount { count }))?;
+    let needed = count.saturating_mul(SNAPSHOT_ENTRY_SIZE);
+    if needed > reader.remaining() {
+        return Err(Error::CorruptSnapshot(SnapshotCorruption::Truncated {
+            field: "producer_entries",
+            needed: HEADER_SIZE.saturating_add(needed),
+            available: bytes.len(),
+        }));
+    }
+    let entries = (0..count)
+        .map(|_| read_entry(&mut reader))
+        .collect::<Result<Vec<_>, _>>()?;
+    if version != PRODUCER_SNAPSHOT_VERSION {
+        return Err(Error::CorruptSnapshot(SnapshotCorruption::UnknownVersion {
+            version,
+        }));
+    }
+    let computed_crc = crc32c::crc32c(&bytes[COUNT_OFFSET..]);
+    if stored_crc != computed_crc {
+        return Err(Error::CorruptSnapshot(SnapshotCorruption::Crc {
+            stored: stored_crc,
+            computed: computed_crc,
+        }));
+    }
+    Ok(entries)
+}
+
+fn write_entry(entry: &SnapshotEntry, out: &mut Vec<u8>) {
+    out.extend_from_slice(&entry.producer_id.to_be_bytes());
+    out.extend_from_slice(&entry.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&entry.last_sequence.to_be_bytes());
+    out.extend_from_slice(&entry.last_offset.to_be_bytes());
+    out.extend_from_slice(&entry.offset_delta.to_be_bytes());
+    out.extend_from_slice(&entry.timestamp.to_be_bytes());
+    out.extend_from_slice(&entry.coordinator_epoch.to_be_bytes());
+    out.extend_from_slice(&entry.current_txn_first_offset.to_be_bytes());
+}
+
+fn read_entry(reader: &mut Reader<'_>) -> Result<SnapshotEntry, Error> {
+    Ok(SnapshotEntry {
+        producer_id: reader.i64("producer_id")?,
+        producer_epoch: reader.i16("epoch")?,
+        last_sequence: reader.i32("last_sequence")?,
+        last_offset: reader.i64("last_offset")?,
+        offset_delta: reader.i32("offset_delta")?,
+        timestamp: reader.i64("timestamp")?,
+        coordinator_epoch: reader.i32("coordinator_epoch")?,
+        current_txn_first_offset: reader.i64("current_txn_first_offset")?,
+    })
+}
+
+/// A bounds-checked big-endian cursor; every read names the schema field it belongs to.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    position: usize,
+}
+
+impl Reader<'_> {
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.position
+    }
+
+    fn take<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], Error> {
+        let end = self.position + N;
+        let chunk = self
+            .bytes
+            .get(self.position..end)
+            .ok_or(Error::CorruptSnapshot(SnapshotCorruption::Truncated {
+                field,
+                needed: end,
+                available: self.bytes.len(),
+            }))?;
+        self.position = end;
+        let mut array = [0; N];
+        array.copy_from_slice(chunk);
+        Ok(array)
+    }
+
+    fn i16(&mut self, field: &'static str) -> Result<i16, Error> {
+        self.take(field).map(i16::from_be_bytes)
+    }
+
+    fn i32(&mut self, field: &'static str) -> Result<i32, Error> {
+        self.take(field).map(i32::from_be_bytes)
+    }
+
+    fn u32(&mut self, field: &'static str) -> Result<u32, Error> {
+        self.take(field).map(u32::from_be_bytes)
+    }
+
+    fn i64(&mut self, field: &'static str) -> Result<i64, Error> {
+        self.take(field).map(i64::from_be_bytes)
+    }
+}

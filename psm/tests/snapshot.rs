@@ -1,0 +1,289 @@
+//! The `.snapshot` codec: the spec's vectors, real Kafka files, round trips and every decode error.
+
+use klog_psm::{decode_snapshot, encode_snapshot, Error, SnapshotCorruption, SnapshotEntry};
+use proptest::prelude::*;
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/fixtures/kafka-segments/nomanazeem"
+);
+
+const EMPTY: [u8; 10] = [0x00, 0x01, 0x48, 0x67, 0x4b, 0xc7, 0x00, 0x00, 0x00, 0x00];
+
+/// The spec's one-entry example (kafka-storage.md §2.6): pid 1000, epoch 0, lastSeq 2, lastOffset 2,
+/// delta 2, timestamp 1700000000000, coordinator epoch −1, no transaction.
+fn one_entry() -> SnapshotEntry {
+    SnapshotEntry {
+        producer_id: 1000,
+        producer_epoch: 0,
+        last_sequence: 2,
+        last_offset: 2,
+        offset_delta: 2,
+        timestamp: 1_700_000_000_000,
+        coordinator_epoch: -1,
+        current_txn_first_offset: -1,
+    }
+}
+
+fn hex(text: &str) -> Vec<u8> {
+    text.split_whitespace()
+        .map(|byte| u8::from_str_radix(byte, 16).expect("hex byte"))
+        .collect()
+}
+
+fn corruption(bytes: &[u8]) -> SnapshotCorruption {
+    match decode_snapshot(bytes) {
+        Err(Error::CorruptSnapshot(reason)) => reason,
+        other => panic!("expected a corrupt snapshot, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_empty_snapshot_vector() {
+    assert_eq!(encode_snapshot(&[]), EMPTY);
+    assert_eq!(decode_snapshot(&EMPTY), Ok(vec![]));
+}
+
+#[test]
+fn the_one_entry_vector() {
+    // The spec computed these bytes; the CRC checks below confirm them independently of our encoder.
+    let expected = hex(
+        "00 01 77 39 41 25 00 00 00 01 00 00 00 00 00 00 03 e8 00 00 00 00 00 02 00 00 00 00 00 00 00 02 \
+         00 00 00 02 00 00 01 8b cf e5 68 00 ff ff ff ff ff ff ff ff ff ff ff ff",
+    );
+    assert_eq!(expected.len(), 56);
+    assert_eq!(crc32c::crc32c(&expected[6..]), 0x7739_4125);
+    assert_eq!(encode_snapshot(&[one_entry()]), expected);
+    assert_eq!(decode_snapshot(&expected), Ok(vec![one_entry()]));
+}
+
+#[test]
+fn real_kafka_snapshots_decode() {
+    for file in [
+        "__cluster_metadata-0/00000000000000002067.snapshot",
+        "__consumer_offsets-15/00000000000000000256.snapshot",
+    ] {
+        let path = format!("{FIXTURES}/{file}");
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(decode_snapshot(&bytes), Ok(vec![]), "{path}");
+        assert_eq!(
+            encode_snapshot(&[]),
+            bytes,
+            "{path}: our empty snapshot is Kafka's byte for byte"
+        );
+    }
+}
+
+#[test]
+fn entries_are_written_sorted_by_producer_id() {
+    let a = SnapshotEntry {
+        producer_id: 5,
+        ..one_entry()
+    };
+    let b = SnapshotEntry {
+        producer_id: -3,
+        ..one_entry()
+    };
+    let c = SnapshotEntry {
+        producer_id: 40,
+        ..one_entry()
+    };
+    assert_eq!(
+        decode_snapshot(&encode_snapshot(&[a, b, c])),
+        Ok(vec![b, a, c])
+    );
+}
+
+#[test]
+fn a_file_in_any_entry_order_decodes_in_file_order() {
+    // Kafka writes HashMap order; readers must not depend on it.
+    let a = encode_snapshot(&[SnapshotEntry {
+        producer_id: 9,
+        ..one_entry()
+    }]);
+    let b = encode_snapshot(&[SnapshotEntry {
+        producer_id: 1,
+        ..one_entry()
+    }]);
+    let mut bytes = a[..6].to_vec();
+    bytes.extend_from_slice(&2i32.to_be_bytes());
+    bytes.extend_from_slice(&a[10..]);
+    bytes.extend_from_slice(&b[10..]);
+    let crc = crc32c::crc32c(&bytes[6..]);
+    bytes[2..6].copy_from_slice(&crc.to_be_bytes());
+    let ids: Vec<i64> = decode_snapshot(&bytes)
+        .expect("valid")
+        .iter()
+        .map(|e| e.producer_id)
+        .collect();
+    assert_eq!(ids, vec![9, 1]);
+}
+
+#[test]
+fn a_bad_crc_is_reported_with_both_values() {
+    let mut bytes = encode_snapshot(&[one_entry()]);
+    bytes[20] ^= 0x01;
+    let computed = crc32c::crc32c(&bytes[6..]);
+    let reason = corruption(&bytes);
+    assert_eq!(
+        reason,
+        SnapshotCorruption::Crc {
+            stored: 0x7739_4125,
+            computed
+        }
+    );
+    assert_eq!(
+        reason.to_string(),
+        format!("Snapshot is corrupt (CRC is no longer valid). Stored crc: {}. Computed crc: {computed}", 0x7739_4125u32)
+    );
+    assert_eq!(
+        Error::CorruptSnapshot(reason).kafka_error_name(),
+        "CORRUPT_SNAPSHOT"
+    );
+}
+
+#[test]
+fn an_unknown_version_is_rejected() {
+    for version in [0i16, 2, -1] {
+        let mut bytes = EMPTY.to_vec();
+        bytes[..2].copy_from_slice(&version.to_be_bytes());
+        let reason = corruption(&bytes);
+        assert_eq!(reason, SnapshotCorruption::UnknownVersion { version });
+        assert_eq!(
+            reason.to_string(),
+            format!("Snapshot contained an unknown file version {version}")
+        );
+    }
+}
+
+#[test]
+fn a_negative_count_is_rejected() {
+    let mut bytes = EMPTY.to_vec();
+    bytes[6..10].copy_from_slice(&(-1i32).to_be_bytes());
+    assert_eq!(
+        corruption(&bytes),
+        SnapshotCorruption::NegativeCount { count: -1 }
+    );
+}
+
+#[test]
+fn a_short_header_is_rejected() {
+    for length in 0..10 {
+        let reason = corruption(&EMPTY[..length]);
+        assert!(
+            matches!(reason, SnapshotCorruption::Truncated { available, .. } if available == length),
+            "{reason:?}"
+        );
+    }
+}
+
+#[test]
+fn a_count_larger_than_the_entries_is_rejected() {
+    let bytes = encode_snapshot(&[one_entry()]);
+    for length in 10..bytes.len() {
+        let reason = corruption(&bytes[..length]);
+        assert!(
+            matches!(
+                reason,
+                SnapshotCorruption::Truncated {
+                    field: "producer_entries",
+                    needed: 56,
+                    ..
+                }
+            ),
+            "{reason:?}"
+        );
+    }
+    let mut huge = EMPTY.to_vec();
+    huge[6..10].copy_from_slice(&i32::MAX.to_be_bytes());
+    assert!(matches!(
+        corruption(&huge),
+        SnapshotCorruption::Truncated { .. }
+    ));
+}
+
+#[test]
+fn the_schema_is_checked_before_the_version_and_the_crc() {
+    // Kafka reads the whole struct first: a truncated file with a bad version is a schema failure.
+    let mut bytes = encode_snapshot(&[one_entry()]);
+    bytes[1] = 9;
+    assert!(matches!(
+        corruption(&bytes[..30]),
+        SnapshotCorruption::Truncated { .. }
+    ));
+    assert!(matches!(
+        corruption(&bytes),
+        SnapshotCorruption::UnknownVersion { version: 9 }
+    ));
+}
+
+#[test]
+fn trailing_bytes_are_accepted_only_when_the_crc_covers_them_as_in_kafka() {
+    let mut bytes = encode_snapshot(&[one_entry()]);
+    bytes.extend_from_slice(&[1, 2, 3]);
+    assert!(matches!(corruption(&bytes), SnapshotCorruption::Crc { .. }));
+    let crc = crc32c::crc32c(&bytes[6..]);
+    bytes[2..6].copy_from_slice(&crc.to_be_bytes());
+    assert_eq!(decode_snapshot(&bytes), Ok(vec![one_entry()]));
+}
+
+fn entry() -> impl Strategy<Value = SnapshotEntry> {
+    (
+        any::<i64>(),
+        any::<i16>(),
+        any::<i32>(),
+        any::<i64>(),
+        any::<i32>(),
+        any::<i64>(),
+        any::<i32>(),
+        any::<i64>(),
+    )
+        .prop_map(
+            |(
+                producer_id,
+                producer_epoch,
+                last_sequence,
+                last_offset,
+                offset_delta,
+                timestamp,
+                coordinator_epoch,
+                current_txn_first_offset,
+            )| {
+                SnapshotEntry {
+                    producer_id,
+                    producer_epoch,
+                    last_sequence,
+                    last_offset,
+                    offset_delta,
+                    timestamp,
+                    coordinator_epoch,
+                    current_txn_first_offset,
+                }
+            },
+        )
+}
+
+proptest! {
+    #[test]
+    fn encode_then_decode_is_identity_up_to_order(entries in proptest::collection::vec(entry(), 0..20)) {
+        let bytes = encode_snapshot(&entries);
+        prop_assert_eq!(bytes.len(), 10 + 46 * entries.len());
+        let mut expected = entries.clone();
+        expected.sort_by_key(|e| e.producer_id);
+        let decoded = decode_snapshot(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(decoded, expected);
+    }
+
+    #[test]
+    fn one_flipped_byte_is_detected(entries in proptest::collection::vec(entry(), 0..5), index in any::<prop::sample::Index>(), bit in 0u8..8) {
+        let mut bytes = encode_snapshot(&entries);
+        let index = index.index(bytes.len());
+        bytes[index] ^= 1 << bit;
+        prop_assert!(decode_snapshot(&bytes).is_err(), "flipped bit {} of byte {}", bit, index);
+    }
+
+    #[test]
+    fn decoding_any_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let _ = decode_snapshot(&bytes);
+    }
+}
