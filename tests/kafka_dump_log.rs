@@ -198,3 +198,61 @@ fn index_dumps_match_kafka_dump_log() {
     let ours = klog_dump(&files, &["--index-sanity-check"]);
     assert_same_lines(&ours, &kafka, "index sanity checks");
 }
+
+/// Producer snapshots and transaction indexes klog wrote (and Kafka's own snapshots) print as Kafka prints them.
+#[test]
+fn snapshot_and_txnindex_dumps_match_kafka_dump_log() {
+    if !kafka_available() {
+        return;
+    }
+    let root = scratch_dir("kafka-dump-snapshots");
+    let dir = root.join("logs/txn-0");
+    let d = dir.to_str().unwrap();
+    let batches = fixtures().join("batches");
+    let abort = root.join("abort.bin");
+    let marker = klog::log::format::BatchBuilder::end_txn_marker(
+        klog::log::format::ControlRecordType::Abort,
+        4242,
+        3,
+        7,
+        1_700_000_000_100,
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    std::fs::write(&abort, marker).unwrap();
+    for f in [
+        batches.join("librdkafka-idempotent-none.bin"),
+        batches.join("kafka-python-txn-none.bin"),
+        abort.clone(),
+        batches.join("librdkafka-idempotent-zstd.bin"),
+    ] {
+        let out = klog(&["append", d, f.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+    }
+    let mut files: Vec<PathBuf> = common::sorted_entries(&dir)
+        .into_iter()
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "snapshot" || e == "txnindex")
+        })
+        .collect();
+    assert!(
+        files.iter().any(|p| p.extension().unwrap() == "txnindex"),
+        "the abort was indexed: {files:?}"
+    );
+    assert!(files.iter().any(|p| p.extension().unwrap() == "snapshot"));
+    for p in [
+        "nomanazeem/__cluster_metadata-0/00000000000000002067.snapshot",
+        "nomanazeem/__consumer_offsets-15/00000000000000000256.snapshot",
+    ] {
+        files.push(fixtures().join("kafka-segments").join(p));
+    }
+    let kafka = kafka_dump_log(&files, &[]);
+    let ours = klog_dump(&files, &[]);
+    assert!(
+        kafka.contains("producerId: 4242") || kafka.contains("producerId: 5"),
+        "{kafka}"
+    );
+    assert_same_lines(&ours, &kafka, "snapshot and txnindex dumps");
+}

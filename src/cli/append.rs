@@ -10,9 +10,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use klog::log::config::LogConfig;
-use klog::log::format::Batches;
+use klog::log::format::{AnyBatch, Batches};
 use klog::log::io::open_backend;
 use klog::log::log_dir::LogDir;
+use klog::log::validator::AppendOrigin;
 use serde_json::json;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -69,9 +70,16 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
         let (result, position) = match batch {
             Ok(b) => {
                 let mut bytes = b.as_bytes().to_vec();
-                let r = match args.role {
-                    Role::Leader => log.append_as_leader(&mut bytes, args.leader_epoch),
-                    Role::Follower => log.append_as_follower(&bytes),
+                let r = match (args.role, b) {
+                    // Markers and barriers come from the coordinator, not a producer.
+                    (Role::Leader, AnyBatch::V2(v)) if v.is_control() => log
+                        .append_as_leader_with_origin(
+                            &mut bytes,
+                            args.leader_epoch,
+                            AppendOrigin::Coordinator,
+                        ),
+                    (Role::Leader, _) => log.append_as_leader(&mut bytes, args.leader_epoch),
+                    (Role::Follower, _) => log.append_as_follower(&bytes),
                 };
                 (r, b.position())
             }
@@ -80,19 +88,14 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
         match result {
             Ok(info) => {
                 log.update_high_watermark(log.log_end_offset());
-                if args.json {
-                    writeln!(
-                        out,
-                        "{}",
-                        json!({"base_offset": info.first_offset, "last_offset": info.last_offset})
-                    )?;
-                } else {
-                    writeln!(
-                        out,
-                        "appended offsets {}..={} (batch at position {position})",
-                        info.first_offset, info.last_offset
-                    )?;
-                }
+                let (first, last) = (info.first_offset, info.last_offset);
+                let line = match (args.json, info.duplicate) {
+                    (true, true) => json!({"base_offset": first, "last_offset": last, "duplicate": true}).to_string(),
+                    (true, false) => json!({"base_offset": first, "last_offset": last}).to_string(),
+                    (false, true) => format!("duplicate of offsets {first}..={last} (batch at position {position}): nothing written"),
+                    (false, false) => format!("appended offsets {first}..={last} (batch at position {position})"),
+                };
+                writeln!(out, "{line}")?;
             }
             Err(e) => {
                 clean = false;

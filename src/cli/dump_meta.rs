@@ -24,6 +24,7 @@ pub fn dump(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::Resul
         ("index", _) => dump_offset_index(args, path, out),
         ("timeindex", _) => dump_time_index(args, path, out),
         ("txnindex", _) => dump_txn_index(args, path, out),
+        ("snapshot", _) => dump_snapshot(args, path, out),
         (_, "partition.metadata") => dump_partition_metadata(args, path, out),
         (_, n) if n.ends_with("checkpoint") => dump_checkpoint(args, path, out),
         _ => {
@@ -266,6 +267,58 @@ fn dump_txn_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow:
         }
     }
     Ok(bytes.len() % 34 == 0)
+}
+
+/// A producer snapshot, as `kafka-dump-log` prints it (Kafka 4.4: no trailing space after `lastTimestamp`).
+fn dump_snapshot(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::Result<bool> {
+    let bytes = read(path)?;
+    if !args.json {
+        writeln!(out, "Dumping {}", path.display())?;
+    }
+    let entries = match klog::psm::decode_snapshot(&bytes) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("klog: {}: {e}", path.display());
+            return Ok(false);
+        }
+    };
+    for e in entries {
+        let txn = (e.current_txn_first_offset >= 0).then_some(e.current_txn_first_offset);
+        let first_seq = klog::psm::decrement_sequence(e.last_sequence, e.offset_delta);
+        if args.json {
+            let j = json!({
+                "producer_id": e.producer_id,
+                "producer_epoch": e.producer_epoch,
+                "coordinator_epoch": e.coordinator_epoch,
+                "current_txn_first_offset": txn,
+                "last_timestamp": e.timestamp,
+                "first_sequence": first_seq,
+                "last_sequence": e.last_sequence,
+                "last_offset": e.last_offset,
+                "offset_delta": e.offset_delta,
+            });
+            serde_json::to_writer(&mut *out, &j)?;
+            writeln!(out)?;
+            continue;
+        }
+        let txn = txn.map_or("OptionalLong.empty".to_string(), |o| {
+            format!("OptionalLong[{o}]")
+        });
+        write!(
+            out,
+            "producerId: {} producerEpoch: {} coordinatorEpoch: {} currentTxnFirstOffset: {txn} lastTimestamp: {}",
+            e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp
+        )?;
+        if e.last_offset >= 0 {
+            write!(
+                out,
+                " firstSequence: {first_seq} lastSequence: {} lastOffset: {} offsetDelta: {} timestamp: {}",
+                e.last_sequence, e.last_offset, e.offset_delta, e.timestamp
+            )?;
+        }
+        writeln!(out)?;
+    }
+    Ok(true)
 }
 
 fn dump_checkpoint(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::Result<bool> {

@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod dump;
 mod dump_meta;
+mod producers;
 mod read;
 mod torture;
 
@@ -38,6 +39,8 @@ enum Command {
     Append(append::AppendArgs),
     /// Read whole batches from a partition directory, as a fetch would.
     Read(read::ReadArgs),
+    /// Show the producer state of a partition directory and its last stable offset.
+    Producers(producers::ProducersArgs),
     /// Append and flush random batches until killed (the real-process kill test's child).
     #[command(hide = true)]
     Torture(torture::TortureArgs),
@@ -52,6 +55,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dump(args) => dump::run(&args),
         Command::Append(args) => append::run(&args),
         Command::Read(args) => read::run(&args),
+        Command::Producers(args) => producers::run(&args),
         Command::Torture(args) => torture::run(&args),
         Command::Bench(args) => bench::run(&args),
     }
