@@ -1330,6 +1330,20 @@ impl PartitionLog {
         Ok(stats)
     }
 
+    /// Writes a synced producer snapshot at the log end unless one is there (Kafka's `takeSnapshot` at the
+    /// end of loading). Returns whether a file was written.
+    pub fn take_snapshot(&self) -> Result<bool, Error> {
+        let _writer = self.writer();
+        let leo = self.log_end_offset();
+        if snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?.contains(&leo) {
+            return Ok(false);
+        }
+        let bytes = klog_psm::encode_snapshot(&self.psm().snapshot());
+        snapshots::write_snapshot(self.storage.as_ref(), &self.dir, leo, &bytes)?;
+        self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        Ok(true)
+    }
+
     /// For tests and tools: the segment at `base`.
     pub fn segment(&self, base: i64) -> Option<Arc<LogSegment>> {
         self.segments

@@ -7,6 +7,7 @@ mod dump;
 mod dump_meta;
 mod producers;
 mod read;
+mod recover;
 mod torture;
 
 use std::path::PathBuf;
@@ -41,6 +42,10 @@ enum Command {
     Read(read::ReadArgs),
     /// Show the producer state of a partition directory and its last stable offset.
     Producers(producers::ProducersArgs),
+    /// Recover log directories (after a crash): cut torn tails, rebuild indexes and producer state; report.
+    Recover(recover::RecoverArgs),
+    /// Check log directories without changing anything: CRCs, indexes, snapshots, checkpoints.
+    Verify(recover::VerifyArgs),
     /// Append and flush random batches until killed (the real-process kill test's child).
     #[command(hide = true)]
     Torture(torture::TortureArgs),
@@ -56,6 +61,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Append(args) => append::run(&args),
         Command::Read(args) => read::run(&args),
         Command::Producers(args) => producers::run(&args),
+        Command::Recover(args) => recover::recover(&args),
+        Command::Verify(args) => recover::verify(&args),
         Command::Torture(args) => torture::run(&args),
         Command::Bench(args) => bench::run(&args),
     }

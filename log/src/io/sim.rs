@@ -360,10 +360,19 @@ impl Storage for SimStorage {
         Ok(())
     }
 
+    /// File entries and subdirectories, sorted.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let s = self.lock();
         let entries = s.live_dirs.get(dir).ok_or_else(|| not_found(dir))?;
-        Ok(entries.keys().cloned().collect())
+        let mut names: Vec<String> = entries.keys().cloned().collect();
+        let subdirs = s.live_dirs.keys().filter(|d| d.parent() == Some(dir));
+        names.extend(
+            subdirs
+                .filter_map(|d| d.file_name())
+                .map(|n| n.to_string_lossy().into_owned()),
+        );
+        names.sort();
+        Ok(names)
     }
 
     /// Directories are created durable at once (a simplification: crash tests start from made directories).

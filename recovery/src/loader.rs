@@ -1,0 +1,169 @@
+//! `LogLoader`: every partition of a log directory opened after a clean or an unclean shutdown, each with a
+//! `RecoveryReport`. One partition's failure (an error, or a bug that panics) is reported for that
+//! partition and never stops the others.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use klog_log::config::LogConfig;
+use klog_log::format::Tail;
+use klog_log::io::Storage;
+use klog_log::log_dir::LogDir;
+use klog_log::partition_log::{parse_dir_name, OpenReport, PartitionLog};
+use klog_log::Error;
+
+use crate::swap::complete_swaps;
+
+/// Where recovery cut a partition's log, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncation {
+    /// The first offset that is gone (the log end after recovery).
+    pub offset: i64,
+    /// The segment that was cut and the byte position in it.
+    pub segment: i64,
+    pub position: u64,
+    /// Bytes removed, later segments included.
+    pub bytes: u64,
+    /// `torn write`, `zero-filled tail`, `lost data before a later segment`, or the failed check.
+    pub reason: String,
+}
+
+/// What recovering one partition found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub partition: String,
+    pub clean_shutdown: bool,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub recovery_point: i64,
+    pub segments_scanned: usize,
+    pub bytes_validated: u64,
+    pub truncated: Option<Truncation>,
+    pub rebuilt_indexes: Vec<i64>,
+    pub swaps_completed: Vec<i64>,
+    pub snapshot_loaded: Option<i64>,
+    pub batches_replayed: u64,
+    pub mirror_pid_resets: u64,
+    pub producers: usize,
+    pub snapshots_written: usize,
+    pub duration_ms: u64,
+}
+
+pub struct LogLoader {
+    storage: Arc<dyn Storage>,
+    config: LogConfig,
+}
+
+/// One partition's outcome.
+pub type PartitionOutcome = (String, Result<(PartitionLog, RecoveryReport), Error>);
+
+impl LogLoader {
+    pub fn new(storage: Arc<dyn Storage>, config: LogConfig) -> Self {
+        LogLoader { storage, config }
+    }
+
+    /// Opens every partition directory under `root`. With `take_snapshots`, a producer snapshot is written at
+    /// each log end (Kafka's end of loading), so the next open replays nothing.
+    pub fn load_dir(
+        &self,
+        root: &Path,
+        take_snapshots: bool,
+    ) -> Result<(LogDir, Vec<PartitionOutcome>), Error> {
+        let log_dir = LogDir::open(self.storage.clone(), root)?;
+        let names = self.storage.list(root).map_err(|e| Error::Io {
+            path: root.to_owned(),
+            source: e,
+        })?;
+        let mut outcomes = Vec::new();
+        for name in names {
+            let dir = root.join(&name);
+            if parse_dir_name(&dir).is_none() || self.storage.list(&dir).is_err() {
+                continue;
+            }
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.load_partition(&log_dir, &name, take_snapshots)
+            }))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                Err(Error::CorruptFile {
+                    path: dir.clone(),
+                    line: 0,
+                    reason: format!("recovery failed unexpectedly (a klog bug): {what}"),
+                })
+            });
+            outcomes.push((name, result));
+        }
+        Ok((log_dir, outcomes))
+    }
+
+    /// Opens one partition directory of `log_dir`.
+    pub fn load_partition(
+        &self,
+        log_dir: &LogDir,
+        name: &str,
+        take_snapshot: bool,
+    ) -> Result<(PartitionLog, RecoveryReport), Error> {
+        let started = Instant::now();
+        let swaps = complete_swaps(self.storage.as_ref(), &log_dir.root().join(name))?;
+        let (log, open) = log_dir.open_partition(name, self.config.clone())?;
+        let snapshots_written = if take_snapshot {
+            log.take_snapshot()? as usize
+        } else {
+            0
+        };
+        let report = RecoveryReport {
+            partition: name.to_owned(),
+            clean_shutdown: log_dir.had_clean_shutdown(),
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.log_end_offset(),
+            recovery_point: log.recovery_point(),
+            segments_scanned: open.recovered_segments.len() + open.rebuilt_indexes.len(),
+            bytes_validated: open
+                .recovered_segments
+                .iter()
+                .map(|(_, r)| r.valid_bytes)
+                .sum(),
+            truncated: truncation(&log, &open),
+            rebuilt_indexes: open.rebuilt_indexes.clone(),
+            swaps_completed: swaps.completed,
+            snapshot_loaded: open.snapshot_loaded,
+            batches_replayed: open.batches_replayed,
+            mirror_pid_resets: open.mirror_pid_resets,
+            producers: log.producers().len(),
+            snapshots_written,
+            duration_ms: started.elapsed().as_millis() as u64,
+        };
+        Ok((log, report))
+    }
+}
+
+fn truncation(log: &PartitionLog, open: &OpenReport) -> Option<Truncation> {
+    let (segment, r) = open
+        .recovered_segments
+        .iter()
+        .find(|(_, r)| r.truncated_bytes > 0 || r.corruption.is_some())
+        .or_else(|| {
+            open.recovered_segments
+                .last()
+                .filter(|_| !open.deleted_segments.is_empty())
+        })?;
+    let reason = match (&r.corruption, r.tail) {
+        (Some(c), _) => c.to_string(),
+        (None, Tail::ZeroFilled { .. }) => "zero-filled tail".into(),
+        (None, Tail::Partial { .. }) => "torn write".into(),
+        (None, _) if !open.deleted_segments.is_empty() => "lost data before a later segment".into(),
+        (None, t) => format!("{t:?}"),
+    };
+    Some(Truncation {
+        offset: log.log_end_offset().min(r.next_offset),
+        segment: *segment,
+        position: r.valid_bytes,
+        bytes: r.truncated_bytes,
+        reason,
+    })
+}

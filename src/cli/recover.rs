@@ -1,0 +1,221 @@
+//! `klog recover DIR...` (the recovery replay tool) and `klog verify DIR...`. Each DIR is a log directory
+//! (every partition in it is handled on its own) or a single partition directory.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use klog::log::config::LogConfig;
+use klog::log::io::{SimStorage, StdStorage, Storage};
+use klog::log::partition_log::parse_dir_name;
+use klog::recovery::{verify_partition, LogLoader, RecoveryReport};
+use serde_json::json;
+
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Log directories, or partition directories.
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// One JSON object per partition.
+    #[arg(long)]
+    json: bool,
+    /// Recover a copy in memory: report what recovery would do, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Log directories, or partition directories.
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// One JSON object per partition.
+    #[arg(long)]
+    json: bool,
+}
+
+/// (log dir, the partitions to handle: all when None).
+fn targets(dir: &Path) -> anyhow::Result<(PathBuf, Option<String>)> {
+    anyhow::ensure!(dir.is_dir(), "{}: no such directory", dir.display());
+    let has_segments = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().ends_with(".log"));
+    if has_segments && parse_dir_name(dir).is_some() {
+        let (root, name) = super::append::split_partition_dir(dir)?;
+        return Ok((root, Some(name)));
+    }
+    Ok((dir.to_owned(), None))
+}
+
+/// Copies a log directory (the chosen partition, or all) into simulated storage at the same path.
+fn copy_to_sim(root: &Path, only: Option<&str>) -> anyhow::Result<SimStorage> {
+    let sim = SimStorage::new(1);
+    sim.create_dir_all(root)?;
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if path.is_dir() {
+            if only.is_some_and(|o| o != name) {
+                continue;
+            }
+            sim.create_dir_all(&path)?;
+            for f in std::fs::read_dir(&path)? {
+                let f = f?.path();
+                copy_file(&sim, &f)?;
+            }
+            sim.sync_dir(&path)?;
+        } else {
+            copy_file(&sim, &path)?;
+        }
+    }
+    sim.sync_dir(root)?;
+    Ok(sim)
+}
+
+fn copy_file(sim: &SimStorage, path: &Path) -> anyhow::Result<()> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let file = sim.create(path)?;
+    file.write_at(&bytes, 0)?;
+    file.sync()?;
+    Ok(())
+}
+
+fn report_json(r: &RecoveryReport) -> serde_json::Value {
+    json!({
+        "partition": r.partition,
+        "clean_shutdown": r.clean_shutdown,
+        "log_start_offset": r.log_start_offset,
+        "log_end_offset": r.log_end_offset,
+        "recovery_point": r.recovery_point,
+        "segments_scanned": r.segments_scanned,
+        "bytes_validated": r.bytes_validated,
+        "truncated": r.truncated.as_ref().map(|t| json!({
+            "offset": t.offset, "segment": t.segment, "position": t.position, "bytes": t.bytes, "reason": t.reason,
+        })),
+        "rebuilt_indexes": r.rebuilt_indexes,
+        "swaps_completed": r.swaps_completed,
+        "snapshot_loaded": r.snapshot_loaded,
+        "batches_replayed": r.batches_replayed,
+        "mirror_pid_resets": r.mirror_pid_resets,
+        "producers": r.producers,
+        "snapshots_written": r.snapshots_written,
+        "duration_ms": r.duration_ms,
+    })
+}
+
+pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
+    let mut ok = true;
+    for dir in &args.dirs {
+        let (root, only) = targets(dir)?;
+        let storage: Arc<dyn Storage> = if args.dry_run {
+            Arc::new(copy_to_sim(&root, only.as_deref())?)
+        } else {
+            Arc::new(StdStorage)
+        };
+        let loader = LogLoader::new(storage, LogConfig::default());
+        let (mut log_dir, outcomes) = loader.load_dir(&root, !args.dry_run)?;
+        for (name, outcome) in outcomes {
+            if only.as_ref().is_some_and(|o| *o != name) {
+                continue;
+            }
+            match outcome {
+                Ok((log, report)) => {
+                    if !args.dry_run {
+                        log_dir.close_partition(log)?;
+                    }
+                    print_report(args.json, &root, &report);
+                }
+                Err(e) => {
+                    ok = false;
+                    if args.json {
+                        println!("{}", json!({"partition": name, "error": e.to_string()}));
+                    } else {
+                        eprintln!("klog: {}: {e}", root.join(&name).display());
+                    }
+                }
+            }
+        }
+        if !args.dry_run {
+            log_dir.close()?;
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
+    if json {
+        println!("{}", report_json(r));
+        return;
+    }
+    let cut = r.truncated.as_ref().map_or("nothing cut".to_string(), |t| {
+        format!(
+            "cut at offset {} (segment {} position {}, {} bytes: {})",
+            t.offset, t.segment, t.position, t.bytes, t.reason
+        )
+    });
+    println!(
+        "{}: {} shutdown; offsets {}..{} (recovery point {}); {} segments scanned, {} bytes validated; {cut}; \
+         {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; {} producers; {} snapshots written; {} ms",
+        root.join(&r.partition).display(),
+        if r.clean_shutdown { "clean" } else { "unclean" },
+        r.log_start_offset,
+        r.log_end_offset,
+        r.recovery_point,
+        r.segments_scanned,
+        r.bytes_validated,
+        r.batches_replayed,
+        r.mirror_pid_resets,
+        r.snapshot_loaded,
+        r.producers,
+        r.snapshots_written,
+        r.duration_ms
+    );
+}
+
+pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    let mut ok = true;
+    for dir in &args.dirs {
+        let (root, only) = targets(dir)?;
+        let mut partitions: Vec<String> = match &only {
+            Some(p) => vec![p.clone()],
+            None => std::fs::read_dir(&root)?
+                .filter_map(Result::ok)
+                .filter(|e| e.path().is_dir() && parse_dir_name(&e.path()).is_some())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect(),
+        };
+        partitions.sort();
+        for name in partitions {
+            let problems = verify_partition(&StdStorage, &root.join(&name))?;
+            ok &= problems.is_empty();
+            if args.json {
+                let list: Vec<_> = problems
+                    .iter()
+                    .map(|p| json!({"file": p.file.display().to_string(), "problem": p.what}))
+                    .collect();
+                println!(
+                    "{}",
+                    json!({"partition": name, "ok": problems.is_empty(), "problems": list})
+                );
+            } else if problems.is_empty() {
+                println!("{}: ok", root.join(&name).display());
+            } else {
+                for p in problems {
+                    println!("{}: {}", p.file.display(), p.what);
+                }
+            }
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
