@@ -41,6 +41,8 @@ struct State {
     generation: u64,
     ops: u64,
     faults: BTreeMap<u64, Fault>,
+    /// From this operation on, every operation fails (the power went out mid-run).
+    power_off_from: Option<u64>,
     /// The last write not yet synced: (inode, position, bytes), a candidate for tearing.
     last_unsynced_write: Option<(u64, u64, Vec<u8>)>,
     rng: u64,
@@ -80,6 +82,9 @@ impl State {
     /// Counts the operation and returns the fault planned for it, if any.
     fn tick(&mut self) -> Option<Fault> {
         self.ops += 1;
+        if self.power_off_from.is_some_and(|from| self.ops >= from) {
+            return Some(Fault::Eio);
+        }
         self.faults.remove(&self.ops)
     }
 
@@ -136,6 +141,12 @@ impl SimStorage {
         self.lock().faults.clear();
     }
 
+    /// From operation number `op` on, every write, sync, resize and directory change fails with EIO, as if
+    /// the machine lost power there; `crash` then decides what survived.
+    pub fn power_off_at(&self, op: u64) {
+        self.lock().power_off_from = Some(op);
+    }
+
     /// Simulates power loss: everything not durable is gone; with `tear`, a sector-aligned prefix of the
     /// last unsynced write may have reached the disk. Handles opened before the crash stop working.
     pub fn crash(&self, tear: bool) {
@@ -166,6 +177,7 @@ impl SimStorage {
         }
         s.generation += 1;
         s.faults.clear();
+        s.power_off_from = None;
     }
 
     /// The live bytes of a file (what a reader sees now), for tests.
