@@ -71,34 +71,51 @@ impl LogLoader {
         take_snapshots: bool,
     ) -> Result<(LogDir, Vec<PartitionOutcome>), Error> {
         let log_dir = LogDir::open(self.storage.clone(), root)?;
+        let mut outcomes = Vec::new();
+        for name in self.partition_names(root)? {
+            let result = self.load_partition_isolated(&log_dir, &name, take_snapshots);
+            outcomes.push((name, result));
+        }
+        Ok((log_dir, outcomes))
+    }
+
+    /// The partition directories (`<topic>-<partition>`) under `root`, sorted.
+    pub fn partition_names(&self, root: &Path) -> Result<Vec<String>, Error> {
         let names = self.storage.list(root).map_err(|e| Error::Io {
             path: root.to_owned(),
             source: e,
         })?;
-        let mut outcomes = Vec::new();
-        for name in names {
-            let dir = root.join(&name);
-            if parse_dir_name(&dir).is_none() || self.storage.list(&dir).is_err() {
-                continue;
-            }
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.load_partition(&log_dir, &name, take_snapshots)
-            }))
-            .unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                Err(Error::CorruptFile {
-                    path: dir.clone(),
-                    line: 0,
-                    reason: format!("recovery failed unexpectedly (a klog bug): {what}"),
-                })
-            });
-            outcomes.push((name, result));
-        }
-        Ok((log_dir, outcomes))
+        Ok(names
+            .into_iter()
+            .filter(|name| {
+                let dir = root.join(name);
+                parse_dir_name(&dir).is_some() && self.storage.list(&dir).is_ok()
+            })
+            .collect())
+    }
+
+    /// `load_partition`, with a panic (a klog bug) turned into this partition's error.
+    pub fn load_partition_isolated(
+        &self,
+        log_dir: &LogDir,
+        name: &str,
+        take_snapshot: bool,
+    ) -> Result<(PartitionLog, RecoveryReport), Error> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.load_partition(log_dir, name, take_snapshot)
+        }))
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Err(Error::CorruptFile {
+                path: log_dir.root().join(name),
+                line: 0,
+                reason: format!("recovery failed unexpectedly (a klog bug): {what}"),
+            })
+        })
     }
 
     /// Opens one partition directory of `log_dir`.

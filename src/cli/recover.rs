@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use klog::log::config::LogConfig;
 use klog::log::io::{SimStorage, StdStorage, Storage};
+use klog::log::log_dir::LogDir;
 use klog::log::partition_log::parse_dir_name;
 use klog::recovery::{verify_partition, LogLoader, RecoveryReport};
 use serde_json::json;
@@ -115,12 +116,17 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         } else {
             Arc::new(StdStorage)
         };
-        let loader = LogLoader::new(storage, LogConfig::default());
-        let (mut log_dir, outcomes) = loader.load_dir(&root, !args.dry_run)?;
-        for (name, outcome) in outcomes {
-            if only.as_ref().is_some_and(|o| *o != name) {
-                continue;
-            }
+        let loader = LogLoader::new(storage.clone(), LogConfig::default());
+        let mut log_dir = LogDir::open(storage.clone(), &root)?;
+        let names: Vec<String> = match &only {
+            Some(name) => vec![name.clone()],
+            None => loader.partition_names(&root)?,
+        };
+        let progress = progress_bar(names.len() as u64);
+        for name in names {
+            progress.set_message(name.clone());
+            let outcome = loader.load_partition_isolated(&log_dir, &name, !args.dry_run);
+            progress.inc(1);
             match outcome {
                 Ok((log, report)) => {
                     if !args.dry_run {
@@ -138,6 +144,7 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        progress.finish_and_clear();
         if !args.dry_run {
             log_dir.close()?;
         }
@@ -147,6 +154,21 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A progress bar on stderr when it is a terminal (hidden otherwise, so pipes and CI stay clean).
+fn progress_bar(len: u64) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("recovering {pos}/{len} partitions {bar:30} {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar
 }
 
 fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
