@@ -42,28 +42,9 @@ pub const NO_SEQUENCE: i32 = -1;
 pub const NO_TIMESTAMP: i64 = -1;
 pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 
-/// `incrementSequence` of Kafka: sequences wrap from `i32::MAX` to 0. Java's int arithmetic wraps, and so
-/// does this (a corrupt batch's negative delta must not panic).
-pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
-    if sequence > i32::MAX.wrapping_sub(increment) {
-        increment
-            .wrapping_sub(i32::MAX.wrapping_sub(sequence))
-            .wrapping_sub(1)
-    } else {
-        sequence.wrapping_add(increment)
-    }
-}
-
-/// `decrementSequence` of Kafka, the inverse of [`increment_sequence`].
-pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
-    if sequence < decrement {
-        i32::MAX
-            .wrapping_sub(decrement.wrapping_sub(sequence))
-            .wrapping_add(1)
-    } else {
-        sequence.wrapping_sub(decrement)
-    }
-}
+/// Kafka's sequence arithmetic (wrapping from `i32::MAX` to 0 as Java's ints do), shared with the
+/// producer-state rules.
+pub use klog_psm::{decrement_sequence, increment_sequence};
 
 /// CRC-32C (Castagnoli), as Kafka's `Crc32C`.
 #[inline]
