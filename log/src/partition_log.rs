@@ -539,22 +539,27 @@ impl PartitionLog {
             ));
         }
         let now = self.clock.now_ms();
-        let validated = validate(batches, origin, &self.config, now)?;
+        let mut validated = validate(batches, origin, &self.config, now)?;
         let mut next = self.log_end_offset();
         let first_offset = next;
         let log_append_time =
             (self.config.message_timestamp_type == TimestampType::LogAppendTime).then_some(now);
-        for b in &validated.batches {
-            let mut m = RecordBatchMut::parse(&mut batches[b.position..b.position + b.size])
-                .expect("validated");
+        // Stamp in place (the CRC was checked once, above) and keep the summaries in step.
+        for b in &mut validated.batches {
+            let mut m =
+                RecordBatchMut::parse_unchecked_crc(&mut batches[b.position..b.position + b.size])
+                    .expect("validated");
             m.set_base_offset(next);
             m.set_partition_leader_epoch(leader_epoch);
             if let Some(t) = log_append_time {
                 m.set_log_append_time(t);
+                b.max_timestamp = t;
             }
-            next += b.last_offset - b.base_offset + 1;
+            let delta = b.last_offset - b.base_offset;
+            (b.base_offset, b.last_offset, b.partition_leader_epoch) =
+                (next, next + delta, leader_epoch);
+            next += delta + 1;
         }
-        let validated = validate(batches, AppendOrigin::Replication, &self.config, now)?;
         let psm_origin = match origin {
             AppendOrigin::Client => klog_psm::AppendOrigin::Client,
             _ => klog_psm::AppendOrigin::Coordinator,

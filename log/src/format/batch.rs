@@ -295,6 +295,14 @@ impl<'a> RecordBatchMut<'a> {
         })
     }
 
+    /// Like [`parse`](Self::parse) without the checksum, for a batch validated just before.
+    pub fn parse_unchecked_crc(buf: &'a mut [u8]) -> Result<Self, Error> {
+        let size = RecordBatch::parse_unchecked_crc(buf, 0)?.0.size_in_bytes();
+        Ok(RecordBatchMut {
+            bytes: &mut buf[..size],
+        })
+    }
+
     fn header(&mut self) -> &mut BatchHeader {
         BatchHeader::mut_from_prefix(self.bytes)
             .expect("checked in parse")
