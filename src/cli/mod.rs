@@ -1,6 +1,7 @@
 //! Command dispatch. Each command is a module; output formats are documented in `docs/cli.md`.
 
 mod append;
+mod bench;
 mod demo;
 mod dump;
 mod dump_meta;
@@ -48,6 +49,8 @@ enum Command {
     /// Append and flush random batches until killed (the real-process kill test's child).
     #[command(hide = true)]
     Torture(torture::TortureArgs),
+    /// Measure klog beside the machine's limits (plain pwrite/pread)
+    Bench(bench::BenchArgs),
 }
 
 /// Runs a command; `Ok` carries the exit code (non-zero when the input had problems).
@@ -61,5 +64,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Recover(args) => recover::recover(&args),
         Command::Verify(args) => recover::verify(&args),
         Command::Torture(args) => torture::run(&args),
+        Command::Bench(args) => bench::run(&args),
     }
 }

@@ -1,0 +1,383 @@
+//! Partition log throughput beside the machine's own limits, in one run: the kernels of `klog bench`
+//! (`src/cli/bench.rs`) at a small size, so that a regression shows in criterion's history.
+//!
+//! Data: 16 KiB producer batches of 15 uncompressed 1 KiB records (a Java producer's `batch.size`), 64
+//! distinct ones built once with `BatchBuilder` and cycled through.
+//!
+//! Groups (each holds its baseline; compare only within one run, the VM is noisy):
+//! - `log_append/*`: 4 MiB of `append_as_leader`, no fsync, into a fresh log (std and uring backends);
+//!   baseline `pwrite`: `write_all_at` of the same batches to a fresh file. Opening, syncing and removing
+//!   the log are outside the timed part.
+//! - `log_durable/*`: 32 appends each followed by `flush(last offset + 1)`, from one thread (`single`) and
+//!   from 8 threads sharing one log (`group8`, group commit); baseline `pwrite_fdatasync`.
+//! - `log_read/*`: `read(offset, 1 MiB, None, true)` from 0 to the end of a 4 MiB log of 1 MiB segments,
+//!   closed and reopened (sealed segments are memory-mapped); `+copy` copies the bytes out, as `pread`
+//!   delivers them; baseline `pread`: 1 MiB `pread`s over the same `.log` files.
+//!
+//! Run: `cargo bench --bench log` (`-- --quick` for a short run); `cargo test --benches` runs each once
+//! (with smaller sizes in unoptimised builds). For the figures beside the baselines at full size, with
+//! ratios per round, use `klog bench` (see `BENCHMARKS.md`).
+
+use std::fs::{File, OpenOptions};
+use std::hint::black_box;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use klog::log::config::LogConfig;
+use klog::log::format::{BatchBuilder, Compression};
+use klog::log::io::{open_backend, IoBackend, Storage};
+use klog::log::partition_log::{OpenOptions as LogOpenOptions, PartitionLog};
+
+const RECORDS_PER_BATCH: usize = 15;
+const VALUE_BYTES: usize = 1024;
+const POOL_BATCHES: usize = 64;
+/// Bytes appended per iteration of `log_append`, and the size of the `log_read` log.
+const LOG_BYTES: u64 = if cfg!(debug_assertions) {
+    1 << 20
+} else {
+    4 << 20
+};
+const READ_SEGMENT_BYTES: u64 = LOG_BYTES / 4;
+const READ_BYTES: usize = 1 << 20;
+const DURABLE_APPENDS: u64 = if cfg!(debug_assertions) { 8 } else { 32 };
+const THREADS: usize = 8;
+
+fn build_pool() -> Vec<Vec<u8>> {
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut value = vec![0u8; VALUE_BYTES];
+    (0..POOL_BATCHES)
+        .map(|i| {
+            let mut b = BatchBuilder::new(Compression::None);
+            for j in 0..RECORDS_PER_BATCH {
+                for chunk in value.chunks_mut(8) {
+                    rng ^= rng >> 12;
+                    rng ^= rng << 25;
+                    rng ^= rng >> 27;
+                    let x = rng.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes();
+                    chunk.copy_from_slice(&x[..chunk.len()]);
+                }
+                let key = format!("k{:07}", i * RECORDS_PER_BATCH + j);
+                b.append(1_800_000_000_000, Some(key.as_bytes()), Some(&value), &[])
+                    .expect("record");
+            }
+            b.build().expect("batch")
+        })
+        .collect()
+}
+
+/// Makes a stamped batch a producer batch again (base offset 0; outside the CRC).
+fn reset_base_offset(batch: &mut [u8]) {
+    batch[..8].copy_from_slice(&0i64.to_be_bytes());
+}
+
+fn config(segment_bytes: u64) -> LogConfig {
+    let mut c = LogConfig::default();
+    c.set("segment.bytes", &segment_bytes.to_string())
+        .expect("segment.bytes");
+    c
+}
+
+struct Env {
+    scratch: PathBuf,
+    pool: Vec<Vec<u8>>,
+    backends: Vec<(&'static str, Arc<dyn Storage>)>,
+}
+
+impl Env {
+    fn new() -> Self {
+        let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-log");
+        let _ = std::fs::remove_dir_all(&scratch);
+        std::fs::create_dir_all(&scratch).expect("scratch dir");
+        let mut backends = vec![("std", open_backend(IoBackend::Std).expect("std"))];
+        match open_backend(IoBackend::Uring) {
+            Ok(s) => backends.push(("uring", s)),
+            Err(e) => eprintln!("log bench: skipping the uring backend: {e}"),
+        }
+        Env {
+            scratch,
+            pool: build_pool(),
+            backends,
+        }
+    }
+
+    fn batches(&self, bytes: u64) -> usize {
+        bytes.div_ceil(self.pool[0].len() as u64) as usize
+    }
+
+    fn fresh_file(&self) -> (File, PathBuf) {
+        let path = self.scratch.join("baseline.bin");
+        let _ = std::fs::remove_file(&path);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .expect("baseline file");
+        (file, path)
+    }
+
+    fn fresh_log(&self, storage: &Arc<dyn Storage>) -> (PartitionLog, PathBuf) {
+        let dir = self.scratch.join("bench-0");
+        let _ = std::fs::remove_dir_all(&dir);
+        let (log, _) = PartitionLog::open(
+            storage.clone(),
+            &dir,
+            config(1 << 30),
+            LogOpenOptions::default(),
+        )
+        .expect("open log");
+        (log, dir)
+    }
+}
+
+fn finish_log(log: PartitionLog, dir: &Path) {
+    log.flush(log.log_end_offset()).expect("flush");
+    log.close().expect("close");
+    drop(log);
+    std::fs::remove_dir_all(dir).expect("remove log");
+}
+
+fn bench_append(c: &mut Criterion, env: &Env) {
+    let n = env.batches(LOG_BYTES);
+    let bytes: usize = (0..n).map(|i| env.pool[i % POOL_BATCHES].len()).sum();
+    let mut g = c.benchmark_group("log_append");
+    g.throughput(Throughput::Bytes(bytes as u64));
+    g.bench_function("pwrite", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (file, path) = env.fresh_file();
+                let mut position = 0u64;
+                let start = Instant::now();
+                for i in 0..n {
+                    let batch = &env.pool[i % POOL_BATCHES];
+                    file.write_all_at(batch, position).expect("pwrite");
+                    position += batch.len() as u64;
+                }
+                total += start.elapsed();
+                file.sync_data().expect("fdatasync");
+                std::fs::remove_file(path).expect("remove");
+            }
+            total
+        })
+    });
+    for (name, storage) in &env.backends {
+        let mut pool = env.pool.clone();
+        g.bench_function(format!("klog_{name}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let (log, dir) = env.fresh_log(storage);
+                    let start = Instant::now();
+                    for i in 0..n {
+                        let batch = &mut pool[i % POOL_BATCHES];
+                        reset_base_offset(batch);
+                        log.append_as_leader(batch, 0).expect("append");
+                    }
+                    total += start.elapsed();
+                    finish_log(log, &dir);
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+fn bench_durable(c: &mut Criterion, env: &Env) {
+    let n = DURABLE_APPENDS;
+    let mut g = c.benchmark_group("log_durable");
+    g.throughput(Throughput::Elements(n));
+    g.sample_size(10);
+    g.bench_function("pwrite_fdatasync", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (file, path) = env.fresh_file();
+                let batch = &env.pool[0];
+                let start = Instant::now();
+                for i in 0..n {
+                    file.write_all_at(batch, i * batch.len() as u64)
+                        .expect("pwrite");
+                    file.sync_data().expect("fdatasync");
+                }
+                total += start.elapsed();
+                std::fs::remove_file(path).expect("remove");
+            }
+            total
+        })
+    });
+    for (name, storage) in &env.backends {
+        let mut batch = env.pool[0].clone();
+        g.bench_function(format!("klog_{name}_single"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let (log, dir) = env.fresh_log(storage);
+                    let start = Instant::now();
+                    for _ in 0..n {
+                        reset_base_offset(&mut batch);
+                        let info = log.append_as_leader(&mut batch, 0).expect("append");
+                        log.flush(info.last_offset + 1).expect("flush");
+                    }
+                    total += start.elapsed();
+                    finish_log(log, &dir);
+                }
+                total
+            })
+        });
+        g.bench_function(format!("klog_{name}_group{THREADS}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let (log, dir) = env.fresh_log(storage);
+                    total += group_commit(env, &log, n);
+                    finish_log(log, &dir);
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+/// `THREADS` appenders share `log`, `n` appends in all, each followed by a flush to its own offset.
+fn group_commit(env: &Env, log: &PartitionLog, n: u64) -> Duration {
+    let per_thread = n.div_ceil(THREADS as u64);
+    let barrier = Barrier::new(THREADS + 1);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let barrier = &barrier;
+            let mut batch = env.pool[t % POOL_BATCHES].clone();
+            s.spawn(move || {
+                barrier.wait();
+                for _ in 0..per_thread {
+                    reset_base_offset(&mut batch);
+                    let info = log.append_as_leader(&mut batch, 0).expect("append");
+                    log.flush(info.last_offset + 1).expect("flush");
+                }
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        // The scope joins every appender before it returns.
+        start
+    })
+    .elapsed()
+}
+
+fn bench_read(c: &mut Criterion, env: &Env) {
+    let dir = env.scratch.join("read-0");
+    let _ = std::fs::remove_dir_all(&dir);
+    let std_storage = open_backend(IoBackend::Std).expect("std");
+    let (log, _) = PartitionLog::open(
+        std_storage,
+        &dir,
+        config(READ_SEGMENT_BYTES),
+        LogOpenOptions::default(),
+    )
+    .expect("open");
+    let mut pool = env.pool.clone();
+    for i in 0..env.batches(LOG_BYTES) {
+        let batch = &mut pool[i % POOL_BATCHES];
+        reset_base_offset(batch);
+        log.append_as_leader(batch, 0).expect("append");
+    }
+    let leo = log.log_end_offset();
+    log.flush(leo).expect("flush");
+    log.close().expect("close");
+    drop(log);
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    let bytes: u64 = logs
+        .iter()
+        .map(|p| std::fs::metadata(p).expect("stat").len())
+        .sum();
+    let reopen = LogOpenOptions {
+        recovery_point: leo,
+        log_start_offset: 0,
+        clean_shutdown: true,
+    };
+
+    let mut g = c.benchmark_group("log_read");
+    g.throughput(Throughput::Bytes(bytes));
+    let mut buf = vec![0u8; READ_BYTES];
+    g.bench_function("pread", |b| {
+        b.iter(|| {
+            let mut total = 0u64;
+            for path in &logs {
+                let file = File::open(path).expect("open");
+                let mut position = 0u64;
+                loop {
+                    let n = file.read_at(&mut buf, position).expect("pread");
+                    if n == 0 {
+                        break;
+                    }
+                    black_box(&buf[..n]);
+                    position += n as u64;
+                }
+                total += position;
+            }
+            assert_eq!(total, bytes);
+        })
+    });
+    for (name, storage) in &env.backends {
+        let (log, _) =
+            PartitionLog::open(storage.clone(), &dir, config(READ_SEGMENT_BYTES), reopen)
+                .expect("reopen");
+        for copy in [false, true] {
+            let id = format!("klog_{name}{}", if copy { "+copy" } else { "" });
+            g.bench_function(id, |b| {
+                b.iter(|| {
+                    let mut offset = 0i64;
+                    let mut total = 0u64;
+                    while offset < leo {
+                        let info = log.read(offset, READ_BYTES, None, true).expect("read");
+                        let bytes = info.records.as_slice();
+                        if copy {
+                            buf[..bytes.len()].copy_from_slice(bytes);
+                            black_box(&buf[..bytes.len()]);
+                        } else {
+                            black_box(bytes);
+                        }
+                        total += bytes.len() as u64;
+                        offset = info.next_offset;
+                    }
+                    assert_eq!(total, bytes);
+                })
+            });
+        }
+        log.close().expect("close");
+    }
+    g.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn bench_log(c: &mut Criterion) {
+    let env = Env::new();
+    bench_append(c, &env);
+    bench_durable(c, &env);
+    bench_read(c, &env);
+    let _ = std::fs::remove_dir_all(&env.scratch);
+}
+
+fn config_criterion() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(20)
+}
+
+criterion_group! {
+    name = benches;
+    config = config_criterion();
+    targets = bench_log
+}
+criterion_main!(benches);
