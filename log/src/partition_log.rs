@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
 use crate::checkpoint::{self, TopicId};
 use crate::clock::{Clock, SystemClock};
@@ -89,7 +89,9 @@ pub struct PartitionLog {
     psm: Mutex<ProducerStateManager>,
     /// Producer snapshots taken at rolls, written by the next flush (off the append path).
     pending_snapshots: Mutex<Vec<(i64, Vec<u8>)>>,
-    flush_lock: Mutex<()>,
+    /// Whether a flush is running; callers whose offset it will not cover wait on `flush_done`.
+    flush_lock: Mutex<bool>,
+    flush_done: Condvar,
     last_flush_ms: AtomicI64,
     /// A segment file was created since the directory was last synced.
     dir_dirty: std::sync::atomic::AtomicBool,
@@ -103,6 +105,16 @@ impl std::fmt::Debug for PartitionLog {
             .field("log_start_offset", &self.log_start_offset())
             .field("log_end_offset", &self.log_end_offset())
             .finish()
+    }
+}
+
+/// The running flush: when it ends (or unwinds), the next caller may flush and every waiter rechecks.
+struct FlushTurn<'a>(&'a PartitionLog);
+
+impl Drop for FlushTurn<'_> {
+    fn drop(&mut self) {
+        *self.0.flush_lock.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.0.flush_done.notify_all();
     }
 }
 
@@ -165,7 +177,8 @@ impl PartitionLog {
                 ..PsmConfig::default()
             })),
             pending_snapshots: Mutex::new(Vec::new()),
-            flush_lock: Mutex::new(()),
+            flush_lock: Mutex::new(false),
+            flush_done: Condvar::new(),
             // Entries created before this open (by an earlier process) may not be durable yet.
             dir_dirty: std::sync::atomic::AtomicBool::new(true),
             failed: std::sync::atomic::AtomicBool::new(false),
@@ -765,10 +778,26 @@ impl PartitionLog {
         if self.recovery_point() >= offset {
             return Ok(());
         }
-        let _flushing = self.flush_lock.lock().expect("flush lock poisoned");
-        if self.recovery_point() >= offset {
-            return Ok(());
+        // One flusher at a time. The others sleep until it is done and are all woken at once: those it
+        // covered return together, instead of taking the lock one after the other.
+        let mut flushing = self.flush_lock.lock().expect("flush lock poisoned");
+        loop {
+            if self.recovery_point() >= offset {
+                return Ok(());
+            }
+            if !*flushing {
+                break;
+            }
+            flushing = self.flush_done.wait(flushing).expect("flush lock poisoned");
         }
+        *flushing = true;
+        drop(flushing);
+        let _turn = FlushTurn(self);
+        self.flush_covering_log_end()
+    }
+
+    /// The flush itself: everything up to the log end offset of when it starts.
+    fn flush_covering_log_end(&self) -> Result<(), Error> {
         let target = self.log_end_offset();
         let from = self.recovery_point();
         for seg in self.segment_list() {

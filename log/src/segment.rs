@@ -302,7 +302,7 @@ impl LogSegment {
         let n = self
             .log_file()
             .read_at(&mut buf, position)
-            .at(&self.log_path_of())?;
+            .map_err(|e| Error::io(&self.log_path_of(), e))?;
         buf.truncate(n);
         Ok(buf)
     }
@@ -409,7 +409,8 @@ impl LogSegment {
         );
         let position = self.size();
         let log = self.log_file();
-        log.write_at(bytes, position).at(&self.log_path_of())?;
+        log.write_at(bytes, position)
+            .map_err(|e| Error::io(&self.log_path_of(), e))?;
         let mut state = self.state();
         if position == 0 {
             state.rolling_based_timestamp = Some(largest_timestamp);
@@ -510,8 +511,18 @@ impl LogSegment {
     }
 
     /// fsync the `.log` and the indexes.
+    ///
+    /// An active segment's indexes are not synced: they are derived, and after an unclean shutdown
+    /// recovery rescans every segment from the one holding the recovery point (which a flush leaves in
+    /// the active segment) and rebuilds its `.index`, `.timeindex` and `.txnindex`. The first flush after
+    /// the segment is sealed (or its close) syncs them, before the recovery point can pass it.
     pub fn flush(&self) -> Result<(), Error> {
-        self.log_file().sync().at(&self.log_path_of())?;
+        self.log_file()
+            .sync()
+            .map_err(|e| Error::io(&self.log_path_of(), e))?;
+        if self.active.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let mut state = self.state();
         state.offset_index.file().sync()?;
         state.time_index.file().sync()?;
