@@ -406,8 +406,14 @@ fn write_seeds() {
         assert!(!generated.is_empty());
         for s in generated {
             let path = root.join(s.target).join(&s.name);
-            let on_disk = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (regenerate the seeds)", path.display()));
-            assert_eq!(on_disk, s.bytes, "{} differs from the generator (regenerate the seeds)", path.display());
+            let on_disk = std::fs::read(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (regenerate the seeds)", path.display()));
+            assert_eq!(
+                on_disk,
+                s.bytes,
+                "{} differs from the generator (regenerate the seeds)",
+                path.display()
+            );
         }
         return;
     }
