@@ -365,9 +365,12 @@ impl PartitionLog {
     /// deletes every later segment.
     fn recover_unflushed(&self, recovery_point: i64, report: &mut OpenReport) -> Result<(), Error> {
         let segments = self.segment_list();
+        // From the segment holding the last flushed offset (recovery point - 1), not the one starting at the
+        // recovery point: a segment sealed exactly at a flush boundary may not have its indexes synced yet.
+        let last_flushed = (recovery_point - 1).max(0);
         let start = segments
             .iter()
-            .rposition(|s| s.base_offset() <= recovery_point)
+            .rposition(|s| s.base_offset() <= last_flushed)
             .unwrap_or(0);
         let last_index = segments.len().saturating_sub(1);
         for (i, seg) in segments.iter().enumerate().skip(start) {
@@ -808,7 +811,9 @@ impl PartitionLog {
                 .range(seg.base_offset() + 1..)
                 .next()
                 .map(|(b, _)| *b);
-            if next_base.is_some_and(|n| n <= from) {
+            // Below the recovery point only a freshly sealed segment still needs its indexes synced (its
+            // time index holds the max timestamp retention relies on).
+            if next_base.is_some_and(|n| n <= from) && !seg.has_unsynced_indexes() {
                 continue;
             }
             seg.flush()?;

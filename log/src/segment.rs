@@ -98,6 +98,8 @@ pub struct LogSegment {
     log: Mutex<Arc<dyn StorageFile>>,
     size: AtomicU64,
     active: AtomicBool,
+    /// Sealed, with index files not yet synced: the next flush must sync them whatever the recovery point.
+    unsynced_indexes: AtomicBool,
     index_interval_bytes: u64,
     max_index_bytes: usize,
     state: Mutex<State>,
@@ -264,6 +266,7 @@ impl LogSegment {
             log: Mutex::new(log),
             size: AtomicU64::new(size),
             active: AtomicBool::new(active),
+            unsynced_indexes: AtomicBool::new(false),
             index_interval_bytes: index_interval_bytes as u64,
             max_index_bytes,
             state: Mutex::new(state),
@@ -506,6 +509,7 @@ impl LogSegment {
         if log.len().at(&path)? != self.size() {
             log.set_len(self.size()).at(&path)?;
         }
+        self.unsynced_indexes.store(true, Ordering::Release);
         self.active.store(false, Ordering::Release);
         Ok(())
     }
@@ -526,7 +530,14 @@ impl LogSegment {
         let mut state = self.state();
         state.offset_index.file().sync()?;
         state.time_index.file().sync()?;
-        state.txn_index.sync()
+        state.txn_index.sync()?;
+        self.unsynced_indexes.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether the segment was sealed since its indexes were last synced (see [`LogSegment::flush`]).
+    pub fn has_unsynced_indexes(&self) -> bool {
+        self.unsynced_indexes.load(Ordering::Acquire)
     }
 
     /// Syncs only the `.log` (the durable part; indexes are rebuilt after a crash).
