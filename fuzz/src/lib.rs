@@ -475,6 +475,22 @@ fn check_batch_bytes(data: &[u8]) {
         }
         (Err(u), Ok(_)) => panic!("parse accepted what parse_unchecked_crc rejected: {u}"),
     }
+    // The mutable views accept exactly what the read-only ones accept, and see the same batch.
+    let mut copy = data.to_vec();
+    match (&unchecked, RecordBatchMut::parse_unchecked_crc(&mut copy)) {
+        (Ok((u, _)), Ok(m)) => assert_eq!(m.as_batch().as_bytes(), u.as_bytes()),
+        (Err(u), Err(m)) => assert_eq!(reason(u), reason(&m), "the same check fails"),
+        (u, m) => panic!(
+            "RecordBatchMut::parse_unchecked_crc disagrees: {u:?} vs {:?}",
+            m.err()
+        ),
+    }
+    let mut copy = data.to_vec();
+    match (&checked, RecordBatchMut::parse(&mut copy)) {
+        (Ok((c, _)), Ok(m)) => assert_eq!(m.as_batch().as_bytes(), c.as_bytes()),
+        (Err(c), Err(m)) => assert_eq!(reason(c), reason(&m), "the same check fails"),
+        (c, m) => panic!("RecordBatchMut::parse disagrees: {c:?} vs {:?}", m.err()),
+    }
     if let Ok((batch, rest)) = unchecked {
         exercise_batch(&batch, data, rest, POSITION);
     }

@@ -1,7 +1,7 @@
 //! The seed corpus of every target, generated from klog's own builders and from hand-built legacy entries
 //! and control values (no bytes copied from elsewhere). `fuzz/seeds/<target>/<name>` holds what
 //! [`all`] returns; regenerate with
-//! `KLOG_WRITE_SEEDS=1 cargo test --test fuzz_corpus -- --ignored write_seeds`.
+//! `KLOG_WRITE_SEEDS=1 cargo test --test fuzz_corpus write_seeds` (without the variable, the test checks them).
 
 use klog_log::format::varint::{write_unsigned_varint, write_varint, write_varlong};
 use klog_log::format::{
