@@ -101,7 +101,7 @@ pub fn write_offsets(storage: &dyn Storage, path: &Path, map: &OffsetMap) -> Res
 }
 
 /// A topic id: 16 bytes, written as URL-safe base64 without padding (Kafka's `Uuid.toString()`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicId(pub [u8; 16]);
 
 impl TopicId {

@@ -69,6 +69,8 @@ pub enum KafkaError {
     OutOfOrderSequenceNumber,
     InvalidTxnState,
     TransactionCoordinatorFenced,
+    /// A leader append to a mirror partition that is not (yet) writable (KIP-1279, code 134).
+    ReadOnlyTopic,
 }
 
 impl KafkaError {
@@ -89,6 +91,7 @@ impl KafkaError {
             KafkaError::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
             KafkaError::InvalidTxnState => "INVALID_TXN_STATE",
             KafkaError::TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
+            KafkaError::ReadOnlyTopic => "READ_ONLY_TOPIC",
         }
     }
 }

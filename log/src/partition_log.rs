@@ -71,6 +71,19 @@ pub struct OpenReport {
     pub mirror_pid_resets: u64,
 }
 
+/// Who may append as leader (KIP-1279's read-only rule for mirror partitions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WriteMode {
+    /// An ordinary partition (or a mirror partition in STOPPED).
+    #[default]
+    Writable,
+    /// A mirror partition while mirroring: leader appends fail with READ_ONLY_TOPIC. Mirror (follower)
+    /// appends are not affected.
+    ReadOnly,
+    /// A mirror partition in STOPPING: only a coordinator append that carries a MIRROR_PID_RESET batch.
+    BarrierOnly,
+}
+
 pub struct PartitionLog {
     dir: PathBuf,
     topic: String,
@@ -96,6 +109,8 @@ pub struct PartitionLog {
     /// A segment file was created since the directory was last synced.
     dir_dirty: std::sync::atomic::AtomicBool,
     failed: std::sync::atomic::AtomicBool,
+    /// [`WriteMode`] as a byte.
+    write_mode: std::sync::atomic::AtomicU8,
 }
 
 impl std::fmt::Debug for PartitionLog {
@@ -182,6 +197,7 @@ impl PartitionLog {
             // Entries created before this open (by an earlier process) may not be durable yet.
             dir_dirty: std::sync::atomic::AtomicBool::new(true),
             failed: std::sync::atomic::AtomicBool::new(false),
+            write_mode: std::sync::atomic::AtomicU8::new(0),
         };
         let report = log.load(options)?;
         log.last_flush_ms
@@ -546,6 +562,10 @@ impl PartitionLog {
             "replication appends go through append_as_follower"
         );
         let _writer = self.writer();
+        if self.write_mode() == WriteMode::ReadOnly {
+            // Before the epoch check: a mirror partition refuses every leader append the same way.
+            self.check_write_mode(batches, &ValidatedBatches::default(), origin)?;
+        }
         if let Some(latest) = self.latest_epoch().filter(|e| leader_epoch < *e) {
             return Err(Error::rejected(
                 KafkaError::FencedLeaderEpoch,
@@ -556,6 +576,7 @@ impl PartitionLog {
         }
         let now = self.clock.now_ms();
         let mut validated = validate(batches, origin, &self.config, now)?;
+        self.check_write_mode(batches, &validated, origin)?;
         let mut next = self.log_end_offset();
         let first_offset = next;
         let log_append_time =
@@ -1104,6 +1125,70 @@ impl PartitionLog {
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo, Error> {
         self.guarded(|| self.append_as_leader_with_origin_inner(batches, leader_epoch, origin))
+    }
+
+    pub fn write_mode(&self) -> WriteMode {
+        match self.write_mode.load(Ordering::Acquire) {
+            1 => WriteMode::ReadOnly,
+            2 => WriteMode::BarrierOnly,
+            _ => WriteMode::Writable,
+        }
+    }
+
+    /// Sets who may append as leader. Follower and mirror appends are never refused by it.
+    pub fn set_write_mode(&self, mode: WriteMode) {
+        let byte = match mode {
+            WriteMode::Writable => 0,
+            WriteMode::ReadOnly => 1,
+            WriteMode::BarrierOnly => 2,
+        };
+        self.write_mode.store(byte, Ordering::Release);
+    }
+
+    /// KIP-1279: a mirror partition takes leader appends only once STOPPED; in STOPPING only the
+    /// coordinator's MIRROR_PID_RESET barrier.
+    fn check_write_mode(
+        &self,
+        batches: &[u8],
+        validated: &ValidatedBatches,
+        origin: AppendOrigin,
+    ) -> Result<(), Error> {
+        let refuse = match self.write_mode() {
+            WriteMode::Writable => return Ok(()),
+            WriteMode::ReadOnly => "it is a mirror partition that is not stopped",
+            WriteMode::BarrierOnly => {
+                let barrier = summaries(batches, validated)
+                    .iter()
+                    .any(|b| b.is_mirror_pid_reset());
+                if origin == AppendOrigin::Coordinator && barrier {
+                    return Ok(());
+                }
+                "the mirror partition is stopping: only its MIRROR_PID_RESET barrier is accepted"
+            }
+        };
+        Err(Error::rejected(
+            KafkaError::ReadOnlyTopic,
+            format!("{}: {refuse}", self.dir.display()),
+        ))
+    }
+
+    /// A mirror fetcher's append (KIP-1279 §3.3): the source's batches unchanged, like a follower's
+    /// (producer state, epoch cache and `.txnindex` rebuilt from them). An empty log whose first fetched
+    /// batch starts below its start (the source's log start fell inside a batch) restarts at that batch,
+    /// as Kafka's follower does. The high watermark follows the log end: a mirror has no replicas to wait on.
+    pub fn append_as_mirror(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
+        let leo = self.log_end_offset();
+        if leo == self.log_start_offset() {
+            if let Ok((first, _)) = crate::format::RecordBatch::parse_unchecked_crc(batches, 0) {
+                let (base, last) = (first.base_offset(), first.last_offset());
+                if base < leo && last >= leo {
+                    self.truncate_fully_and_start_at(base)?;
+                }
+            }
+        }
+        let info = self.append_as_follower(batches)?;
+        self.update_high_watermark(self.log_end_offset());
+        Ok(info)
     }
 
     /// Appends a follower's (or mirror's) batches unchanged: offsets, epochs and bytes as they are. The

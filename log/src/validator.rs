@@ -17,7 +17,7 @@ pub enum AppendOrigin {
 }
 
 /// What the validation learned about the batches.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ValidatedBatches {
     /// (position in the input, size, base offset, last offset, max timestamp) per batch.
     pub batches: Vec<BatchSummary>,

@@ -1,4 +1,27 @@
-//! klog-mirror: KIP-1279 cluster mirroring — partition state machine, `__mirror_state`, fetcher, failover.
+//! klog-mirror: KIP-1279 cluster mirroring on klog's partition log.
 //!
-//! Empty until the mirroring work lands; it sits above `klog-recovery` in the dependency order.
+//! - [`state`]: the partition state machine and its persisted encoding;
+//! - [`records`] and [`store`]: the `__mirror_state` records and the compacted internal log holding them;
+//! - [`metadata`]: a local cluster's controller metadata (topics, mirrors, desired states);
+//! - [`cluster`]: a local single-node cluster (one root directory) with the mirror administration and
+//!   the source-side serving of fetches and LME lookups;
+//! - [`source`]: the [`MirrorSource`](source::MirrorSource) seam and the in-process source;
+//! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
+//!   and FAILED retries.
 #![deny(unsafe_code)]
+
+pub mod cluster;
+pub mod error;
+pub mod manager;
+pub mod metadata;
+pub mod records;
+pub mod source;
+pub mod state;
+pub mod store;
+
+pub use cluster::{Cluster, ClusterOptions, MirrorSettings, PartitionDescription};
+pub use error::{Error, MirrorError};
+pub use manager::TickReport;
+pub use metadata::DesiredState;
+pub use source::{LocalSource, MirrorSource};
+pub use state::MirrorState;

@@ -1,0 +1,138 @@
+//! Errors of the mirroring layer: Kafka-named per-request errors (KIP-1279 §6.2) and everything else.
+
+use std::path::PathBuf;
+
+/// The mirror RPCs' error codes, with the seed prototype's names and numbers where it has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MirrorError {
+    ReadOnlyTopic,
+    InvalidMirrorName,
+    UnknownMirror,
+    TopicAlreadyInMirror,
+    TopicNotInMirror,
+    MirrorTopicAlreadyPaused,
+    MirrorTopicNotPaused,
+    MirrorTopicBeingRemoved,
+    MirrorNotEmpty,
+    /// P2's CLUSTER_MIRROR_ALREADY_EXISTS (the seed has no code for it).
+    MirrorAlreadyExists,
+    UnknownTopicOrPartition,
+    TopicAlreadyExists,
+    InvalidRequest,
+}
+
+impl MirrorError {
+    pub fn name(self) -> &'static str {
+        match self {
+            MirrorError::ReadOnlyTopic => "READ_ONLY_TOPIC",
+            MirrorError::InvalidMirrorName => "INVALID_MIRROR_NAME",
+            MirrorError::UnknownMirror => "UNKNOWN_MIRROR",
+            MirrorError::TopicAlreadyInMirror => "TOPIC_ALREADY_IN_MIRROR",
+            MirrorError::TopicNotInMirror => "TOPIC_NOT_IN_MIRROR",
+            MirrorError::MirrorTopicAlreadyPaused => "MIRROR_TOPIC_ALREADY_PAUSED",
+            MirrorError::MirrorTopicNotPaused => "MIRROR_TOPIC_NOT_PAUSED",
+            MirrorError::MirrorTopicBeingRemoved => "MIRROR_TOPIC_BEING_REMOVED",
+            MirrorError::MirrorNotEmpty => "MIRROR_NOT_EMPTY",
+            MirrorError::MirrorAlreadyExists => "CLUSTER_MIRROR_ALREADY_EXISTS",
+            MirrorError::UnknownTopicOrPartition => "UNKNOWN_TOPIC_OR_PARTITION",
+            MirrorError::TopicAlreadyExists => "TOPIC_ALREADY_EXISTS",
+            MirrorError::InvalidRequest => "INVALID_REQUEST",
+        }
+    }
+
+    /// The wire code (seed-era numbers; P2's for the one P2-only error).
+    pub fn code(self) -> i16 {
+        match self {
+            MirrorError::ReadOnlyTopic => 134,
+            MirrorError::InvalidMirrorName => 135,
+            MirrorError::UnknownMirror => 136,
+            MirrorError::TopicAlreadyInMirror => 137,
+            MirrorError::TopicNotInMirror => 138,
+            MirrorError::MirrorTopicAlreadyPaused => 139,
+            MirrorError::MirrorTopicNotPaused => 140,
+            MirrorError::MirrorTopicBeingRemoved => 141,
+            MirrorError::MirrorNotEmpty => 142,
+            MirrorError::MirrorAlreadyExists => 136,
+            MirrorError::UnknownTopicOrPartition => 3,
+            MirrorError::TopicAlreadyExists => 36,
+            MirrorError::InvalidRequest => 42,
+        }
+    }
+}
+
+impl std::fmt::Display for MirrorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A refused request, with Kafka's error name.
+    #[error("{error}: {message}")]
+    Mirror { error: MirrorError, message: String },
+    #[error(transparent)]
+    Log(#[from] klog_log::Error),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `cluster.json` (or another metadata file) does not parse or breaks an invariant.
+    #[error("corrupt cluster metadata {path}: {reason}")]
+    CorruptMetadata { path: PathBuf, reason: String },
+    /// A `__mirror_state` record that does not decode.
+    #[error("corrupt __mirror_state-{partition} record at offset {offset}: {reason}")]
+    CorruptState {
+        partition: usize,
+        offset: i64,
+        reason: String,
+    },
+    /// The source cluster could not answer.
+    #[error("source {source_name}: {message}")]
+    Source {
+        source_name: String,
+        message: String,
+    },
+    /// A rule that protects data refused to act (for example an LME above every local epoch).
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl Error {
+    pub fn mirror(error: MirrorError, message: impl Into<String>) -> Self {
+        Error::Mirror {
+            error,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn corrupt_state(partition: usize, offset: i64, reason: String) -> Self {
+        Error::CorruptState {
+            partition,
+            offset,
+            reason,
+        }
+    }
+
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    /// Kafka's error name when there is one (`READ_ONLY_TOPIC`, `UNKNOWN_MIRROR`, ...).
+    pub fn error_name(&self) -> Option<&'static str> {
+        match self {
+            Error::Mirror { error, .. } => Some(error.name()),
+            Error::Log(e) => match e {
+                klog_log::Error::Rejected { error, .. } => Some(error.name()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! A local cluster's controller metadata (`cluster.json`): its id, topics (id, partition count, per
+//! partition leader epoch, configs), mirrors and each topic's desired mirror state.
+//!
+//! The desired state is an explicit (mirror, desired state) pair, as KIP-1279's final design keeps it
+//! (`MirrorTopicStateChangeRecord`). The seed design's topic config `mirror.name` (`m`, `m.paused`,
+//! `m.removed`) is still written alongside and read when the pair is missing, for compatibility. Stripping
+//! one suffix from the right, and never deriving the name from a config that has two, avoids the
+//! prototype's `m.paused.removed` bug.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, MirrorError};
+
+pub const METADATA_FILE: &str = "cluster.json";
+pub const MIRROR_NAME_CONFIG: &str = "mirror.name";
+const PAUSED_SUFFIX: &str = ".paused";
+const REMOVED_SUFFIX: &str = ".removed";
+
+/// What the operator asked of a mirror topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DesiredState {
+    /// Mirror it (AddTopicsToMirror / ResumeMirrorTopics).
+    Start,
+    /// Fail over: stop mirroring, make it writable (RemoveTopicsFromMirror).
+    Stop,
+    /// PauseMirrorTopics.
+    Pause,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicMirror {
+    pub name: String,
+    pub desired: DesiredState,
+}
+
+impl TopicMirror {
+    /// The seed design's `mirror.name` value.
+    pub fn config_value(&self) -> String {
+        match self.desired {
+            DesiredState::Start => self.name.clone(),
+            DesiredState::Pause => format!("{}{PAUSED_SUFFIX}", self.name),
+            DesiredState::Stop => format!("{}{REMOVED_SUFFIX}", self.name),
+        }
+    }
+
+    /// Parses a `mirror.name` value: one suffix, stripped from the right.
+    pub fn from_config_value(value: &str) -> Option<Self> {
+        let (name, desired) = if let Some(n) = value.strip_suffix(REMOVED_SUFFIX) {
+            (n, DesiredState::Stop)
+        } else if let Some(n) = value.strip_suffix(PAUSED_SUFFIX) {
+            (n, DesiredState::Pause)
+        } else {
+            (value, DesiredState::Start)
+        };
+        validate_mirror_name(name).ok()?;
+        Some(TopicMirror {
+            name: name.to_owned(),
+            desired,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicMeta {
+    /// Kafka's base64 topic id.
+    pub id: String,
+    pub partitions: i32,
+    /// The current leader epoch of each partition (what a leader append stamps).
+    pub leader_epochs: Vec<i32>,
+    #[serde(default)]
+    pub configs: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<TopicMirror>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MirrorMeta {
+    /// Where the source is: a local cluster root, or `kafka://host:port`.
+    pub source: String,
+    /// Learned on first contact; a later change is refused.
+    #[serde(default)]
+    pub source_cluster_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterMeta {
+    pub version: u32,
+    pub cluster_id: String,
+    pub mirror_state_partitions: u32,
+    #[serde(default)]
+    pub topics: BTreeMap<String, TopicMeta>,
+    #[serde(default)]
+    pub mirrors: BTreeMap<String, MirrorMeta>,
+}
+
+impl ClusterMeta {
+    pub const VERSION: u32 = 1;
+
+    pub fn decode(bytes: &[u8], path: &std::path::Path) -> Result<Self, Error> {
+        let corrupt = |reason: String| Error::CorruptMetadata {
+            path: path.to_owned(),
+            reason,
+        };
+        let mut meta: ClusterMeta =
+            serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+        if meta.version != Self::VERSION {
+            return Err(corrupt(format!(
+                "version {} (this klog reads {})",
+                meta.version,
+                Self::VERSION
+            )));
+        }
+        if meta.mirror_state_partitions == 0 {
+            return Err(corrupt("mirror_state_partitions is 0".into()));
+        }
+        for (name, t) in &mut meta.topics {
+            if t.partitions <= 0 || t.leader_epochs.len() != t.partitions as usize {
+                return Err(corrupt(format!(
+                    "topic {name}: {} partitions but {} leader epochs",
+                    t.partitions,
+                    t.leader_epochs.len()
+                )));
+            }
+            if klog_log::checkpoint::TopicId::parse(&t.id).is_none() {
+                return Err(corrupt(format!("topic {name}: bad topic id {:?}", t.id)));
+            }
+            if t.mirror.is_none() {
+                t.mirror = t
+                    .configs
+                    .get(MIRROR_NAME_CONFIG)
+                    .filter(|v| !v.is_empty())
+                    .and_then(|v| TopicMirror::from_config_value(v));
+            }
+        }
+        Ok(meta)
+    }
+
+    /// Serialized with `mirror.name` rewritten from each topic's pair.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut meta = self.clone();
+        for t in meta.topics.values_mut() {
+            match &t.mirror {
+                Some(m) => {
+                    t.configs
+                        .insert(MIRROR_NAME_CONFIG.to_owned(), m.config_value());
+                }
+                None => {
+                    t.configs.remove(MIRROR_NAME_CONFIG);
+                }
+            }
+        }
+        let mut out = serde_json::to_vec_pretty(&meta).expect("metadata serializes");
+        out.push(b'\n');
+        out
+    }
+}
+
+/// Mirror names follow topic-name rules and must not end in a state suffix (INVALID_MIRROR_NAME).
+pub fn validate_mirror_name(name: &str) -> Result<(), Error> {
+    let bad = |why: &str| {
+        Err(Error::mirror(
+            MirrorError::InvalidMirrorName,
+            format!("{name:?}: {why}"),
+        ))
+    };
+    if name.is_empty() {
+        return bad("empty");
+    }
+    if name.len() > 249 {
+        return bad("longer than 249 characters");
+    }
+    if name == "." || name == ".." {
+        return bad("'.' and '..' are not allowed");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return bad("only ASCII letters, digits, '.', '_' and '-' are allowed");
+    }
+    if name.ends_with(PAUSED_SUFFIX) || name.ends_with(REMOVED_SUFFIX) {
+        return bad("must not end in .paused or .removed");
+    }
+    Ok(())
+}
+
+/// Topic names: the same character rules, and not the internal topic.
+pub fn validate_topic_name(name: &str) -> Result<(), Error> {
+    let bad = |why: &str| {
+        Err(Error::mirror(
+            MirrorError::InvalidRequest,
+            format!("topic {name:?}: {why}"),
+        ))
+    };
+    if name.is_empty() || name.len() > 249 || name == "." || name == ".." {
+        return bad("must be 1 to 249 characters, not '.' or '..'");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return bad("only ASCII letters, digits, '.', '_' and '-' are allowed");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirror_names_follow_the_rules() {
+        for ok in ["m", "a-to-b", "x_y.z", &"n".repeat(249)] {
+            validate_mirror_name(ok).unwrap();
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a b",
+            "m.paused",
+            "m.removed",
+            "é",
+            &"n".repeat(250),
+        ] {
+            let e = validate_mirror_name(bad).unwrap_err();
+            assert_eq!(e.error_name(), Some("INVALID_MIRROR_NAME"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn mirror_name_config_round_trips_one_suffix() {
+        for desired in [DesiredState::Start, DesiredState::Pause, DesiredState::Stop] {
+            let m = TopicMirror {
+                name: "m".into(),
+                desired,
+            };
+            assert_eq!(TopicMirror::from_config_value(&m.config_value()), Some(m));
+        }
+        // The prototype's double suffix is not a valid name for either reading.
+        assert_eq!(TopicMirror::from_config_value("m.paused.removed"), None);
+    }
+
+    #[test]
+    fn metadata_without_the_pair_reads_mirror_name() {
+        let json = br#"{"version":1,"cluster_id":"c","mirror_state_partitions":3,
+            "topics":{"t":{"id":"AAAAAAAAAAAAAAAAAAAAAQ","partitions":1,"leader_epochs":[0],
+            "configs":{"mirror.name":"m.paused"}}}}"#;
+        let meta = ClusterMeta::decode(json, std::path::Path::new("x")).unwrap();
+        assert_eq!(
+            meta.topics["t"].mirror,
+            Some(TopicMirror {
+                name: "m".into(),
+                desired: DesiredState::Pause
+            })
+        );
+        let again = ClusterMeta::decode(&meta.encode(), std::path::Path::new("x")).unwrap();
+        assert_eq!(again, meta);
+    }
+
+    #[test]
+    fn broken_metadata_is_named() {
+        let p = std::path::Path::new("root/cluster.json");
+        for (json, what) in [
+            (&b"{"[..], "EOF"),
+            (br#"{"version":2,"cluster_id":"c","mirror_state_partitions":3}"#, "version 2"),
+            (br#"{"version":1,"cluster_id":"c","mirror_state_partitions":0}"#, "is 0"),
+            (
+                br#"{"version":1,"cluster_id":"c","mirror_state_partitions":1,"topics":{"t":{"id":"AAAAAAAAAAAAAAAAAAAAAQ","partitions":2,"leader_epochs":[0]}}}"#,
+                "2 partitions but 1",
+            ),
+        ] {
+            let e = ClusterMeta::decode(json, p).unwrap_err().to_string();
+            assert!(e.contains("root/cluster.json") && e.contains(what), "{e}");
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! What the mirror fetcher needs from a source cluster (KIP-1279 §3), and the in-process source over
+//! another klog cluster.
+
+use std::sync::Arc;
+
+use klog_log::checkpoint::TopicId;
+
+use crate::cluster::Cluster;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    ReadUncommitted,
+    /// Up to the source's last stable offset (the seed design's mirror fetch).
+    ReadCommitted,
+}
+
+/// One partition's fetch, as a consumer sends it (replica id -1: the source never counts us in its ISR).
+#[derive(Debug, Clone)]
+pub struct FetchRequest {
+    pub topic: String,
+    pub topic_id: TopicId,
+    pub partition: i32,
+    pub fetch_offset: i64,
+    /// The epoch of the last local batch, for divergence detection.
+    pub last_fetched_epoch: Option<i32>,
+    /// The source leader epoch we believe in (0 at first: learned by fencing).
+    pub current_leader_epoch: i32,
+    pub max_bytes: usize,
+    pub isolation: Isolation,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct FetchResponse {
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_start_offset: i64,
+    /// `(epoch, end offset)`: our log diverges from the source's after `end offset`.
+    pub diverging_epoch: Option<(i32, i64)>,
+    /// Whole batches (a source may also cut the last one short; the fetcher drops a partial tail).
+    pub records: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    #[error("FENCED_LEADER_EPOCH (the source leader epoch is {leader_epoch})")]
+    FencedLeaderEpoch { leader_epoch: i32 },
+    #[error("UNKNOWN_LEADER_EPOCH")]
+    UnknownLeaderEpoch,
+    #[error("OFFSET_OUT_OF_RANGE")]
+    OffsetOutOfRange,
+    #[error("UNKNOWN_TOPIC_OR_PARTITION: {0}")]
+    UnknownTopicOrPartition(String),
+    /// Connection failures, a source that is shut down: retried with backoff.
+    #[error("source unavailable: {0}")]
+    Unavailable(String),
+    /// The source answered but refused (for example an LME lookup while it still mirrors from us).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// A source topic as metadata describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceTopic {
+    pub id: TopicId,
+    pub partitions: i32,
+}
+
+pub trait MirrorSource: Send + Sync {
+    /// Where it is, for messages.
+    fn describe(&self) -> String;
+    fn cluster_id(&self) -> Result<String, SourceError>;
+    fn topic(&self, name: &str) -> Result<Option<SourceTopic>, SourceError>;
+    fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError>;
+    /// `(earliest, latest)` offsets (ListOffsets; latest is the high watermark).
+    fn list_offsets(
+        &self,
+        topic: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<(i64, i64), SourceError>;
+    /// The LME the source recorded when it stopped mirroring this partition from `requester_cluster_id`
+    /// (-1 when it has none). Keyed by cluster id and topic id, not by mirror name (§2.4).
+    fn last_mirrored_epoch(
+        &self,
+        requester_cluster_id: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<i32, SourceError>;
+}
+
+/// Another klog cluster in this process.
+pub struct LocalSource {
+    cluster: Arc<Cluster>,
+}
+
+impl LocalSource {
+    pub fn new(cluster: Arc<Cluster>) -> Self {
+        LocalSource { cluster }
+    }
+
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+}
+
+impl MirrorSource for LocalSource {
+    fn describe(&self) -> String {
+        self.cluster.root().display().to_string()
+    }
+
+    fn cluster_id(&self) -> Result<String, SourceError> {
+        self.cluster.serving()?;
+        Ok(self.cluster.cluster_id())
+    }
+
+    fn topic(&self, name: &str) -> Result<Option<SourceTopic>, SourceError> {
+        self.cluster.serving()?;
+        Ok(self.cluster.serve_topic(name))
+    }
+
+    fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError> {
+        self.cluster.serve_fetch(request)
+    }
+
+    fn list_offsets(
+        &self,
+        topic: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<(i64, i64), SourceError> {
+        self.cluster.serve_list_offsets(topic, topic_id, partition)
+    }
+
+    fn last_mirrored_epoch(
+        &self,
+        requester_cluster_id: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<i32, SourceError> {
+        self.cluster
+            .serve_last_mirrored_epoch(requester_cluster_id, topic_id, partition)
+    }
+}
