@@ -6,6 +6,7 @@ mod support;
 
 use std::sync::Arc;
 
+use klog::log::clock::Clock;
 use klog::log::format::ControlRecordType;
 use klog::mirror::{Cluster, MirrorState};
 use support::*;
@@ -80,11 +81,19 @@ fn s1_initial_sync_is_byte_identical_and_read_only() {
     assert_eq!(err.error_name(), Some("READ_ONLY_TOPIC"));
     assert_eq!(bl.log_end_offset(), 6);
     // Segment files are byte-identical.
-    for name in ["00000000000000000000.log"] {
-        assert!(files_equal(
-            &a.root().join("t-0").join(name),
-            &b.root().join("t-0").join(name)
-        ));
+    // Segment and index files are byte-identical.
+    for name in [
+        "00000000000000000000.log",
+        "00000000000000000000.index",
+        "00000000000000000000.timeindex",
+    ] {
+        assert!(
+            files_equal(
+                &a.root().join("t-0").join(name),
+                &b.root().join("t-0").join(name)
+            ),
+            "{name}"
+        );
     }
 }
 
@@ -193,4 +202,620 @@ fn s3_failback_truncates_by_lme_in_both_cases() {
         assert_mirrors(&b, &a, "t");
         assert_eq!(log(&b, "t").log_end_offset(), 9);
     }
+}
+
+fn synced_pair(env: &Env) -> (Arc<Cluster>, Arc<Cluster>) {
+    let a = s1_source(env, "a");
+    let b = env.cluster("b");
+    link(&b, "m", &a);
+    all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+    b.run_until_idle(100);
+    assert_mirrors(&b, &a, "t");
+    (a, b)
+}
+
+fn error_of(results: Vec<(String, Result<(), klog::mirror::Error>)>) -> &'static str {
+    results[0]
+        .1
+        .as_ref()
+        .unwrap_err()
+        .error_name()
+        .expect("a named error")
+}
+
+/// S4: pause/resume with no truncation, and the lifecycle errors.
+#[test]
+fn s4_pause_resume_without_truncation() {
+    let env = Env::new();
+    let (a, b) = synced_pair(&env);
+    all_ok(b.pause_topics("m", &topics(&["t"])).unwrap());
+    let r = b.run_until_idle(100);
+    let states: Vec<_> = r.transitions.iter().map(|t| t.3).collect();
+    assert_eq!(states, [MirrorState::Pausing, MirrorState::Paused]);
+    a.produce("t", 0, &mut batch(PID, 0, 6, 1, false, "while-paused"))
+        .unwrap();
+    assert!(!b.run_until_idle(100).progressed());
+    assert_eq!(log(&b, "t").log_end_offset(), 6);
+    assert_eq!(
+        b.produce("t", 0, &mut plain(1, "x"))
+            .unwrap_err()
+            .error_name(),
+        Some("READ_ONLY_TOPIC")
+    );
+    // Pausing again is accepted (P1), resuming a paused topic works.
+    all_ok(b.pause_topics("m", &topics(&["t"])).unwrap());
+    all_ok(b.resume_topics("m", &topics(&["t"])).unwrap());
+    let r = b.run_until_idle(100);
+    assert_eq!(r.truncations, 0, "resume never truncates");
+    assert_eq!(r.transitions[0].3, MirrorState::Mirroring);
+    assert_mirrors(&b, &a, "t");
+    assert_eq!(log(&b, "t").log_end_offset(), 7);
+    // Lifecycle errors.
+    assert_eq!(
+        error_of(b.resume_topics("m", &topics(&["t"])).unwrap()),
+        "MIRROR_TOPIC_NOT_PAUSED"
+    );
+    assert_eq!(
+        error_of(b.add_topics("m", &topics(&["t"])).unwrap()),
+        "TOPIC_ALREADY_IN_MIRROR"
+    );
+    b.create_mirror("other", a.root().to_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        error_of(b.pause_topics("other", &topics(&["t"])).unwrap()),
+        "TOPIC_NOT_IN_MIRROR"
+    );
+    assert_eq!(
+        b.pause_topics("nope", &topics(&["t"]))
+            .unwrap_err()
+            .error_name(),
+        Some("UNKNOWN_MIRROR")
+    );
+    b.create_topic("plain", 1, None, &[]).unwrap();
+    assert_eq!(
+        error_of(b.pause_topics("m", &topics(&["plain"])).unwrap()),
+        "UNKNOWN_MIRROR"
+    );
+    assert_eq!(
+        error_of(b.pause_topics("m", &topics(&["missing"])).unwrap()),
+        "UNKNOWN_TOPIC_OR_PARTITION"
+    );
+    assert_eq!(
+        b.create_mirror("m", "x").unwrap_err().error_name(),
+        Some("CLUSTER_MIRROR_ALREADY_EXISTS")
+    );
+    assert_eq!(
+        b.create_mirror("m.paused", "x").unwrap_err().error_name(),
+        Some("INVALID_MIRROR_NAME")
+    );
+    all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+    assert_eq!(
+        error_of(b.pause_topics("m", &topics(&["t"])).unwrap()),
+        "MIRROR_TOPIC_BEING_REMOVED"
+    );
+}
+
+/// S5: stop with an open transaction (seed semantics: read_committed fetch, truncation to the local LSO).
+#[test]
+fn s5_stop_with_an_open_transaction_truncates_to_the_lso() {
+    let env = Env::new();
+    let a = env.cluster("a");
+    a.create_topic("t", 1, None, &[]).unwrap();
+    a.produce("t", 0, &mut batch(1, 0, 0, 1, true, "t1"))
+        .unwrap(); // 0
+    a.produce("t", 0, &mut batch(2, 0, 0, 1, true, "t2"))
+        .unwrap(); // 1
+    a.append_markers("t", 0, &mut marker(true, 1, 0)).unwrap(); // 2: T1 commits, T2 stays open
+    assert_eq!(log(&a, "t").last_stable_offset(), 1);
+    let b = env.cluster("b");
+    link(&b, "m", &a);
+    all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+    b.run_until_idle(100);
+    let bl = log(&b, "t");
+    assert_eq!(bl.log_end_offset(), 1, "only up to the source LSO");
+    assert_eq!(
+        bl.last_stable_offset(),
+        0,
+        "T1 is open from B's point of view"
+    );
+    all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+    b.run_until_idle(100);
+    let all = batches(&bl);
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].base_offset, 0);
+    assert_eq!(
+        control_type(&all[0]),
+        Some(ControlRecordType::MirrorPidReset)
+    );
+    assert_eq!(bl.log_end_offset(), 1);
+    assert!(bl.producers().is_empty());
+    let (read, aborted) = bl.read_committed(0, 1 << 20, true).unwrap();
+    assert!(aborted.is_empty());
+    let data = klog::log::format::Batches::new(read.records.as_slice())
+        .filter(|b| matches!(b, Ok(klog::log::format::AnyBatch::V2(v)) if !v.is_control()))
+        .count();
+    assert_eq!(data, 0, "T1's record is gone, as the seed design accepts");
+    // Producers may start transactions afresh.
+    b.produce("t", 0, &mut batch(1, 0, 0, 1, true, "new"))
+        .unwrap();
+    b.append_markers("t", 0, &mut marker(true, 1, 0)).unwrap();
+    assert_eq!(bl.last_stable_offset(), bl.log_end_offset());
+
+    // Variant with no open transaction: nothing is truncated, B LEO = A LEO + 1.
+    let env = Env::new();
+    let (a, b) = synced_pair(&env);
+    all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+    let r = b.run_until_idle(100);
+    assert_eq!(r.truncations, 0);
+    assert_eq!(
+        log(&b, "t").log_end_offset(),
+        log(&a, "t").log_end_offset() + 1
+    );
+}
+
+/// S6: the source's retention moves its log start past our log end: OFFSET_OUT_OF_RANGE, restart there.
+#[test]
+fn s6_source_retention_restarts_at_the_source_log_start() {
+    let env = Env::new();
+    let (a, b) = synced_pair(&env);
+    all_ok(b.pause_topics("m", &topics(&["t"])).unwrap());
+    b.run_until_idle(100);
+    for i in 0..6 {
+        a.produce("t", 0, &mut batch(PID, 0, 6 + i, 1, false, "more"))
+            .unwrap();
+    }
+    let al = log(&a, "t");
+    assert!(al.increment_log_start_offset(9).unwrap());
+    all_ok(b.resume_topics("m", &topics(&["t"])).unwrap());
+    let r = b.run_until_idle(100);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let bl = log(&b, "t");
+    assert_eq!(bl.log_start_offset(), 9);
+    assert_eq!(bl.log_end_offset(), 12);
+    let from_a: Vec<_> = batches(&al)
+        .into_iter()
+        .filter(|s| s.base_offset >= 9)
+        .collect();
+    assert_eq!(batches(&bl), from_a);
+    // Steady state: our log start follows the source's.
+    a.produce("t", 0, &mut plain(1, "x")).unwrap();
+    al.increment_log_start_offset(11).unwrap();
+    b.run_until_idle(100);
+    assert_eq!(bl.log_start_offset(), 11);
+    assert_eq!(bl.log_end_offset(), 13);
+}
+
+/// S8: an unclean election on the source: the diverging epoch truncates us, then we converge.
+#[test]
+fn s8_source_divergence_truncates_and_converges() {
+    let env = Env::new();
+    let a = env.cluster("a");
+    a.create_topic("t", 1, None, &[]).unwrap();
+    a.bump_leader_epoch("t", 0, 1).unwrap();
+    for _ in 0..10 {
+        a.produce("t", 0, &mut plain(1, "e1")).unwrap();
+    }
+    let b = env.cluster("b");
+    link(&b, "m", &a);
+    all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+    b.run_until_idle(100);
+    assert_eq!(log(&b, "t").log_end_offset(), 10);
+    // A stale replica (LEO 5) is elected uncleanly at e(2) and writes 5-7.
+    let al = log(&a, "t");
+    al.truncate_to(5).unwrap();
+    a.bump_leader_epoch("t", 0, 2).unwrap();
+    for _ in 0..3 {
+        a.produce("t", 0, &mut plain(1, "e2")).unwrap();
+    }
+    let r = b.run_until_idle(100);
+    assert!(r.truncations >= 1);
+    assert_mirrors(&b, &a, "t");
+    assert_eq!(log(&b, "t").log_end_offset(), 8);
+}
+
+/// S9: fan-out A -> B and A -> C; each fails over on its own and A never knows.
+#[test]
+fn s9_fan_out() {
+    let env = Env::new();
+    let a = s1_source(&env, "a");
+    let (b, c) = (env.cluster("b"), env.cluster("c"));
+    link(&b, "m1", &a);
+    link(&c, "m2", &a);
+    all_ok(b.add_topics("m1", &topics(&["t"])).unwrap());
+    all_ok(c.add_topics("m2", &topics(&["t"])).unwrap());
+    b.run_until_idle(100);
+    c.run_until_idle(100);
+    assert_mirrors(&b, &a, "t");
+    assert_mirrors(&c, &a, "t");
+    all_ok(b.remove_topics("m1", &topics(&["t"])).unwrap());
+    b.run_until_idle(100);
+    a.produce("t", 0, &mut batch(PID, 0, 6, 1, false, "more"))
+        .unwrap();
+    c.run_until_idle(100);
+    assert_mirrors(&c, &a, "t");
+    assert_eq!(state_of(&c, "t", 0), Some(MirrorState::Mirroring));
+    assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Stopped));
+    assert_eq!(log(&b, "t").log_end_offset(), 7);
+    assert!(a.describe().iter().all(|d| d.mirror.is_none()));
+}
+
+/// S10: fan-in A -> C (orders-a) and B -> C (orders-b); a topic belongs to one mirror.
+#[test]
+fn s10_fan_in() {
+    let env = Env::new();
+    let (a, b, c) = (env.cluster("a"), env.cluster("b"), env.cluster("c"));
+    a.create_topic("orders-a", 1, None, &[]).unwrap();
+    b.create_topic("orders-b", 2, None, &[]).unwrap();
+    a.produce("orders-a", 0, &mut plain(3, "a")).unwrap();
+    b.produce("orders-b", 1, &mut plain(2, "b")).unwrap();
+    link(&c, "ma", &a);
+    link(&c, "mb", &b);
+    all_ok(c.add_topics("ma", &topics(&["orders-a"])).unwrap());
+    all_ok(c.add_topics("mb", &topics(&["orders-b"])).unwrap());
+    assert_eq!(
+        error_of(c.add_topics("mb", &topics(&["orders-a"])).unwrap()),
+        "UNKNOWN_TOPIC_OR_PARTITION",
+        "B has no orders-a"
+    );
+    b.create_topic("orders-a", 1, None, &[]).unwrap();
+    assert_eq!(
+        error_of(c.add_topics("mb", &topics(&["orders-a"])).unwrap()),
+        "TOPIC_ALREADY_IN_MIRROR"
+    );
+    c.run_until_idle(100);
+    assert_mirrors(&c, &a, "orders-a");
+    assert_eq!(
+        batches(&c.log("orders-b", 1).unwrap()),
+        batches(&b.log("orders-b", 1).unwrap())
+    );
+    assert_eq!(c.log("orders-b", 0).unwrap().log_end_offset(), 0);
+}
+
+/// S11: chain A -> B -> C; B's failover barrier flows to C and clears C's producer state there.
+#[test]
+fn s11_chain_carries_the_barrier() {
+    let env = Env::new();
+    let (a, b) = synced_pair(&env);
+    let c = env.cluster("c");
+    link(&c, "mc", &b);
+    all_ok(c.add_topics("mc", &topics(&["t"])).unwrap());
+    c.run_until_idle(100);
+    assert_mirrors(&c, &a, "t");
+    assert_eq!(log(&c, "t").producers().len(), 1);
+    all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+    b.run_until_idle(100);
+    b.produce("t", 0, &mut batch(77, 0, 0, 2, false, "b-local"))
+        .unwrap();
+    c.run_until_idle(100);
+    assert_mirrors(&c, &b, "t");
+    let cl = log(&c, "t");
+    let all = batches(&cl);
+    assert_eq!(
+        control_type(&all[all.len() - 2]),
+        Some(ControlRecordType::MirrorPidReset)
+    );
+    let p = cl.producers();
+    assert_eq!(p.len(), 1, "only B's post-failover producer");
+    assert_eq!((p[0].producer_id(), p[0].last_seq()), (77, 1));
+    assert_eq!(state_of(&c, "t", 0), Some(MirrorState::Mirroring));
+}
+
+/// S7: a compacted source (offset gaps) is copied with the same gaps.
+#[test]
+fn s7_offset_gaps_are_kept() {
+    let env = Env::new();
+    let a = env.cluster("a");
+    a.create_topic("t", 1, None, &[]).unwrap();
+    let al = log(&a, "t");
+    for base in [0i64, 5, 9] {
+        let mut b = plain(2, "compacted");
+        klog::log::format::RecordBatchMut::parse(&mut b)
+            .unwrap()
+            .set_base_offset(base);
+        al.append_as_follower(&b).unwrap();
+    }
+    al.update_high_watermark(al.log_end_offset());
+    let b = env.cluster("b");
+    link(&b, "m", &a);
+    all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+    b.run_until_idle(100);
+    let got: Vec<i64> = batches(&log(&b, "t"))
+        .iter()
+        .map(|s| s.base_offset)
+        .collect();
+    assert_eq!(got, [0, 5, 9]);
+    assert_mirrors(&b, &a, "t");
+}
+
+/// A source that can be switched off (all source brokers down) and back on.
+struct Switchable {
+    inner: klog::mirror::LocalSource,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl Switchable {
+    fn check(&self) -> Result<(), klog::mirror::source::SourceError> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(klog::mirror::source::SourceError::Unavailable(
+                "connection refused".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl klog::mirror::MirrorSource for Switchable {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn cluster_id(&self) -> Result<String, klog::mirror::source::SourceError> {
+        self.check()?;
+        self.inner.cluster_id()
+    }
+    fn topic(
+        &self,
+        name: &str,
+    ) -> Result<Option<klog::mirror::source::SourceTopic>, klog::mirror::source::SourceError> {
+        self.check()?;
+        self.inner.topic(name)
+    }
+    fn fetch(
+        &self,
+        r: &klog::mirror::source::FetchRequest,
+    ) -> Result<klog::mirror::source::FetchResponse, klog::mirror::source::SourceError> {
+        self.check()?;
+        self.inner.fetch(r)
+    }
+    fn list_offsets(
+        &self,
+        t: &str,
+        id: klog::log::checkpoint::TopicId,
+        p: i32,
+    ) -> Result<(i64, i64), klog::mirror::source::SourceError> {
+        self.check()?;
+        self.inner.list_offsets(t, id, p)
+    }
+    fn last_mirrored_epoch(
+        &self,
+        c: &str,
+        id: klog::log::checkpoint::TopicId,
+        p: i32,
+    ) -> Result<i32, klog::mirror::source::SourceError> {
+        self.check()?;
+        self.inner.last_mirrored_epoch(c, id, p)
+    }
+}
+
+/// S12: lifecycle errors, DeleteMirror, FAILED with backoff while the source is down, and a deleted
+/// source topic.
+#[test]
+fn s12_delete_mirror_failed_retry_and_source_topic_deletion() {
+    use std::sync::atomic::Ordering;
+    let env = Env::new();
+    let (a, b) = synced_pair(&env);
+    // FAILED and retry: the source goes away, then comes back.
+    let switch = Arc::new(Switchable {
+        inner: klog::mirror::LocalSource::new(Arc::clone(&a)),
+        down: std::sync::atomic::AtomicBool::new(true),
+    });
+    b.connect_source("m", switch.clone());
+    let r = b.tick();
+    assert_eq!(r.transitions.last().unwrap().3, MirrorState::Failed);
+    let d = &b.describe()[0];
+    assert_eq!(d.state, Some(MirrorState::Failed));
+    assert_eq!(d.retry_attempt, Some(1));
+    assert!(d.error.as_deref().unwrap().contains("connection refused"));
+    let first_retry = r.next_retry_ms.unwrap() - env.clock.now_ms();
+    assert!((800..=1200).contains(&first_retry), "{first_retry}");
+    assert!(
+        b.tick().transitions.is_empty(),
+        "no retry before the backoff"
+    );
+    env.clock.advance(first_retry);
+    b.connect_source("m", switch.clone());
+    let r = b.tick();
+    let states: Vec<_> = r.transitions.iter().map(|t| t.3).collect();
+    assert_eq!(states, [MirrorState::Mirroring, MirrorState::Failed]);
+    assert_eq!(b.describe()[0].retry_attempt, Some(2));
+    let second = r.next_retry_ms.unwrap() - env.clock.now_ms();
+    assert!((1600..=2400).contains(&second), "backoff doubles: {second}");
+    a.produce("t", 0, &mut batch(PID, 0, 6, 1, false, "while-down"))
+        .unwrap();
+    switch.down.store(false, Ordering::SeqCst);
+    env.clock.advance(second);
+    b.connect_source("m", switch.clone());
+    let r = b.run_until_idle(100);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Mirroring));
+    assert_mirrors(&b, &a, "t");
+    assert_eq!(log(&b, "t").log_end_offset(), 7);
+
+    // DeleteMirror while mirroring: MIRROR_NOT_EMPTY; after stop it succeeds and tombstones the state.
+    assert_eq!(
+        b.delete_mirror("m").unwrap_err().error_name(),
+        Some("MIRROR_NOT_EMPTY")
+    );
+    all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+    assert_eq!(
+        b.delete_mirror("m").unwrap_err().error_name(),
+        Some("MIRROR_NOT_EMPTY"),
+        "removed but not yet STOPPED"
+    );
+    b.run_until_idle(100);
+    b.delete_mirror("m").unwrap();
+    assert_eq!(
+        b.delete_mirror("m").unwrap_err().error_name(),
+        Some("UNKNOWN_MIRROR")
+    );
+    assert!(b.mirrors().is_empty());
+    let d = &b.describe()[0];
+    assert_eq!(
+        (d.mirror.as_deref(), d.state, d.last_mirrored_epoch),
+        (None, None, None)
+    );
+    assert!(!b.metadata().topics["t"].configs.contains_key("mirror.name"));
+    b.produce("t", 0, &mut plain(1, "ordinary")).unwrap();
+    b.close().unwrap();
+    let b2 = env.reopen(Arc::new(klog::log::io::StdStorage), "b");
+    assert!(b2.describe().iter().all(|d| d.state.is_none()));
+    // The tombstones are in __mirror_state: its last records have null values.
+    let tombstones = (0..3)
+        .flat_map(|p| batches(&b2.log("__mirror_state", p).unwrap()))
+        .count();
+    assert!(tombstones > 0);
+
+    // A deleted source topic: FAILED, not retried; the operator fails over.
+    let env = Env::new();
+    let (a, b) = synced_pair(&env);
+    let cut = Arc::new(Switchable {
+        inner: klog::mirror::LocalSource::new(Arc::clone(&a)),
+        down: std::sync::atomic::AtomicBool::new(false),
+    });
+    b.connect_source("m", cut);
+    let _ = &a;
+    // Delete the topic on the source: fetches of its id fail with UNKNOWN_TOPIC_OR_PARTITION.
+    a.delete_topic("t").unwrap();
+    let r = b.tick();
+    assert_eq!(r.transitions.last().unwrap().3, MirrorState::Failed);
+    let d = &b.describe()[0];
+    assert_eq!(
+        d.retry_attempt,
+        Some(-1),
+        "a deleted source topic is not retried"
+    );
+    assert!(d.error.as_deref().unwrap().contains("source topic is gone"));
+    env.clock.advance(1_000_000);
+    assert!(b.tick().transitions.is_empty());
+    all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+    let states: Vec<_> = b
+        .run_until_idle(100)
+        .transitions
+        .iter()
+        .map(|t| t.3)
+        .collect();
+    assert_eq!(states, [MirrorState::Stopping, MirrorState::Stopped]);
+    assert_eq!(log(&b, "t").log_end_offset(), 7);
+}
+
+fn s1_source_on(env: &Env, storage: Arc<dyn klog::log::io::Storage>, name: &str) -> Arc<Cluster> {
+    let a = env.cluster_on(storage, name);
+    a.create_topic("t", 1, None, &[]).unwrap();
+    a.produce("t", 0, &mut batch(PID, 0, 0, 3, false, "a0"))
+        .unwrap();
+    a.bump_leader_epoch("t", 0, 2).unwrap();
+    a.produce("t", 0, &mut batch(PID, 0, 3, 3, false, "a1"))
+        .unwrap();
+    a
+}
+
+/// S13 (STOPPING): power off at every storage operation of the stop, recover, restart: the end state
+/// is the one without a crash (with at most one extra barrier).
+#[test]
+fn s13_crash_at_every_step_of_stopping() {
+    let mut crashed_runs = 0;
+    for k in 1.. {
+        let env = Env::new();
+        let sim = Arc::new(klog::log::io::SimStorage::new(k));
+        let a = s1_source(&env, "a");
+        let b = env.cluster_on(sim.clone(), "b");
+        link(&b, "m", &a);
+        all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+        b.run_until_idle(100);
+        b.checkpoint().unwrap(); // what was mirrored is durable: the crash is in the stop, not before it
+        all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+        let start = sim.ops();
+        sim.power_off_at(start + k);
+        b.run_until_idle(100);
+        let finished = sim.ops() < start + k;
+        drop(b);
+        sim.crash(true);
+        sim.clear_faults();
+        let b = env.reopen(sim.clone(), "b");
+        b.connect_source(
+            "m",
+            Arc::new(klog::mirror::LocalSource::new(Arc::clone(&a))),
+        );
+        let r = b.run_until_idle(100);
+        assert!(r.errors.is_empty(), "k={k}: {:?}", r.errors);
+        assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Stopped), "k={k}");
+        assert_eq!(lme_of(&b, "t"), Some(2), "k={k}");
+        assert_eq!(b.leader_epoch("t", 0), Some(3), "k={k}");
+        let bl = log(&b, "t");
+        let all = batches(&bl);
+        let mirrored = batches(&log(&a, "t"));
+        assert_eq!(all[..mirrored.len()], mirrored[..], "k={k}");
+        let barriers = &all[mirrored.len()..];
+        assert!(
+            (1..=2).contains(&barriers.len()),
+            "k={k}: {} barriers",
+            barriers.len()
+        );
+        for s in barriers {
+            assert_eq!(
+                control_type(s),
+                Some(ControlRecordType::MirrorPidReset),
+                "k={k}"
+            );
+            assert_eq!(s.epoch, 3);
+        }
+        assert!(bl.producers().is_empty(), "k={k}");
+        let info = b
+            .produce("t", 0, &mut batch(PID, 0, 0, 1, false, "after"))
+            .unwrap();
+        assert_eq!(info.first_offset, 6 + barriers.len() as i64);
+        if finished {
+            break;
+        }
+        crashed_runs += 1;
+    }
+    assert!(
+        crashed_runs >= 5,
+        "the stop performs several storage operations"
+    );
+}
+
+/// S13 (PREPARING): failback case b with a power-off at every storage operation of PREPARING (and the
+/// first fetches), then restart: A converges on B's log.
+#[test]
+fn s13_crash_at_every_step_of_preparing() {
+    let mut crashed_runs = 0;
+    for k in 1.. {
+        let env = Env::new();
+        let sim = Arc::new(klog::log::io::SimStorage::new(k));
+        let a = s1_source_on(&env, sim.clone(), "a");
+        let b = env.cluster("b");
+        link(&b, "m", &a);
+        all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+        b.run_until_idle(100);
+        all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+        b.run_until_idle(100);
+        b.produce("t", 0, &mut plain(1, "b-primary")).unwrap();
+        a.bump_leader_epoch("t", 0, 4).unwrap();
+        a.produce("t", 0, &mut plain(2, "a-stray")).unwrap();
+        a.checkpoint().unwrap();
+        link(&a, "back", &b);
+        all_ok(a.add_topics("back", &topics(&["t"])).unwrap());
+        let start = sim.ops();
+        sim.power_off_at(start + k);
+        a.run_until_idle(100);
+        let finished = sim.ops() < start + k;
+        drop(a);
+        sim.crash(true);
+        sim.clear_faults();
+        let a = env.reopen(sim.clone(), "a");
+        a.connect_source(
+            "back",
+            Arc::new(klog::mirror::LocalSource::new(Arc::clone(&b))),
+        );
+        let r = a.run_until_idle(100);
+        assert!(r.errors.is_empty(), "k={k}: {:?}", r.errors);
+        assert_eq!(state_of(&a, "t", 0), Some(MirrorState::Mirroring), "k={k}");
+        assert_mirrors(&a, &b, "t");
+        assert_eq!(log(&a, "t").log_end_offset(), 8, "k={k}");
+        if finished {
+            break;
+        }
+        crashed_runs += 1;
+    }
+    assert!(crashed_runs >= 3);
 }

@@ -73,6 +73,9 @@ impl Default for MirrorSettings {
     }
 }
 
+/// Per-topic outcomes of a mirror request (the request itself can also fail as a whole).
+pub type TopicResults = Vec<(String, Result<(), Error>)>;
+
 /// A partition as `describe` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PartitionDescription {
@@ -411,6 +414,42 @@ impl Cluster {
         Ok(id)
     }
 
+    /// DeleteTopics: the topic leaves the metadata and its partition directories are renamed the way
+    /// Kafka marks them for deletion (`<topic>-<p>.<id>-delete`); their files are left for the operator.
+    pub fn delete_topic(&self, name: &str) -> Result<(), Error> {
+        let mut guard = lock(&self.meta);
+        let t = guard.topics.get(name).cloned().ok_or_else(|| {
+            Error::mirror(
+                MirrorError::UnknownTopicOrPartition,
+                format!("no topic {name}"),
+            )
+        })?;
+        let mut meta = guard.clone();
+        meta.topics.remove(name);
+        self.save_meta(&mut guard, meta)?;
+        let mut logs = lock(&self.logs);
+        let mut log_dir = lock(&self.log_dir);
+        for p in 0..t.partitions {
+            if let Some(log) = logs.remove(&(name.to_owned(), p)) {
+                log.close()?;
+                log_dir.checkpoint(&log)?;
+            }
+            let dir = self.root.join(partition_dir_name(name, p));
+            let to = self.root.join(format!(
+                "{}.{}-delete",
+                partition_dir_name(name, p),
+                t.id.replace('-', "_")
+            ));
+            self.storage
+                .rename(&dir, &to)
+                .map_err(|e| Error::io(&dir, e))?;
+        }
+        self.storage
+            .sync_dir(&self.root)
+            .map_err(|e| Error::io(&self.root, e))?;
+        Ok(())
+    }
+
     pub fn topic(&self, name: &str) -> Option<TopicMeta> {
         lock(&self.meta).topics.get(name).cloned()
     }
@@ -573,7 +612,7 @@ impl Cluster {
         &self,
         mirror: &str,
         topics: &[String],
-    ) -> Result<Vec<(String, Result<(), Error>)>, Error> {
+    ) -> Result<TopicResults, Error> {
         Self::require_mirror(&lock(&self.meta), mirror)?;
         let source = self.source_for(mirror).map_err(|e| Error::Source {
             source_name: mirror.to_owned(),
@@ -595,6 +634,16 @@ impl Cluster {
                         )
                     })?;
                 if let Some(local) = self.topic(topic) {
+                    if let Some(m) = local
+                        .mirror
+                        .as_ref()
+                        .filter(|m| m.desired != DesiredState::Stop)
+                    {
+                        return Err(Error::mirror(
+                            MirrorError::TopicAlreadyInMirror,
+                            format!("topic {topic} is already in mirror {}", m.name),
+                        ));
+                    }
                     if local.id != described.id.to_string() {
                         return Err(Error::mirror(
                             MirrorError::InvalidRequest,
@@ -638,7 +687,7 @@ impl Cluster {
         &self,
         mirror: &str,
         topics: &[String],
-    ) -> Result<Vec<(String, Result<(), Error>)>, Error> {
+    ) -> Result<TopicResults, Error> {
         self.change_topics(mirror, topics, |topic, m| match m.desired {
             DesiredState::Stop => Ok(m.clone()),
             _ => {
@@ -656,7 +705,7 @@ impl Cluster {
         &self,
         mirror: &str,
         topics: &[String],
-    ) -> Result<Vec<(String, Result<(), Error>)>, Error> {
+    ) -> Result<TopicResults, Error> {
         self.change_topics(mirror, topics, |topic, m| match m.desired {
             DesiredState::Stop => Err(Error::mirror(
                 MirrorError::MirrorTopicBeingRemoved,
@@ -674,7 +723,7 @@ impl Cluster {
         &self,
         mirror: &str,
         topics: &[String],
-    ) -> Result<Vec<(String, Result<(), Error>)>, Error> {
+    ) -> Result<TopicResults, Error> {
         self.change_topics(mirror, topics, |topic, m| match m.desired {
             DesiredState::Pause => Ok(TopicMirror {
                 name: m.name.clone(),
@@ -692,7 +741,7 @@ impl Cluster {
         mirror: &str,
         topics: &[String],
         change: impl Fn(&str, &TopicMirror) -> Result<TopicMirror, Error>,
-    ) -> Result<Vec<(String, Result<(), Error>)>, Error> {
+    ) -> Result<TopicResults, Error> {
         Self::require_mirror(&lock(&self.meta), mirror)?;
         let results = topics
             .iter()

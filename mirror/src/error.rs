@@ -128,10 +128,7 @@ impl Error {
     pub fn error_name(&self) -> Option<&'static str> {
         match self {
             Error::Mirror { error, .. } => Some(error.name()),
-            Error::Log(e) => match e {
-                klog_log::Error::Rejected { error, .. } => Some(error.name()),
-                _ => None,
-            },
+            Error::Log(klog_log::Error::Rejected { error, .. }) => Some(error.name()),
             _ => None,
         }
     }

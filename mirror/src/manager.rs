@@ -605,7 +605,9 @@ impl Cluster {
     /// a crash ends in the same state. Returns whether the LSO truncation removed anything.
     fn stop(&self, w: &Work) -> Result<bool, Error> {
         // 1. The fetcher is stopped: ours only runs inside tick, and the state is no longer MIRRORING.
+        //    What it appended is made durable before the LME is read from it.
         let log = self.partition_log(w)?;
+        log.flush(log.log_end_offset())?;
         let epoch_now = self.leader_epoch(&w.topic, w.partition).unwrap_or(0);
         if barrier_at_end(&log, epoch_now)? {
             return Ok(false); // a crash after the barrier: the stop already happened
