@@ -608,11 +608,7 @@ impl Cluster {
 
     /// AddTopicsToMirror: creates missing topics from the source's description (same name, partition
     /// count and topic id), then marks them to be mirrored. Per-topic results.
-    pub fn add_topics(
-        &self,
-        mirror: &str,
-        topics: &[String],
-    ) -> Result<TopicResults, Error> {
+    pub fn add_topics(&self, mirror: &str, topics: &[String]) -> Result<TopicResults, Error> {
         Self::require_mirror(&lock(&self.meta), mirror)?;
         let source = self.source_for(mirror).map_err(|e| Error::Source {
             source_name: mirror.to_owned(),
@@ -683,11 +679,7 @@ impl Cluster {
     }
 
     /// RemoveTopicsFromMirror (failover).
-    pub fn remove_topics(
-        &self,
-        mirror: &str,
-        topics: &[String],
-    ) -> Result<TopicResults, Error> {
+    pub fn remove_topics(&self, mirror: &str, topics: &[String]) -> Result<TopicResults, Error> {
         self.change_topics(mirror, topics, |topic, m| match m.desired {
             DesiredState::Stop => Ok(m.clone()),
             _ => {
@@ -701,11 +693,7 @@ impl Cluster {
     }
 
     /// PauseMirrorTopics.
-    pub fn pause_topics(
-        &self,
-        mirror: &str,
-        topics: &[String],
-    ) -> Result<TopicResults, Error> {
+    pub fn pause_topics(&self, mirror: &str, topics: &[String]) -> Result<TopicResults, Error> {
         self.change_topics(mirror, topics, |topic, m| match m.desired {
             DesiredState::Stop => Err(Error::mirror(
                 MirrorError::MirrorTopicBeingRemoved,
@@ -719,11 +707,7 @@ impl Cluster {
     }
 
     /// ResumeMirrorTopics.
-    pub fn resume_topics(
-        &self,
-        mirror: &str,
-        topics: &[String],
-    ) -> Result<TopicResults, Error> {
+    pub fn resume_topics(&self, mirror: &str, topics: &[String]) -> Result<TopicResults, Error> {
         self.change_topics(mirror, topics, |topic, m| match m.desired {
             DesiredState::Pause => Ok(TopicMirror {
                 name: m.name.clone(),
@@ -1003,6 +987,37 @@ impl Cluster {
     }
 
     // ---- describe ------------------------------------------------------------------------------------
+
+    /// `describe`, with the source's end offset asked from the source for mirror partitions the fetcher
+    /// has not reported on yet (a fresh process): lag is then known without running the fetcher.
+    pub fn describe_live(&self) -> Vec<PartitionDescription> {
+        let mut rows = self.describe();
+        for r in &mut rows {
+            let mirroring = matches!(
+                r.state,
+                Some(
+                    MirrorState::Mirroring
+                        | MirrorState::Paused
+                        | MirrorState::Pausing
+                        | MirrorState::Preparing
+                )
+            );
+            let (Some(mirror), true, None) = (r.mirror.clone(), mirroring, r.source_end_offset)
+            else {
+                continue;
+            };
+            let Some(id) = TopicId::parse(&r.topic_id) else {
+                continue;
+            };
+            if let Ok(source) = self.source_for(&mirror) {
+                if let Ok((_, end)) = source.list_offsets(&r.topic, id, r.partition) {
+                    r.source_end_offset = Some(end);
+                    r.lag = Some((end - r.high_watermark).max(0));
+                }
+            }
+        }
+        rows
+    }
 
     pub fn describe(&self) -> Vec<PartitionDescription> {
         let meta = lock(&self.meta).clone();

@@ -1,6 +1,10 @@
 //! `klog append DIR FILE`: appends the concatenated batches in FILE to the partition directory DIR (its
 //! parent is the log directory whose checkpoints are read and updated), one batch per append as a
 //! producer sends them (`--as leader`, the default) or as a follower would (`--as follower`).
+//!
+//! When the log directory is a klog cluster (`klog cluster init`), the partition must exist, leader
+//! appends are stamped with the partition's leader epoch from the cluster metadata, and a mirror
+//! partition refuses them with READ_ONLY_TOPIC unless its mirror state is STOPPED.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,11 +13,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use klog::log::clock::SystemClock;
 use klog::log::config::LogConfig;
 use klog::log::format::{AnyBatch, Batches};
 use klog::log::io::open_backend;
 use klog::log::log_dir::LogDir;
+use klog::log::partition_log::{parse_dir_name, LogAppendInfo, PartitionLog};
 use klog::log::validator::AppendOrigin;
+use klog::mirror::Cluster;
 use serde_json::json;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -30,7 +37,7 @@ pub struct AppendArgs {
     file: PathBuf,
     #[arg(long = "as", value_enum, default_value = "leader")]
     role: Role,
-    /// The leader epoch stamped on leader appends.
+    /// The leader epoch stamped on leader appends (in a cluster, the partition's own epoch is used).
     #[arg(long, default_value_t = 0)]
     leader_epoch: i32,
     /// A topic configuration, `key=value` with Kafka's names (repeatable).
@@ -60,8 +67,27 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
         std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let (root, name) = split_partition_dir(&args.dir)?;
     let storage = open_backend(config.io_backend)?;
-    let mut log_dir = LogDir::open(Arc::clone(&storage), &root)?;
-    let (log, _) = log_dir.open_partition(&name, config)?;
+    let mut target = if Cluster::exists(storage.as_ref(), &root) {
+        let cluster = Cluster::open(Arc::clone(&storage), Arc::new(SystemClock), &root)?;
+        let (topic, partition) = parse_dir_name(&args.dir)
+            .with_context(|| format!("{}: not a partition directory", args.dir.display()))?;
+        if cluster.log(&topic, partition).is_none() {
+            cluster.close()?;
+            anyhow::bail!(
+                "{}: the cluster has no partition {partition} of topic {topic} (create it with `klog topic create`)",
+                args.dir.display()
+            );
+        }
+        Target::Cluster {
+            cluster,
+            topic,
+            partition,
+        }
+    } else {
+        let log_dir = LogDir::open(Arc::clone(&storage), &root)?;
+        let (log, _) = log_dir.open_partition(&name, config)?;
+        Target::Plain { log_dir, log }
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut clean = true;
@@ -70,21 +96,16 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
         let (result, position) = match batch {
             Ok(b) => {
                 let mut bytes = b.as_bytes().to_vec();
-                let r = match (args.role, b) {
-                    // Markers and barriers come from the coordinator, not a producer.
-                    (Role::Leader, AnyBatch::V2(v)) if v.is_control() => log
-                        .append_as_leader_with_origin(
-                            &mut bytes,
-                            args.leader_epoch,
-                            AppendOrigin::Coordinator,
-                        ),
-                    (Role::Leader, _) => log.append_as_leader(&mut bytes, args.leader_epoch),
-                    (Role::Follower, _) => log.append_as_follower(&bytes),
-                };
-                (r, b.position())
+                // Markers and barriers come from the coordinator, not a producer.
+                let control = matches!(b, AnyBatch::V2(v) if v.is_control());
+                (
+                    target.append(args.role, control, args.leader_epoch, &mut bytes),
+                    b.position(),
+                )
             }
-            Err(e) => (Err(e), 0),
+            Err(e) => (Err(Failure::from_log(&e)), 0),
         };
+        let log = target.log_handle();
         match result {
             Ok(info) => {
                 log.update_high_watermark(log.log_end_offset());
@@ -97,13 +118,15 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
                 };
                 writeln!(out, "{line}")?;
             }
-            Err(e) => {
+            Err(Failure { name, message }) => {
                 clean = false;
-                let name = e.kafka_error().name();
                 if args.json {
-                    writeln!(out, "{}", json!({"error": name, "message": e.to_string()}))?;
+                    writeln!(out, "{}", json!({"error": name, "message": message}))?;
                 } else {
-                    writeln!(out, "error {name} (batch at position {position}): {e}")?;
+                    writeln!(
+                        out,
+                        "error {name} (batch at position {position}): {message}"
+                    )?;
                 }
                 if log.is_failed() {
                     break;
@@ -130,14 +153,125 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "error CORRUPT_MESSAGE: {message}")?;
         }
     }
-    if !log.is_failed() {
-        log.flush(log.log_end_offset())?;
-        log_dir.close_partition(log)?;
-        log_dir.close()?;
-    }
+    target.close()?;
     Ok(if clean {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Where the batches go: a bare partition directory, or a partition of a klog cluster.
+enum Target {
+    Plain {
+        log_dir: LogDir,
+        log: PartitionLog,
+    },
+    Cluster {
+        cluster: Cluster,
+        topic: String,
+        partition: i32,
+    },
+}
+
+/// A refused append: Kafka's error name and the message.
+struct Failure {
+    name: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn from_log(e: &klog::log::Error) -> Self {
+        Failure {
+            name: e.kafka_error().name(),
+            message: e.to_string(),
+        }
+    }
+
+    fn from_mirror(e: &klog::mirror::Error) -> Self {
+        let name = match e {
+            klog::mirror::Error::Log(l) => l.kafka_error().name(),
+            other => other.error_name().unwrap_or("UNKNOWN_SERVER_ERROR"),
+        };
+        Failure {
+            name,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl Target {
+    fn log_handle(&self) -> LogHandle<'_> {
+        match self {
+            Target::Plain { log, .. } => LogHandle::Borrowed(log),
+            Target::Cluster {
+                cluster,
+                topic,
+                partition,
+            } => LogHandle::Shared(cluster.log(topic, *partition).expect("checked at open")),
+        }
+    }
+
+    fn append(
+        &mut self,
+        role: Role,
+        control: bool,
+        leader_epoch: i32,
+        bytes: &mut [u8],
+    ) -> Result<LogAppendInfo, Failure> {
+        match self {
+            Target::Plain { log, .. } => match role {
+                Role::Leader if control => {
+                    log.append_as_leader_with_origin(bytes, leader_epoch, AppendOrigin::Coordinator)
+                }
+                Role::Leader => log.append_as_leader(bytes, leader_epoch),
+                Role::Follower => log.append_as_follower(bytes),
+            }
+            .map_err(|e| Failure::from_log(&e)),
+            Target::Cluster {
+                cluster,
+                topic,
+                partition,
+            } => match role {
+                Role::Leader if control => cluster.append_markers(topic, *partition, bytes),
+                Role::Leader => cluster.produce(topic, *partition, bytes),
+                Role::Follower => cluster
+                    .log(topic, *partition)
+                    .expect("checked at open")
+                    .append_as_follower(bytes)
+                    .map_err(klog::mirror::Error::from),
+            }
+            .map_err(|e| Failure::from_mirror(&e)),
+        }
+    }
+
+    fn close(self) -> anyhow::Result<()> {
+        match self {
+            Target::Plain { mut log_dir, log } => {
+                if !log.is_failed() {
+                    log.flush(log.log_end_offset())?;
+                    log_dir.close_partition(log)?;
+                    log_dir.close()?;
+                }
+            }
+            Target::Cluster { cluster, .. } => cluster.close()?,
+        }
+        Ok(())
+    }
+}
+
+enum LogHandle<'a> {
+    Borrowed(&'a PartitionLog),
+    Shared(Arc<PartitionLog>),
+}
+
+impl std::ops::Deref for LogHandle<'_> {
+    type Target = PartitionLog;
+
+    fn deref(&self) -> &PartitionLog {
+        match self {
+            LogHandle::Borrowed(l) => l,
+            LogHandle::Shared(l) => l,
+        }
+    }
 }

@@ -32,6 +32,10 @@ pub struct DumpArgs {
     /// For .index and .timeindex files: only check them (Kafka's --index-sanity-check).
     #[arg(long)]
     index_sanity_check: bool,
+    /// Decode records as `__mirror_state` records (on by itself for files in `__mirror_state-<n>`
+    /// directories); implies --print-data-log.
+    #[arg(long)]
+    mirror_state_decoder: bool,
     /// Files to dump: `.log` segments, `.bin` files of concatenated batches, `.index`, `.timeindex`,
     /// `.txnindex`, `leader-epoch-checkpoint`, the log directory's offset checkpoints, `partition.metadata`.
     #[arg(required = true)]
@@ -45,6 +49,7 @@ impl DumpArgs {
             deep,
             print_data_log: false,
             index_sanity_check: false,
+            mirror_state_decoder: false,
             files,
         }
     }
@@ -98,9 +103,16 @@ pub fn dump_batches(
     data: &[u8],
     out: &mut impl Write,
 ) -> anyhow::Result<bool> {
-    let deep = args.deep || args.print_data_log;
+    let in_state_dir = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("__mirror_state-"));
+    let mirror_state = args.mirror_state_decoder || in_state_dir;
+    let deep = args.deep || args.print_data_log || mirror_state;
     let mut dumper = Dumper {
         args,
+        mirror_state,
         deep,
         path,
         scratch: Vec::new(),
@@ -135,6 +147,7 @@ fn segment_base_offset(path: &Path) -> Option<i64> {
 
 struct Dumper<'a> {
     args: &'a DumpArgs,
+    mirror_state: bool,
     deep: bool,
     path: &'a Path,
     scratch: Vec<u8>,
@@ -176,6 +189,9 @@ struct RecordJson {
     key: Option<String>,
     value: Option<String>,
     headers: Vec<HeaderJson>,
+    /// The decoded `__mirror_state` record (`{"key": ..., "payload": ...}`) with the decoder on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mirror_state: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -382,7 +398,13 @@ impl Dumper<'_> {
             Ok(records) => {
                 for r in records {
                     match r {
-                        Ok(r) => json.push(record_json(&r)),
+                        Ok(r) => {
+                            let mut j = record_json(&r);
+                            if self.mirror_state && !b.is_control() {
+                                j.mirror_state = Some(mirror_state_json(&r));
+                            }
+                            json.push(j);
+                        }
                         Err(e) => problems.push(e.to_string()),
                     }
                 }
@@ -457,6 +479,12 @@ impl Dumper<'_> {
             match ControlRecord::parse(r.key, r.value) {
                 Ok(c) => write!(out, "{}", control_text(&c))?,
                 Err(e) => write!(out, " controlError: {e}")?,
+            }
+        } else if self.mirror_state {
+            let decoded = mirror_state_json(r);
+            match (decoded.get("key"), decoded.get("payload")) {
+                (Some(k), Some(p)) => write!(out, " key: {k} payload: {p}")?,
+                _ => write!(out, " {decoded}")?,
             }
         } else if self.args.print_data_log {
             if let Some(k) = r.key {
@@ -604,6 +632,15 @@ fn record_json(r: &Record<'_>) -> RecordJson {
                 value: hex(v),
             })
             .collect(),
+        mirror_state: None,
+    }
+}
+
+/// A `__mirror_state` record decoded, or `{"error": ...}` naming what failed.
+fn mirror_state_json(r: &Record<'_>) -> serde_json::Value {
+    match klog::mirror::records::MirrorRecord::decode(r.key, r.value) {
+        Ok(m) => m.to_json(),
+        Err(e) => serde_json::json!({ "error": e }),
     }
 }
 
@@ -614,5 +651,6 @@ fn legacy_record_json(r: &LegacyRecord<'_>) -> RecordJson {
         key: hex(r.key),
         value: hex(r.value),
         headers: Vec::new(),
+        mirror_state: None,
     }
 }

@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod dump;
 mod dump_meta;
+mod mirror;
 mod producers;
 mod read;
 mod recover;
@@ -51,6 +52,15 @@ enum Command {
     Torture(torture::TortureArgs),
     /// Measure klog beside the machine's limits (plain pwrite/pread)
     Bench(bench::BenchArgs),
+    /// Local clusters: one root directory each (a log directory, cluster.json, __mirror_state).
+    #[command(subcommand)]
+    Cluster(mirror::ClusterCommand),
+    /// Topics of a local cluster.
+    #[command(subcommand)]
+    Topic(mirror::TopicCommand),
+    /// KIP-1279 cluster mirroring between local clusters.
+    #[command(subcommand)]
+    Mirror(mirror::MirrorCommand),
 }
 
 /// Runs a command; `Ok` carries the exit code (non-zero when the input had problems).
@@ -65,5 +75,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(args) => recover::verify(&args),
         Command::Torture(args) => torture::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Cluster(cmd) => mirror::cluster(&cmd),
+        Command::Topic(cmd) => mirror::topic(&cmd),
+        Command::Mirror(cmd) => mirror::mirror(&cmd),
     }
 }

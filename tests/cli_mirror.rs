@@ -1,0 +1,159 @@
+//! The S2 failover and S3 failback run by hand with `klog cluster/topic/append/mirror` (the script in
+//! docs/mirroring.md), checking `klog mirror describe --json` against what the spec predicts.
+
+mod common;
+
+use std::path::Path;
+
+use common::{fixtures, klog, scratch_dir, stderr, stdout};
+use serde_json::Value;
+
+fn ok(args: &[&str]) -> String {
+    let out = klog(args);
+    assert!(
+        out.status.success(),
+        "klog {args:?} failed: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+fn batch(name: &str) -> String {
+    fixtures()
+        .join("batches")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn describe(root: &Path) -> Value {
+    let out = ok(&["mirror", "describe", root.to_str().unwrap(), "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v["partitions"][0].clone()
+}
+
+#[test]
+fn failover_and_failback_by_hand() {
+    let dir = scratch_dir("cli_mirror");
+    let (a, b) = (dir.join("A"), dir.join("B"));
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let (at, bt) = (a.join("t-0"), b.join("t-0"));
+    let (at_s, bt_s) = (at.to_str().unwrap(), bt.to_str().unwrap());
+    let init: Value = serde_json::from_str(&ok(&["cluster", "init", a_s, "--json"])).unwrap();
+    let a_id = init["cluster_id"].as_str().unwrap().to_owned();
+    ok(&["cluster", "init", b_s]);
+    ok(&["topic", "create", a_s, "t"]);
+    // Source data: an idempotent producer (pid 1), a committed transaction (pid 6), two elections,
+    // another idempotent producer (pid 2) at epoch 2.
+    ok(&["append", at_s, &batch("librdkafka-idempotent-none.bin")]);
+    ok(&["append", at_s, &batch("librdkafka-txn-commit-none.bin")]);
+    ok(&["append", at_s, &batch("control-commit.bin")]);
+    ok(&["topic", "elect", a_s, "t"]);
+    ok(&["topic", "elect", a_s, "t"]);
+    ok(&["append", at_s, &batch("librdkafka-idempotent-gzip.bin")]);
+
+    // S1: mirror A -> B.
+    ok(&["mirror", "create", b_s, "m", "--source", a_s]);
+    ok(&["mirror", "add", b_s, "m", "t"]);
+    let run = ok(&["mirror", "run", b_s, "--until-idle"]);
+    assert!(run.contains("t-0: UNKNOWN -> PREPARING") && run.contains("PREPARING -> MIRRORING"));
+    let d = describe(&b);
+    assert_eq!(d["state"], "MIRRORING");
+    assert_eq!(d["log_end_offset"], 16);
+    assert_eq!(d["lag"], 0);
+    assert_eq!(
+        std::fs::read(at.join("00000000000000000000.log")).unwrap(),
+        std::fs::read(bt.join("00000000000000000000.log")).unwrap()
+    );
+    // Read-only: `klog append` on the mirror partition is refused.
+    let out = klog(&[
+        "append",
+        bt_s,
+        &batch("librdkafka-idempotent-lz4.bin"),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let line: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
+    assert_eq!(line["error"], "READ_ONLY_TOPIC");
+
+    // S2: failover.
+    ok(&["mirror", "remove", b_s, "m", "t"]);
+    let run = ok(&["mirror", "run", b_s, "--until-idle"]);
+    assert!(run.contains("MIRRORING -> STOPPING") && run.contains("STOPPING -> STOPPED"));
+    let d = describe(&b);
+    assert_eq!(d["state"], "STOPPED");
+    assert_eq!(d["last_mirrored_epoch"], 2);
+    assert_eq!(d["leader_epoch"], 3);
+    assert_eq!(d["log_end_offset"], 17, "the barrier takes offset 16");
+    assert_eq!(d["producers"], 0);
+    let dump = ok(&[
+        "dump",
+        "--deep",
+        bt.join("00000000000000000000.log").to_str().unwrap(),
+    ]);
+    assert!(
+        dump.contains("| offset: 16 ")
+            && dump.contains(&format!("mirrorPidReset: sourceClusterId: {a_id}")),
+        "{dump}"
+    );
+    // The producer with pid 1 starts again at sequence 0: accepted, not a duplicate.
+    let appended = ok(&["append", bt_s, &batch("librdkafka-idempotent-none.bin")]);
+    assert!(appended.contains("appended offsets 17..=21"), "{appended}");
+
+    // S3 case a: A took a stray write while cut off, then mirrors back from B.
+    ok(&["append", at_s, &batch("librdkafka-idempotent-snappy.bin")]);
+    ok(&["mirror", "create", a_s, "back", "--source", b_s]);
+    ok(&["mirror", "add", a_s, "back", "t"]);
+    let run = ok(&["mirror", "run", a_s, "--until-idle", "--json"]);
+    let summary: Value = serde_json::from_str(run.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        summary["truncations"], 1,
+        "the diverging epoch cut the stray write"
+    );
+    let d = describe(&a);
+    assert_eq!(d["state"], "MIRRORING");
+    assert_eq!(d["log_end_offset"], 22);
+    assert_eq!(
+        std::fs::read(at.join("00000000000000000000.log")).unwrap(),
+        std::fs::read(bt.join("00000000000000000000.log")).unwrap(),
+        "A's log is B's, byte for byte"
+    );
+    // __mirror_state is decoded by dump.
+    let state_dump = ok(&[
+        "dump",
+        a.join("__mirror_state-0")
+            .join("00000000000000000000.log")
+            .to_str()
+            .unwrap(),
+        a.join("__mirror_state-1")
+            .join("00000000000000000000.log")
+            .to_str()
+            .unwrap(),
+        a.join("__mirror_state-2")
+            .join("00000000000000000000.log")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert!(
+        state_dump.contains("\"state\":\"MIRRORING\""),
+        "{state_dump}"
+    );
+    assert!(state_dump.contains("\"mirrorName\":\"back\""));
+
+    // Lifecycle from the CLI: deleting a mirror with a topic still mirroring fails.
+    let out = klog(&["mirror", "delete", a_s, "back"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("MIRROR_NOT_EMPTY"));
+    let out = klog(&["mirror", "pause", a_s, "nope", "t", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("UNKNOWN_MIRROR"));
+    let out = klog(&["mirror", "describe", dir.join("nothing").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not a klog cluster"),
+        "{}",
+        stderr(&out)
+    );
+}
