@@ -92,6 +92,7 @@ impl Cluster {
         let meta = root.join("meta");
         let (port, controller_port) = (free_port(), free_port());
         let properties = root.join("server.properties");
+        std::fs::create_dir_all(root).expect("create the cluster's directory");
         std::fs::write(
             &properties,
             format!(
