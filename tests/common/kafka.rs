@@ -22,7 +22,8 @@ pub fn kafka_available() -> bool {
         !required("KLOG_REQUIRE_KAFKA"),
         "KLOG_REQUIRE_KAFKA=1 but java is not installed"
     );
-    eprintln!("skipping: java is not installed, so real Kafka cannot judge");
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| eprintln!("skipping: java is not installed, so real Kafka cannot judge"));
     false
 }
 
