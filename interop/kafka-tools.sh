@@ -8,6 +8,8 @@
 #   interop/kafka-tools.sh dump-log ARGS...      DumpLogSegments, same args as kafka-dump-log.sh
 #   interop/kafka-tools.sh storage-tool ARGS...  kafka.tools.StorageTool, same as kafka-storage.sh
 #   interop/kafka-tools.sh run MAIN-CLASS ARGS... any main class on the Kafka classpath
+#   interop/kafka-tools.sh workload-build        compile interop/workload (cached); prints the jar's path
+#   interop/kafka-tools.sh workload ARGS...      run dev.klog.interop.Workload (built on first use)
 #
 # stdout carries only the tool's output; Maven output, log4j and JVM warnings go to stderr.
 # The tool's exit status is this script's exit status.
@@ -110,7 +112,7 @@ run_java() {
         "-Dlog4j2.configurationFile=$LOG4J2_CONFIG" \
         "-Dklog.kafka.log.level=${KLOG_KAFKA_LOG_LEVEL:-WARN}" \
         "${extra[@]}" \
-        -cp "$(cat "$CP_FILE")" \
+        -cp "${KLOG_KAFKA_EXTRA_CP:+$KLOG_KAFKA_EXTRA_CP:}$(cat "$CP_FILE")" \
         "$main" "$@"
 }
 
@@ -126,6 +128,41 @@ dump_log_class() {
     fi
 }
 
+WORKLOAD_DIR="$INTEROP_DIR/workload"
+WORKLOAD_JAR="$WORKLOAD_DIR/target/klog-workload.jar"
+
+# Whatever the workload jar depends on: its pom and sources, and extra Maven options.
+workload_key() {
+    {
+        find "$WORKLOAD_DIR/pom.xml" "$WORKLOAD_DIR/src" -type f -print0 | sort -z | xargs -0 cat
+        printf 'mvn_opts=%s\n' "${KLOG_MVN_OPTS:-}"
+    } | sha256sum | cut -d' ' -f1
+}
+
+# Compiles the workload with Maven unless the jar matches the sources. One build at a time (tests run
+# in parallel): the lock is held while checking and building.
+workload_build() {
+    mkdir -p "$WORKLOAD_DIR/target"
+    local stamp="$WORKLOAD_DIR/target/.klog-key" key log rc=0
+    exec 9>"$WORKLOAD_DIR/target/.lock"
+    flock 9
+    key="$(workload_key)"
+    if [[ ! -f "$WORKLOAD_JAR" || ! -f "$stamp" || "$(cat "$stamp")" != "$key" ]]; then
+        echo "kafka-tools.sh: compiling interop/workload with Maven..." >&2
+        log="$WORKLOAD_DIR/target/mvn.log"
+        # shellcheck disable=SC2086 # KLOG_MVN_OPTS is a list of words on purpose
+        ${KLOG_MVN:-mvn} -B -q -Dstyle.color=never -f "$WORKLOAD_DIR/pom.xml" ${KLOG_MVN_OPTS:-} \
+            package > "$log" 2>&1 || rc=$?
+        if [[ $rc -ne 0 || ! -f "$WORKLOAD_JAR" ]]; then
+            sed 's/\x1b\[[0-9;]*m//g' "$log" >&2
+            echo "kafka-tools.sh: Maven failed to build interop/workload (exit $rc)" >&2
+            exit $(( rc == 0 ? 1 : rc ))
+        fi
+        printf '%s\n' "$key" > "$stamp"
+    fi
+    exec 9>&-
+}
+
 usage() {
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
 }
@@ -138,6 +175,9 @@ case "$cmd" in
     classpath)    ensure_classpath; cat "$CP_FILE"; echo ;;
     dump-log)     run_java "$(dump_log_class)" "$@" ;;
     storage-tool) run_java kafka.tools.StorageTool "$@" ;;
+    workload-build) ensure_classpath; workload_build; echo "$WORKLOAD_JAR" ;;
+    workload)     ensure_classpath; workload_build
+                  KLOG_KAFKA_EXTRA_CP="$WORKLOAD_JAR" run_java dev.klog.interop.Workload "$@" ;;
     run)          [[ $# -ge 1 ]] || die "usage: kafka-tools.sh run MAIN-CLASS [ARGS...]"
                   run_java "$@" ;;
     help|-h|--help) usage ;;

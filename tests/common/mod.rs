@@ -1,6 +1,8 @@
 //! Shared helpers for the end-to-end tests: the `klog` binary, the shared fixtures, external tools.
 #![allow(dead_code)]
 
+pub mod kafka;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,0 +1,284 @@
+package dev.klog.interop;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Random;
+import java.util.concurrent.Future;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.CreateTopicsResult;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * The Java side of klog's real-Kafka tests. Every command prints JSON lines on stdout and nothing else
+ * (logging goes to stderr); keys, values and header values are lowercase hex or null.
+ *
+ * <pre>
+ *   create-topic BOOTSTRAP TOPIC [KEY=VALUE...]   one partition, replication factor 1; prints {"topic_id"}
+ *   produce BOOTSTRAP TOPIC RECORDS               the workload below; one line per record written
+ *   consume BOOTSTRAP TOPIC ISOLATION             partition 0 from the beginning to the end offset
+ *                                                 (the LSO for read_committed); one line per record
+ * </pre>
+ *
+ * The workload: an idempotent producer per codec (none, gzip, snappy, lz4, zstd); a transactional producer
+ * committing, aborting (with idempotent data written inside the aborted range) and committing again; and a
+ * transactional.id re-initialised by a second producer while the first has a transaction open, which bumps
+ * the epoch and aborts that transaction. Records have keys or null keys, headers (with null values) and null
+ * values. Keys, values and headers are deterministic (seeded); timestamps are recent, so a load never expires
+ * a producer (`producer.id.expiration.ms` counts from the batch's timestamp).
+ */
+public final class Workload {
+    private static final String[] CODECS = {"none", "gzip", "snappy", "lz4", "zstd"};
+
+    private Workload() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 3) {
+            usage();
+        }
+        switch (args[0]) {
+            case "create-topic" -> createTopic(args[1], args[2], args);
+            case "produce" -> new Producing(args[1], args[2], args.length > 3 ? Integer.parseInt(args[3]) : 60).run();
+            case "consume" -> consume(args[1], args[2], args.length > 3 ? args[3] : "read_uncommitted");
+            default -> usage();
+        }
+    }
+
+    private static void usage() {
+        System.err.println("usage: Workload create-topic|produce|consume BOOTSTRAP TOPIC [...]");
+        System.exit(2);
+    }
+
+    private static void createTopic(String bootstrap, String topic, String[] args) throws Exception {
+        Map<String, String> configs = new HashMap<>();
+        for (int i = 3; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            configs.put(kv[0], kv[1]);
+        }
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            CreateTopicsResult r = admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(configs)));
+            r.all().get();
+            System.out.println("{\"topic\":" + str(topic) + ",\"topic_id\":" + str(r.topicId(topic).get().toString()) + "}");
+        }
+    }
+
+    /** One written record, printed once its offset is known. */
+    private record Sent(String producer, String txn, Future<RecordMetadata> meta, ProducerRecord<byte[], byte[]> rec) {}
+
+    private static final class Producing {
+        private final String bootstrap;
+        private final String topic;
+        private final int records;
+        private final Random random = new Random(0x6b6c6f67L);
+        private final List<Sent> sent = new ArrayList<>();
+        private int next;
+        /** Recent (ten minutes ago), so no producer is old enough to expire when the log is loaded again. */
+        private final long baseTimestamp = System.currentTimeMillis() - 600_000L;
+
+        Producing(String bootstrap, String topic, int records) {
+            this.bootstrap = bootstrap;
+            this.topic = topic;
+            this.records = records;
+        }
+
+        private Properties props(String codec) {
+            Properties p = new Properties();
+            p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+            p.put(ProducerConfig.ACKS_CONFIG, "all");
+            p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
+            p.put(ProducerConfig.LINGER_MS_CONFIG, "20");
+            p.put(ProducerConfig.BATCH_SIZE_CONFIG, "16384");
+            return p;
+        }
+
+        private KafkaProducer<byte[], byte[]> transactional(String codec, String txnId) {
+            Properties p = props(codec);
+            p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId);
+            KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p);
+            producer.initTransactions();
+            return producer;
+        }
+
+        /** Sends `n` records; their outcome (`txn`) is fixed up by `settle` for transactions. */
+        private void send(KafkaProducer<byte[], byte[]> producer, String name, String txn, int n) {
+            for (int k = 0; k < n; k++) {
+                int i = next++;
+                byte[] key = i % 7 == 3 ? null : ("key-" + i).getBytes(StandardCharsets.UTF_8);
+                byte[] value = i % 11 == 5 ? null : letters(40 + random.nextInt(700));
+                List<Header> headers = new ArrayList<>();
+                if (i % 3 == 1) {
+                    headers.add(new RecordHeader("h1", ("v" + i).getBytes(StandardCharsets.UTF_8)));
+                } else if (i % 3 == 2) {
+                    headers.add(new RecordHeader("h1", null));
+                    headers.add(new RecordHeader("trace", letters(8)));
+                }
+                ProducerRecord<byte[], byte[]> rec = new ProducerRecord<>(topic, 0, baseTimestamp + i, key, value, headers);
+                sent.add(new Sent(name, txn, producer.send(rec), rec));
+            }
+        }
+
+        private byte[] letters(int n) {
+            byte[] b = new byte[n];
+            for (int i = 0; i < n; i++) {
+                b[i] = (byte) ('a' + random.nextInt(26));
+            }
+            return b;
+        }
+
+        private void settle(String name, String outcome) {
+            for (int i = 0; i < sent.size(); i++) {
+                Sent s = sent.get(i);
+                if (s.producer.equals(name) && s.txn.equals("open")) {
+                    sent.set(i, new Sent(s.producer, outcome, s.meta, s.rec));
+                }
+            }
+        }
+
+        void run() throws Exception {
+            Map<String, KafkaProducer<byte[], byte[]>> idempotent = new HashMap<>();
+            for (String codec : CODECS) {
+                idempotent.put(codec, new KafkaProducer<>(props(codec)));
+            }
+            for (String codec : CODECS) {
+                send(idempotent.get(codec), "idempotent-" + codec, "none", records);
+                idempotent.get(codec).flush();
+            }
+
+            // A transactional producer: commit, abort (with idempotent data inside the aborted range), commit.
+            KafkaProducer<byte[], byte[]> a = transactional("lz4", "klog-txn-a");
+            a.beginTransaction();
+            send(a, "txn-a", "open", records / 2);
+            a.commitTransaction();
+            settle("txn-a", "committed");
+            a.beginTransaction();
+            send(a, "txn-a", "open", records / 2);
+            a.flush();
+            send(idempotent.get("zstd"), "idempotent-zstd", "none", 5);
+            idempotent.get("zstd").flush();
+            send(a, "txn-a", "open", 3);
+            a.flush(); // abortTransaction fails batches not yet sent: these must reach the log first
+            a.abortTransaction();
+            settle("txn-a", "aborted");
+            a.beginTransaction();
+            send(a, "txn-a", "open", records / 4);
+            a.commitTransaction();
+            settle("txn-a", "committed");
+            a.close();
+
+            // The same transactional.id initialised again while a transaction is open: the coordinator bumps the
+            // epoch and aborts the open transaction; the new producer commits.
+            KafkaProducer<byte[], byte[]> b1 = transactional("gzip", "klog-txn-b");
+            b1.beginTransaction();
+            send(b1, "txn-b", "open", records / 4);
+            b1.commitTransaction();
+            settle("txn-b", "committed");
+            b1.beginTransaction();
+            send(b1, "txn-b", "open", records / 4);
+            b1.flush();
+            KafkaProducer<byte[], byte[]> b2 = transactional("snappy", "klog-txn-b");
+            settle("txn-b", "aborted");
+            b1.close(Duration.ZERO);
+            b2.beginTransaction();
+            send(b2, "txn-b2", "open", records / 4);
+            b2.commitTransaction();
+            settle("txn-b2", "committed");
+            b2.close();
+
+            send(idempotent.get("none"), "idempotent-none", "none", 10);
+            for (KafkaProducer<byte[], byte[]> p : idempotent.values()) {
+                p.close();
+            }
+            for (Sent s : sent) {
+                RecordMetadata m = s.meta.get();
+                System.out.println("{\"offset\":" + m.offset() + ",\"producer\":" + str(s.producer) + ",\"txn\":"
+                        + str(s.txn) + "," + recordJson(s.rec.timestamp(), s.rec.key(), s.rec.value(), s.rec.headers()) + "}");
+            }
+        }
+    }
+
+    private static void consume(String bootstrap, String topic, String isolation) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "65536");
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            long end = consumer.endOffsets(List.of(tp)).get(tp);
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (consumer.position(tp) < end) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("no progress to the end offset " + end + " from " + consumer.position(tp));
+                }
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
+                    System.out.println("{\"offset\":" + r.offset() + "," + recordJson(r.timestamp(), r.key(), r.value(), r.headers()) + "}");
+                }
+            }
+            System.out.println("{\"end_offset\":" + end + ",\"position\":" + consumer.position(tp) + "}");
+        }
+    }
+
+    private static String recordJson(long timestamp, byte[] key, byte[] value, Iterable<Header> headers) {
+        StringBuilder h = new StringBuilder("[");
+        for (Header header : headers) {
+            if (h.length() > 1) {
+                h.append(',');
+            }
+            h.append("{\"key\":").append(str(header.key())).append(",\"value\":").append(hex(header.value())).append('}');
+        }
+        h.append(']');
+        return "\"timestamp\":" + timestamp + ",\"key\":" + hex(key) + ",\"value\":" + hex(value) + ",\"headers\":" + h;
+    }
+
+    private static String hex(byte[] b) {
+        if (b == null) {
+            return "null";
+        }
+        StringBuilder s = new StringBuilder(b.length * 2 + 2).append('"');
+        for (byte x : b) {
+            s.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
+        }
+        return s.append('"').toString();
+    }
+
+    private static String str(String s) {
+        StringBuilder out = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                out.append('\\').append(c);
+            } else if (c < 0x20) {
+                out.append(String.format("\\u%04x", (int) c));
+            } else {
+                out.append(c);
+            }
+        }
+        return out.append('"').toString();
+    }
+}

@@ -1,0 +1,321 @@
+//! A real single-node Apache Kafka (KRaft, combined broker+controller) for tests, run from the jars that
+//! `interop/kafka-tools.sh` resolves from Maven Central, and the Java workload in `interop/workload/`.
+//!
+//! Only loopback: every listener is `127.0.0.1` on ports picked free just before the start. The broker's
+//! log4j output goes to `<root>/broker.log` (printed, its tail, only when a test fails). A `Broker` is
+//! killed with SIGKILL when dropped, so a panicking test never leaves a JVM behind.
+
+use std::io::{BufRead, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{have_java, repo_path, required};
+
+/// Whether real Kafka can run here: Java present, or fail when `KLOG_REQUIRE_KAFKA=1` (CI).
+pub fn kafka_available() -> bool {
+    if have_java() {
+        return true;
+    }
+    assert!(
+        !required("KLOG_REQUIRE_KAFKA"),
+        "KLOG_REQUIRE_KAFKA=1 but java is not installed"
+    );
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| eprintln!("skipping: java is not installed, so real Kafka cannot judge"));
+    false
+}
+
+fn tools() -> Command {
+    Command::new(repo_path("interop/kafka-tools.sh"))
+}
+
+/// Runs `kafka-tools.sh ARGS`, panicking with its stderr unless it succeeds.
+pub fn kafka_tools(args: &[&str]) -> Output {
+    let out = tools()
+        .args(args)
+        .output()
+        .expect("interop/kafka-tools.sh runs");
+    assert!(
+        out.status.success(),
+        "kafka-tools.sh {args:?} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `kafka-dump-log --files FILES FLAGS`: its stdout (it must succeed).
+pub fn dump_log(files: &[PathBuf], flags: &[&str]) -> String {
+    let list = files
+        .iter()
+        .map(|f| f.to_str().expect("utf-8 path"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut args = vec!["dump-log", "--files", &list];
+    args.extend_from_slice(flags);
+    String::from_utf8(kafka_tools(&args).stdout).expect("utf-8 dump")
+}
+
+/// Runs the Java workload (`dev.klog.interop.Workload ARGS`) and parses its JSON lines.
+pub fn workload(args: &[&str]) -> Vec<serde_json::Value> {
+    let mut all = vec!["workload"];
+    all.extend_from_slice(args);
+    let out = kafka_tools(&all);
+    String::from_utf8(out.stdout)
+        .expect("utf-8 workload output")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("workload line {l:?}: {e}")))
+        .collect()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// A formatted single-node cluster: `<root>/data` is the log directory (`log.dirs`), the metadata log
+/// lives apart in `<root>/meta` so the data directory holds only partitions and their checkpoints.
+pub struct Cluster {
+    pub root: PathBuf,
+    pub data: PathBuf,
+    properties: PathBuf,
+    log_file: PathBuf,
+}
+
+impl Cluster {
+    /// Writes `server.properties` and formats the storage with `kafka.tools.StorageTool`.
+    pub fn format(root: &Path) -> Cluster {
+        let data = root.join("data");
+        let meta = root.join("meta");
+        let (port, controller_port) = (free_port(), free_port());
+        let properties = root.join("server.properties");
+        std::fs::create_dir_all(root).expect("create the cluster's directory");
+        std::fs::write(
+            &properties,
+            format!(
+                "process.roles=broker,controller\n\
+                 node.id=1\n\
+                 controller.quorum.voters=1@127.0.0.1:{controller_port}\n\
+                 listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}\n\
+                 advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n\
+                 controller.listener.names=CONTROLLER\n\
+                 inter.broker.listener.name=PLAINTEXT\n\
+                 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+                 log.dirs={}\n\
+                 metadata.log.dir={}\n\
+                 num.partitions=1\n\
+                 auto.create.topics.enable=false\n\
+                 offsets.topic.replication.factor=1\n\
+                 offsets.topic.num.partitions=1\n\
+                 transaction.state.log.replication.factor=1\n\
+                 transaction.state.log.min.isr=1\n\
+                 transaction.state.log.num.partitions=1\n\
+                 group.initial.rebalance.delay.ms=0\n\
+                 log.flush.interval.messages=9223372036854775807\n",
+                data.display(),
+                meta.display()
+            ),
+        )
+        .expect("write server.properties");
+        let cluster_id = String::from_utf8(kafka_tools(&["storage-tool", "random-uuid"]).stdout)
+            .expect("utf-8 uuid")
+            .trim()
+            .to_owned();
+        kafka_tools(&[
+            "storage-tool",
+            "format",
+            "-t",
+            &cluster_id,
+            "-c",
+            properties.to_str().expect("utf-8 path"),
+        ]);
+        Cluster {
+            log_file: root.join("broker.log"),
+            root: root.to_owned(),
+            data,
+            properties,
+        }
+    }
+
+    fn port(&self) -> u16 {
+        let text = std::fs::read_to_string(&self.properties).expect("server.properties");
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("advertised.listeners=PLAINTEXT://127.0.0.1:"))
+            .expect("the advertised listener");
+        line.parse().expect("a port")
+    }
+
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port())
+    }
+
+    /// Starts `kafka.Kafka` and waits until it says it started (or fails with the log's tail).
+    pub fn start(&self) -> Broker {
+        let mut log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_file)
+            .expect("broker log file");
+        let start_len = log.metadata().map(|m| m.len()).unwrap_or(0);
+        use std::io::Write;
+        writeln!(log, "===== klog test: broker start =====").unwrap();
+        let child = tools()
+            .args(["run", "kafka.Kafka", self.properties.to_str().unwrap()])
+            .env("KLOG_KAFKA_HEAP_OPTS", "-Xmx512M -Xms256M")
+            .env("KLOG_KAFKA_LOG_LEVEL", "INFO")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start kafka.Kafka");
+        let mut broker = Broker {
+            child: Some(child),
+            log_file: self.log_file.clone(),
+            bootstrap: self.bootstrap(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            let text = broker.log_since(start_len);
+            if text.contains("Kafka Server started") {
+                return broker;
+            }
+            if let Some(status) = broker.child.as_mut().unwrap().try_wait().unwrap() {
+                broker.child = None;
+                panic!(
+                    "the broker exited ({status}) before it started; log tail:\n{}",
+                    broker.tail()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the broker did not start; log tail:\n{}",
+                broker.tail()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// A running broker. Dropping it kills it (SIGKILL); `stop` shuts it down cleanly.
+pub struct Broker {
+    child: Option<Child>,
+    log_file: PathBuf,
+    pub bootstrap: String,
+}
+
+impl Broker {
+    fn log_since(&self, from: u64) -> String {
+        let mut f = match std::fs::File::open(&self.log_file) {
+            Ok(f) => f,
+            Err(_) => return String::new(),
+        };
+        let mut buf = Vec::new();
+        use std::io::Seek;
+        let _ = f.seek(std::io::SeekFrom::Start(from));
+        let _ = f.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    /// The last 80 lines of the broker log.
+    pub fn tail(&self) -> String {
+        tail_of(&self.log_file, 80)
+    }
+
+    /// Clean shutdown: SIGTERM, then wait for the JVM (Kafka writes `.kafka_cleanshutdown` on the way out).
+    pub fn stop(mut self) {
+        let mut child = self.child.take().expect("a running broker");
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "SIGTERM failed");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                // The JVM's exit code on SIGTERM after a clean shutdown hook is 143.
+                assert!(
+                    status.code().is_some_and(|c| c == 0 || c == 143),
+                    "the broker exited with {status}; log tail:\n{}",
+                    self.tail()
+                );
+                return;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "the broker did not stop on SIGTERM; log tail:\n{}",
+                    self.tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// A crash: SIGKILL, then wait. Nothing is flushed or checkpointed on the way out.
+    pub fn kill(mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The broker log's lines at ERROR or FATAL level since the start of the file.
+    pub fn error_lines(&self) -> Vec<String> {
+        error_lines(&self.log_file)
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            if std::thread::panicking() {
+                eprintln!(
+                    "broker log tail ({}):\n{}",
+                    self.log_file.display(),
+                    self.tail()
+                );
+            }
+        }
+    }
+}
+
+pub fn tail_of(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Log4j lines at ERROR or FATAL (`[date] LEVEL message (logger)`).
+pub fn error_lines(path: &Path) -> Vec<String> {
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(_) => return Vec::new(),
+    };
+    std::io::BufReader::new(f)
+        .lines()
+        .map_while(Result::ok)
+        .filter(|l| l.contains("] ERROR ") || l.contains("] FATAL "))
+        .collect()
+}
+
+/// Copies a directory tree (files and subdirectories).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create copy target");
+    for e in std::fs::read_dir(from).expect("read dir to copy") {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy file");
+        }
+    }
+}
