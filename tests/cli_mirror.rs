@@ -157,3 +157,31 @@ fn failover_and_failback_by_hand() {
         stderr(&out)
     );
 }
+
+/// `klog demo` tells the failover story end to end and leaves clusters the CLI can read.
+#[test]
+fn demo_tells_the_failover_story() {
+    let dir = scratch_dir("cli_demo");
+    let out = ok(&["demo", "--dir", dir.to_str().unwrap()]);
+    for needle in [
+        "1. [",
+        "orders-0: UNKNOWN -> PREPARING",
+        "segment byte-identical",
+        "refused with READ_ONLY_TOPIC",
+        "orders-0: STOPPING -> STOPPED",
+        "MIRROR_PID_RESET at offset 38",
+        "writes again from sequence 0 at offset 39",
+        "stray write at offset 38 was cut (1 truncation)",
+        "both logs byte-identical, 44 offsets",
+        "mirror state STOPPED",
+        "mirrorPidReset: sourceClusterId:",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+    let d = describe(&dir.join("dr"));
+    assert_eq!(d["state"], "STOPPED");
+    assert_eq!(d["log_end_offset"], 49);
+    let d = describe(&dir.join("primary"));
+    assert_eq!(d["state"], "MIRRORING");
+    assert_eq!(d["mirror"], "failback");
+}

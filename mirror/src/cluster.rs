@@ -15,6 +15,7 @@ use klog_log::io::{read_file, write_atomic, Storage};
 use klog_log::log_dir::LogDir;
 use klog_log::partition_log::{LogAppendInfo, PartitionLog, WriteMode};
 use klog_log::validator::AppendOrigin;
+use klog_recovery::loader::{LogLoader, RecoveryReport};
 
 use crate::error::{Error, MirrorError};
 use crate::manager::{PartitionRuntime, SourceResolver};
@@ -111,6 +112,7 @@ pub struct Cluster {
     pub(crate) runtime: Mutex<BTreeMap<(String, i32), PartitionRuntime>>,
     pub(crate) resolver: Mutex<SourceResolver>,
     closed: AtomicBool,
+    open_reports: Vec<RecoveryReport>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -211,21 +213,29 @@ impl Cluster {
         let log_dir = LogDir::open(Arc::clone(&storage), root)?;
         let mut logs = BTreeMap::new();
         let mut state_logs = Vec::new();
+        let mut reports = Vec::new();
+        let internal = LogLoader::new(Arc::clone(&storage), LogConfig::default());
+        let ensure_dir = |name: &str| {
+            let dir = root.join(name);
+            storage.create_dir_all(&dir).map_err(|e| Error::io(&dir, e))
+        };
         for p in 0..meta.mirror_state_partitions as i32 {
-            let (log, _) = log_dir.open_partition(
-                &partition_dir_name(MIRROR_STATE_TOPIC, p),
-                LogConfig::default(),
-            )?;
+            let name = partition_dir_name(MIRROR_STATE_TOPIC, p);
+            ensure_dir(&name)?;
+            let (log, report) = internal.load_partition(&log_dir, &name, false)?;
+            reports.push(report);
             let log = Arc::new(log);
             log.update_high_watermark(log.log_end_offset());
             state_logs.push(Arc::clone(&log));
             logs.insert((MIRROR_STATE_TOPIC.to_owned(), p), log);
         }
         for (name, t) in &meta.topics {
-            let config = topic_config(t)?;
+            let loader = LogLoader::new(Arc::clone(&storage), topic_config(t)?);
             for p in 0..t.partitions {
-                let (log, _) =
-                    log_dir.open_partition(&partition_dir_name(name, p), config.clone())?;
+                let dir_name = partition_dir_name(name, p);
+                ensure_dir(&dir_name)?;
+                let (log, report) = loader.load_partition(&log_dir, &dir_name, false)?;
+                reports.push(report);
                 log.update_high_watermark(log.log_end_offset());
                 logs.insert((name.clone(), p), Arc::new(log));
             }
@@ -244,9 +254,16 @@ impl Cluster {
             runtime: Mutex::new(BTreeMap::new()),
             resolver: Mutex::new(SourceResolver::default()),
             closed: AtomicBool::new(false),
+            open_reports: reports,
         };
         cluster.refresh_write_modes();
         Ok(cluster)
+    }
+
+    /// What opening did to each partition (recovery after a crash: cut tails, rebuilt indexes, producer
+    /// state replayed).
+    pub fn open_reports(&self) -> &[RecoveryReport] {
+        &self.open_reports
     }
 
     pub fn with_settings(mut self, settings: MirrorSettings) -> Self {

@@ -1,19 +1,27 @@
-//! `klog demo`: the main job on an embedded default. At this stage: build batches in every codec, a
-//! transaction committed and one aborted, and the MIRROR_PID_RESET barrier; write them as a segment file;
-//! read them back zero-copy, checking every CRC and record; print the dump.
+//! `klog demo`: the whole story on an embedded default, in a temp directory.
+//!
+//! 1. A primary cluster takes idempotent batches in every codec and a committed and an aborted
+//!    transaction.
+//! 2. A second cluster mirrors it (KIP-1279): PREPARING -> MIRRORING, byte-identical segments, read-only.
+//! 3. Failover: STOPPING -> STOPPED, the last mirrored epoch recorded, the epoch bumped, the
+//!    MIRROR_PID_RESET barrier written; a producer reusing a mirrored producer id starts at sequence 0.
+//! 4. Failback: the old primary, which took a stray write while cut off, mirrors back and is truncated
+//!    by the diverging epoch until it equals the new primary byte for byte.
+//! 5. Crash: the new primary stops without a clean shutdown with a torn write at the end of its segment;
+//!    opening it again recovers (the torn tail cut, producer state rebuilt) and the mirror state survives.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{ensure, Context};
-use klog::log::format::{
-    AnyBatch, BatchBuilder, Batches, Compression, ControlRecordType, Header, Tail,
-};
+use klog::log::clock::SystemClock;
+use klog::log::format::{BatchBuilder, Compression, ControlRecordType, Header};
+use klog::log::io::{open_backend, IoBackend, Storage};
+use klog::mirror::{Cluster, ClusterOptions, MirrorState};
 
 use super::dump;
-
-const SOURCE_CLUSTER_ID: &str = "a2xvZy1kZW1vLXNvdXJjZQ";
 
 pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let dir = match dir {
@@ -21,49 +29,222 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         None => default_dir()?,
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let segment = dir.join("00000000000000000000.log");
-    println!("klog demo: writing record batches to {}", segment.display());
+    let storage = open_backend(IoBackend::Std)?;
+    let (a_root, b_root) = (dir.join("primary"), dir.join("dr"));
+    println!("klog demo in {}", dir.display());
+    let total = Instant::now();
 
-    let started = Instant::now();
-    let (bytes, expected) = build_demo_log()?;
-    std::fs::write(&segment, &bytes).with_context(|| format!("writing {}", segment.display()))?;
-    println!(
-        "  built {} batches ({} bytes): one idempotent batch per codec, a committed and an aborted \
-         transaction, and a MIRROR_PID_RESET barrier, in {:?}",
-        expected.len(),
-        bytes.len(),
-        started.elapsed()
-    );
-
-    let started = Instant::now();
-    let data = std::fs::read(&segment)?;
-    let mut batches = Batches::new(&data);
-    let mut scratch = Vec::new();
-    let mut records = 0usize;
-    let mut seen = Vec::new();
-    for batch in batches.by_ref() {
-        let AnyBatch::V2(batch) = batch? else {
-            anyhow::bail!("demo wrote only v2 batches");
-        };
-        for r in batch.records(&mut scratch)? {
-            r?;
-            records += 1;
-        }
-        seen.push((batch.base_offset(), batch.last_offset()));
+    // 1. The primary.
+    let t = Instant::now();
+    let a = Arc::new(init(&storage, &a_root)?);
+    a.create_topic("orders", 1, None, &[])?;
+    let now = now_ms()?;
+    for (pid, codec) in Compression::ALL.into_iter().enumerate() {
+        a.produce("orders", 0, &mut idempotent(pid as i64 + 1, 0, codec, now)?)?;
     }
+    for (seq, marker) in [
+        (0, ControlRecordType::Commit),
+        (3, ControlRecordType::Abort),
+    ] {
+        a.produce("orders", 0, &mut transactional(4242, seq, marker, now)?)?;
+        let mut m = BatchBuilder::end_txn_marker(marker, 4242, 0, 0, now)?.build()?;
+        a.append_markers("orders", 0, &mut m)?;
+    }
+    a.bump_leader_epoch("orders", 0, 0)?;
+    a.produce("orders", 0, &mut idempotent(1, 5, Compression::None, now)?)?;
+    let a_log = a.log("orders", 0).context("primary partition")?;
+    step(
+        1,
+        t,
+        &format!(
+            "primary {}: {} offsets in orders-0 (5 codecs, a committed and an aborted transaction, a \
+             leader election), {} producers",
+            a.cluster_id(),
+            a_log.log_end_offset(),
+            a_log.producers().len()
+        ),
+    );
+
+    // 2. Mirror it.
+    let t = Instant::now();
+    let b = Arc::new(init(&storage, &b_root)?);
+    b.create_mirror("dr-mirror", a_root.to_str().context("utf-8 path")?)?;
+    b.connect_source(
+        "dr-mirror",
+        Arc::new(klog::mirror::LocalSource::new(Arc::clone(&a))),
+    );
+    for (topic, r) in b.add_topics("dr-mirror", &["orders".to_owned()])? {
+        r.with_context(|| format!("adding {topic}"))?;
+    }
+    let report = b.run_until_idle(1000);
+    ensure!(report.errors.is_empty(), "mirroring: {:?}", report.errors);
+    print_transitions(&report);
+    let b_log = b.log("orders", 0).context("mirror partition")?;
     ensure!(
-        batches.tail() == Some(Tail::Clean),
-        "unexpected tail {:?}",
-        batches.tail()
+        same_file(&a_root, &b_root, "orders-0/00000000000000000000.log")?,
+        "the mirrored segment differs from the source's"
     );
-    ensure!(seen == expected, "read back {seen:?}, wrote {expected:?}");
-    println!(
-        "  read back {} batches and {records} records zero-copy, every CRC-32C valid, in {:?}",
-        seen.len(),
-        started.elapsed()
+    let refused = b.produce("orders", 0, &mut idempotent(99, 0, Compression::None, now)?);
+    let refused = refused
+        .err()
+        .and_then(|e| e.error_name())
+        .context("a produce to the mirror must be refused")?;
+    step(
+        2,
+        t,
+        &format!(
+            "mirrored {} batches ({} bytes) to {}: segment byte-identical, epochs {:?}, {} producers \
+             rebuilt from the batches; a produce there is refused with {refused}",
+            report.batches_appended,
+            report.bytes_appended,
+            b.cluster_id(),
+            b_log
+                .leader_epochs()
+                .iter()
+                .map(|e| (e.epoch, e.start_offset))
+                .collect::<Vec<_>>(),
+            b_log.producers().len()
+        ),
     );
+
+    // 3. Failover.
+    let t = Instant::now();
+    for (topic, r) in b.remove_topics("dr-mirror", &["orders".to_owned()])? {
+        r.with_context(|| format!("removing {topic}"))?;
+    }
+    let report = b.run_until_idle(1000);
+    ensure!(report.errors.is_empty(), "failover: {:?}", report.errors);
+    print_transitions(&report);
+    let d = b.describe().into_iter().next().context("describe")?;
+    ensure!(d.state == Some(MirrorState::Stopped), "not stopped: {d:?}");
+    ensure!(
+        b_log.producers().is_empty(),
+        "producer state survived the barrier"
+    );
+    let info = b.produce("orders", 0, &mut idempotent(1, 0, Compression::Zstd, now)?)?;
+    step(
+        3,
+        t,
+        &format!(
+            "failover: last mirrored epoch {:?}, leader epoch bumped to {}, MIRROR_PID_RESET at offset {}, \
+             producer state cleared; producer 1 (a mirrored id) writes again from sequence 0 at offset {}",
+            d.last_mirrored_epoch,
+            d.leader_epoch,
+            info.first_offset - 1,
+            info.first_offset
+        ),
+    );
+
+    // 4. Failback.
+    let t = Instant::now();
+    let stray = a.produce("orders", 0, &mut idempotent(7, 0, Compression::None, now)?)?;
+    a.create_mirror("failback", b_root.to_str().context("utf-8 path")?)?;
+    a.connect_source(
+        "failback",
+        Arc::new(klog::mirror::LocalSource::new(Arc::clone(&b))),
+    );
+    for (topic, r) in a.add_topics("failback", &["orders".to_owned()])? {
+        r.with_context(|| format!("adding {topic}"))?;
+    }
+    let report = a.run_until_idle(1000);
+    ensure!(report.errors.is_empty(), "failback: {:?}", report.errors);
+    print_transitions(&report);
+    ensure!(
+        same_file(&a_root, &b_root, "orders-0/00000000000000000000.log")?,
+        "after failback the old primary must equal the new one"
+    );
+    step(
+        4,
+        t,
+        &format!(
+            "failback: the old primary's stray write at offset {} was cut ({} truncation), then it \
+             copied the barrier and the new writes: both logs byte-identical, {} offsets",
+            stray.first_offset,
+            report.truncations,
+            a_log.log_end_offset()
+        ),
+    );
+
+    // 5. Crash and recover.
+    let t = Instant::now();
+    b.produce("orders", 0, &mut idempotent(8, 0, Compression::Lz4, now)?)?;
+    let before = (b_log.log_end_offset(), b_log.producers().len());
+    drop((b_log, b));
+    a.close()?; // the old primary holds the new one as its source: releasing it releases B uncleanly
+    drop((a_log, a));
+    let segment = b_root.join("orders-0").join("00000000000000000000.log");
+    let mut torn = idempotent(9, 0, Compression::None, now)?;
+    torn.truncate(torn.len() / 2);
+    append_bytes(&segment, &torn)?;
+    let b = Cluster::open(Arc::clone(&storage), Arc::new(SystemClock), &b_root)?;
+    let r = b
+        .open_reports()
+        .iter()
+        .find(|r| r.partition == "orders-0")
+        .context("report")?;
+    let b_log = b.log("orders", 0).context("partition")?;
+    ensure!(
+        (b_log.log_end_offset(), b_log.producers().len()) == before,
+        "recovery changed the log: {:?} -> {:?}",
+        before,
+        (b_log.log_end_offset(), b_log.producers().len())
+    );
+    let state = b.describe().into_iter().next().and_then(|d| d.state);
+    step(
+        5,
+        t,
+        &format!(
+            "crash with a torn write: recovery scanned {} segment(s), cut {} torn bytes at offset {}, \
+             replayed {} batches into producer state ({} barrier); log end {} and {} producers as before; \
+             mirror state {}",
+            r.segments_scanned,
+            r.truncated.as_ref().map_or(0, |t| t.bytes),
+            r.truncated.as_ref().map_or(-1, |t| t.offset),
+            r.batches_replayed,
+            r.mirror_pid_resets,
+            b_log.log_end_offset(),
+            b_log.producers().len(),
+            state.map_or("-", |s| s.name())
+        ),
+    );
+    b.close()?;
+    println!("done in {:?}; the new primary's log:", total.elapsed());
     println!();
     dump::run(&dump::DumpArgs::new(vec![segment], false, true))
+}
+
+fn init(storage: &Arc<dyn Storage>, root: &Path) -> anyhow::Result<Cluster> {
+    Ok(Cluster::init(
+        Arc::clone(storage),
+        Arc::new(SystemClock),
+        root,
+        ClusterOptions::default(),
+    )?)
+}
+
+fn step(n: u32, started: Instant, what: &str) {
+    println!("{n}. [{:>8.2?}] {what}", started.elapsed());
+}
+
+fn print_transitions(report: &klog::mirror::TickReport) {
+    for (topic, p, from, to) in &report.transitions {
+        println!("   {topic}-{p}: {from} -> {to}");
+    }
+}
+
+fn same_file(a: &Path, b: &Path, rel: &str) -> anyhow::Result<bool> {
+    Ok(std::fs::read(a.join(rel))? == std::fs::read(b.join(rel))?)
+}
+
+fn append_bytes(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
+    f.write_all(bytes)?;
+    Ok(())
+}
+
+fn now_ms() -> anyhow::Result<i64> {
+    Ok(SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64)
 }
 
 fn default_dir() -> anyhow::Result<PathBuf> {
@@ -71,67 +252,42 @@ fn default_dir() -> anyhow::Result<PathBuf> {
     Ok(std::env::temp_dir().join(format!("klog-demo-{}-{nanos}", std::process::id())))
 }
 
-/// (base offset, last offset) of a batch.
-type OffsetRange = (i64, i64);
-
-/// The demo log and the offsets of each batch in it.
-fn build_demo_log() -> anyhow::Result<(Vec<u8>, Vec<OffsetRange>)> {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64;
-    let mut out = Vec::new();
-    let mut offsets = Vec::new();
-    let mut next = 0i64;
-    let mut push = |builder: BatchBuilder, out: &mut Vec<u8>| -> anyhow::Result<()> {
-        let count = builder.record_count() as i64;
-        builder
-            .base_offset(next)
-            .partition_leader_epoch(0)
-            .build_into(out)?;
-        offsets.push((next, next + count - 1));
-        next += count;
-        Ok(())
-    };
-    for (pid, codec) in Compression::ALL.into_iter().enumerate() {
-        let mut b = BatchBuilder::new(codec).producer(pid as i64 + 1, 0, 0);
-        for i in 0..5 {
-            let key = format!("k{i}");
-            let value = format!("{codec} value {i} ").repeat(8);
-            let headers = [Header {
-                key: "codec",
-                value: Some(codec.name().as_bytes()),
-            }];
-            b.append(
-                now + i,
-                Some(key.as_bytes()),
-                Some(value.as_bytes()),
-                &headers,
-            )?;
-        }
-        push(b, &mut out)?;
-    }
-    for (seq, marker) in [
-        (0, ControlRecordType::Commit),
-        (3, ControlRecordType::Abort),
-    ] {
-        let mut txn = BatchBuilder::new(Compression::None)
-            .producer(4242, 0, seq)
-            .transactional(true);
-        for i in 0..3 {
-            txn.append(
-                now,
-                Some(b"txn"),
-                Some(format!("{marker} record {i}").as_bytes()),
-                &[],
-            )?;
-        }
-        push(txn, &mut out)?;
-        push(
-            BatchBuilder::end_txn_marker(marker, 4242, 0, 0, now)?,
-            &mut out,
+/// Five records from an idempotent producer.
+fn idempotent(pid: i64, seq: i32, codec: Compression, now: i64) -> anyhow::Result<Vec<u8>> {
+    let mut b = BatchBuilder::new(codec).producer(pid, 0, seq);
+    for i in 0..5 {
+        let key = format!("k{i}");
+        let value = format!("{codec} value {i} ").repeat(8);
+        let headers = [Header {
+            key: "codec",
+            value: Some(codec.name().as_bytes()),
+        }];
+        b.append(
+            now + i,
+            Some(key.as_bytes()),
+            Some(value.as_bytes()),
+            &headers,
         )?;
     }
-    push(
-        BatchBuilder::mirror_pid_reset(SOURCE_CLUSTER_ID, now)?,
-        &mut out,
-    )?;
-    Ok((out, offsets))
+    Ok(b.build()?)
+}
+
+fn transactional(
+    pid: i64,
+    seq: i32,
+    marker: ControlRecordType,
+    now: i64,
+) -> anyhow::Result<Vec<u8>> {
+    let mut txn = BatchBuilder::new(Compression::None)
+        .producer(pid, 0, seq)
+        .transactional(true);
+    for i in 0..3 {
+        txn.append(
+            now,
+            Some(b"txn"),
+            Some(format!("{marker} record {i}").as_bytes()),
+            &[],
+        )?;
+    }
+    Ok(txn.build()?)
 }
