@@ -819,3 +819,62 @@ fn s13_crash_at_every_step_of_preparing() {
     }
     assert!(crashed_runs >= 3);
 }
+
+/// S13 (MIRRORING, leader change / restart): the new leader re-enters MIRRORING and its fetcher resumes
+/// from the local log end: no truncation, no duplicate, same bytes.
+#[test]
+fn s13_restart_mid_mirroring_resumes_from_the_log_end() {
+    let env = Env::new();
+    let a = s1_source(&env, "a");
+    for i in 0..20 {
+        a.produce("t", 0, &mut batch(PID + 1, 0, i, 1, false, "more"))
+            .unwrap();
+    }
+    let b = env.cluster("b");
+    let b = Arc::new(
+        Arc::try_unwrap(b)
+            .unwrap()
+            .with_settings(klog::mirror::MirrorSettings {
+                fetch_max_bytes: 1, // one batch per fetch
+                ..Default::default()
+            }),
+    );
+    link(&b, "m", &a);
+    all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+    for _ in 0..6 {
+        b.tick();
+    }
+    let partial = log(&b, "t").log_end_offset();
+    assert!(partial > 0 && partial < 26, "{partial}");
+    b.close().unwrap();
+    drop(b);
+    let b = env.reopen(Arc::new(klog::log::io::StdStorage), "b");
+    assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Mirroring));
+    b.connect_source(
+        "m",
+        Arc::new(klog::mirror::LocalSource::new(Arc::clone(&a))),
+    );
+    let r = b.run_until_idle(100);
+    assert!(
+        r.transitions.is_empty(),
+        "re-entered without a rewrite: {r:?}"
+    );
+    assert_eq!(r.truncations, 0);
+    assert_mirrors(&b, &a, "t");
+    let (pa, pb) = (log(&a, "t").producers(), log(&b, "t").producers());
+    assert_eq!(pa.len(), 2);
+    // A snapshot keeps each producer's last batch only (as Kafka's does), so compare what it keeps.
+    let key = |p: &klog::psm::ProducerStateEntry| {
+        (
+            p.producer_id(),
+            p.producer_epoch(),
+            p.last_seq(),
+            p.last_data_offset(),
+            p.last_timestamp(),
+        )
+    };
+    assert_eq!(
+        pa.iter().map(key).collect::<Vec<_>>(),
+        pb.iter().map(key).collect::<Vec<_>>()
+    );
+}

@@ -73,6 +73,16 @@ impl LogDir {
         name: &str,
         config: LogConfig,
     ) -> Result<(PartitionLog, OpenReport), Error> {
+        self.open_partition_with_clock(name, config, Arc::new(crate::clock::SystemClock))
+    }
+
+    /// `open_partition` with the log's clock (producer expiry, rolls and retention read it).
+    pub fn open_partition_with_clock(
+        &self,
+        name: &str,
+        config: LogConfig,
+        clock: Arc<dyn crate::clock::Clock>,
+    ) -> Result<(PartitionLog, OpenReport), Error> {
         let dir = self.root.join(name);
         let (topic, partition) = parse_dir_name(&dir).ok_or_else(|| Error::Config {
             key: "(directory)",
@@ -85,7 +95,8 @@ impl LogDir {
             log_start_offset: self.log_start_offsets.get(&key).copied().unwrap_or(0),
             clean_shutdown: self.had_clean_shutdown,
         };
-        let (log, report) = PartitionLog::open(self.storage.clone(), &dir, config, options)?;
+        let (log, report) =
+            PartitionLog::open_with_clock(self.storage.clone(), &dir, config, options, clock)?;
         if let Some(&hw) = self.high_watermarks.get(&key) {
             log.update_high_watermark(hw);
         }

@@ -61,6 +61,14 @@ impl SegmentBytes {
     pub fn is_mapped(&self) -> bool {
         matches!(self, SegmentBytes::Mapped { .. })
     }
+
+    /// The bytes as a buffer of their own: a read buffer is handed over, a map is copied.
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            SegmentBytes::Owned(v) => v,
+            mapped => mapped.as_slice().to_vec(),
+        }
+    }
 }
 
 /// What `recover` found.

@@ -57,8 +57,9 @@ pub struct MirrorSettings {
     pub failed_retry_initial_backoff_ms: i64,
     pub failed_retry_max_backoff_ms: i64,
     pub failed_retry_max_attempts: i16,
-    /// Sync the barrier (and the log before STOPPED). Off only in benchmarks that measure the cost.
-    pub fsync_on_stop: bool,
+    /// Sync `__mirror_state` writes and the log at STOPPING (before the LME is read, after the barrier).
+    /// Off only in benchmarks that measure what the syncs cost: a crash may then lose state.
+    pub fsync: bool,
 }
 
 impl Default for MirrorSettings {
@@ -69,7 +70,7 @@ impl Default for MirrorSettings {
             failed_retry_initial_backoff_ms: 1000,
             failed_retry_max_backoff_ms: 300_000,
             failed_retry_max_attempts: 100,
-            fsync_on_stop: true,
+            fsync: true,
         }
     }
 }
@@ -214,7 +215,8 @@ impl Cluster {
         let mut logs = BTreeMap::new();
         let mut state_logs = Vec::new();
         let mut reports = Vec::new();
-        let internal = LogLoader::new(Arc::clone(&storage), LogConfig::default());
+        let internal = LogLoader::new(Arc::clone(&storage), LogConfig::default())
+            .with_clock(Arc::clone(&clock));
         let ensure_dir = |name: &str| {
             let dir = root.join(name);
             storage.create_dir_all(&dir).map_err(|e| Error::io(&dir, e))
@@ -230,7 +232,8 @@ impl Cluster {
             logs.insert((MIRROR_STATE_TOPIC.to_owned(), p), log);
         }
         for (name, t) in &meta.topics {
-            let loader = LogLoader::new(Arc::clone(&storage), topic_config(t)?);
+            let loader = LogLoader::new(Arc::clone(&storage), topic_config(t)?)
+                .with_clock(Arc::clone(&clock));
             for p in 0..t.partitions {
                 let dir_name = partition_dir_name(name, p);
                 ensure_dir(&dir_name)?;
@@ -267,6 +270,7 @@ impl Cluster {
     }
 
     pub fn with_settings(mut self, settings: MirrorSettings) -> Self {
+        lock(&self.store).set_sync(settings.fsync);
         self.settings = settings;
         self
     }
@@ -415,8 +419,11 @@ impl Cluster {
         {
             let log_dir = lock(&self.log_dir);
             for p in 0..partitions {
-                let (log, _) =
-                    log_dir.open_partition(&partition_dir_name(name, p), config.clone())?;
+                let (log, _) = log_dir.open_partition_with_clock(
+                    &partition_dir_name(name, p),
+                    config.clone(),
+                    Arc::clone(&self.clock),
+                )?;
                 log.set_topic_id(id)?;
                 opened.push((p, Arc::new(log)));
             }
@@ -941,7 +948,7 @@ impl Cluster {
             _ => SourceError::Unavailable(e.to_string()),
         })?;
         Ok(FetchResponse {
-            records: read.records.as_slice().to_vec(),
+            records: read.records.into_vec(),
             ..base
         })
     }

@@ -607,7 +607,9 @@ impl Cluster {
         // 1. The fetcher is stopped: ours only runs inside tick, and the state is no longer MIRRORING.
         //    What it appended is made durable before the LME is read from it.
         let log = self.partition_log(w)?;
-        log.flush(log.log_end_offset())?;
+        if self.settings.fsync {
+            log.flush(log.log_end_offset())?;
+        }
         let epoch_now = self.leader_epoch(&w.topic, w.partition).unwrap_or(0);
         if barrier_at_end(&log, epoch_now)? {
             return Ok(false); // a crash after the barrier: the stop already happened
@@ -665,7 +667,7 @@ impl Cluster {
             log.append_as_leader_with_origin(&mut barrier, epoch, AppendOrigin::Coordinator)?;
             log.update_high_watermark(log.log_end_offset());
         }
-        if self.settings.fsync_on_stop {
+        if self.settings.fsync {
             log.flush(log.log_end_offset())?;
         }
         Ok(truncated)

@@ -28,6 +28,7 @@ pub struct MirrorStateStore {
     states: BTreeMap<MirrorKey, Stored<PartitionStateValue>>,
     lmes: BTreeMap<MirrorKey, Stored<i32>>,
     now: Arc<dyn Fn() -> i64 + Send + Sync>,
+    sync: bool,
 }
 
 impl std::fmt::Debug for MirrorStateStore {
@@ -50,6 +51,7 @@ impl MirrorStateStore {
             states: BTreeMap::new(),
             lmes: BTreeMap::new(),
             now,
+            sync: true,
         };
         for p in 0..store.partitions.len() {
             store.replay(p)?;
@@ -107,6 +109,11 @@ impl MirrorStateStore {
         }
     }
 
+    /// Whether writes are synced before `write` returns (always, except in benchmarks of that cost).
+    pub fn set_sync(&mut self, sync: bool) {
+        self.sync = sync;
+    }
+
     pub fn partition_count(&self) -> u32 {
         self.partitions.len() as u32
     }
@@ -132,7 +139,9 @@ impl MirrorStateStore {
             let mut bytes = b.build()?;
             let info = log.append_as_leader(&mut bytes, 0)?;
             log.update_high_watermark(log.log_end_offset());
-            log.flush(log.log_end_offset())?;
+            if self.sync {
+                log.flush(log.log_end_offset())?;
+            }
             for (i, r) in records.into_iter().enumerate() {
                 self.apply(r, info.first_offset + i as i64);
             }

@@ -6,6 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use klog_log::clock::{Clock, SystemClock};
+
 use klog_log::config::LogConfig;
 use klog_log::format::Tail;
 use klog_log::io::Storage;
@@ -53,6 +55,7 @@ pub struct RecoveryReport {
 pub struct LogLoader {
     storage: Arc<dyn Storage>,
     config: LogConfig,
+    clock: Arc<dyn Clock>,
 }
 
 /// One partition's outcome.
@@ -60,7 +63,17 @@ pub type PartitionOutcome = (String, Result<(PartitionLog, RecoveryReport), Erro
 
 impl LogLoader {
     pub fn new(storage: Arc<dyn Storage>, config: LogConfig) -> Self {
-        LogLoader { storage, config }
+        LogLoader {
+            storage,
+            config,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// The clock the loaded logs use (producer expiry on load reads it).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Opens every partition directory under `root`. With `take_snapshots`, a producer snapshot is written at
@@ -127,7 +140,11 @@ impl LogLoader {
     ) -> Result<(PartitionLog, RecoveryReport), Error> {
         let started = Instant::now();
         let swaps = complete_swaps(self.storage.as_ref(), &log_dir.root().join(name))?;
-        let (log, open) = log_dir.open_partition(name, self.config.clone())?;
+        let (log, open) = log_dir.open_partition_with_clock(
+            name,
+            self.config.clone(),
+            Arc::clone(&self.clock),
+        )?;
         let snapshots_written = if take_snapshot {
             log.take_snapshot()? as usize
         } else {

@@ -1,0 +1,139 @@
+//! Mirroring throughput beside klog's own leader append of the same batches, and failover time.
+//!
+//! - `mirror/leader_append`: 16 KiB batches (15 records of 1 KiB) leader-appended to a fresh cluster
+//!   (the plain append rate, the baseline).
+//! - `mirror/mirror`: the same batches mirrored from a source cluster into a fresh cluster on the same
+//!   disk (fetch read_committed from the source, `append_as_mirror`, producer state and epochs rebuilt).
+//! - paired ratios (stderr): the two timed back to back, alternating, for 7 rounds (3 with `--quick`);
+//!   `KLOG_BENCH_PAIRED=0` skips them.
+//! - failover (stderr): STOPPING -> STOPPED per partition over 16 partitions, with and without fsync.
+//!
+//! Run: `cargo bench --bench mirror`; `cargo test --benches` runs each once at a small size.
+
+#[path = "../src/cli/bench_mirror.rs"]
+#[allow(dead_code)]
+mod bench_mirror;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use klog::log::io::{StdStorage, Storage};
+
+fn test_mode() -> bool {
+    std::env::args().any(|a| a == "--test") || !std::env::args().any(|a| a == "--bench")
+}
+
+fn scratch() -> PathBuf {
+    let base = std::env::var_os("KLOG_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")));
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir = base.join(format!("mirror-bench-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn bench(c: &mut Criterion) {
+    let storage: Arc<dyn Storage> = Arc::new(StdStorage);
+    let count = if test_mode() { 16 } else { 1024 }; // 16 MiB in a real run
+    let batches = bench_mirror::build_batches(count, 15, 1024);
+    let bytes: u64 = batches.iter().map(|b| b.len() as u64).sum();
+    let dir = scratch();
+    let (source, _) =
+        bench_mirror::append_run(&storage, &dir.join("source"), "t", &batches).unwrap();
+    let mut n = 0u64;
+    let mut next = |what: &str| {
+        n += 1;
+        dir.join(format!("{what}-{n}"))
+    };
+    let mut g = c.benchmark_group("mirror");
+    g.throughput(Throughput::Bytes(bytes));
+    g.sample_size(10);
+    // iter_custom: only the appends / the mirroring are timed, not cluster creation and removal.
+    g.bench_function("leader_append", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let root = next("append");
+                let (c, t) = bench_mirror::append_run(&storage, &root, "t", &batches).unwrap();
+                c.close().unwrap();
+                std::fs::remove_dir_all(&root).ok();
+                total += t;
+            }
+            total
+        })
+    });
+    g.bench_function("mirror", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let root = next("mirror");
+                let (t, _) = bench_mirror::mirror_run(&storage, &root, &source, "t").unwrap();
+                std::fs::remove_dir_all(&root).ok();
+                total += t;
+            }
+            total
+        })
+    });
+    g.finish();
+
+    if std::env::var("KLOG_BENCH_PAIRED").is_ok_and(|v| v == "0") {
+        return;
+    }
+    let rounds = if test_mode() {
+        1
+    } else if std::env::args().any(|a| a == "--quick") {
+        3
+    } else {
+        7
+    };
+    let mut ratios = Vec::new();
+    for round in 0..rounds {
+        let (a_root, m_root) = (next("pa"), next("pm"));
+        let run_append = || {
+            let (c, t) = bench_mirror::append_run(&storage, &a_root, "t", &batches).unwrap();
+            c.close().unwrap();
+            t
+        };
+        let run_mirror = || {
+            bench_mirror::mirror_run(&storage, &m_root, &source, "t")
+                .unwrap()
+                .0
+        };
+        let (ta, tm) = if round % 2 == 0 {
+            let ta = run_append();
+            (ta, run_mirror())
+        } else {
+            let tm = run_mirror();
+            (run_append(), tm)
+        };
+        ratios.push(ta.as_secs_f64() / tm.as_secs_f64());
+        std::fs::remove_dir_all(&a_root).ok();
+        std::fs::remove_dir_all(&m_root).ok();
+    }
+    ratios.sort_by(f64::total_cmp);
+    eprintln!(
+        "paired/mirror_vs_leader_append: {:.3} (mirror rate / append rate, median of {rounds}, {} MiB)",
+        ratios[ratios.len() / 2],
+        bytes >> 20
+    );
+    let (parts, per) = if test_mode() { (2, 2) } else { (16, 64) };
+    let small = &batches[..per.min(batches.len())];
+    for fsync in [true, false] {
+        let d = next(if fsync { "fo-sync" } else { "fo-nosync" });
+        let t: Duration = bench_mirror::failover_run(&storage, &d, parts, small, fsync).unwrap();
+        eprintln!(
+            "failover/per_partition fsync={fsync}: {:.3} ms ({parts} partitions of {per} batches)",
+            t.as_secs_f64() * 1e3
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,156 @@
+//! The mirroring benchmark's kernels, shared by `klog bench mirror` and `benches/mirror.rs`:
+//! mirror throughput from a source cluster to a destination on the same disk beside klog's plain leader
+//! append of the same batches (the same run, alternating), and failover time per partition.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use klog::log::clock::SystemClock;
+use klog::log::format::{BatchBuilder, Compression};
+use klog::log::io::Storage;
+use klog::mirror::{Cluster, ClusterOptions, LocalSource, MirrorSettings, MirrorState};
+
+/// `count` batches of `records` records of `value_size` random-ish bytes (a producer's 16 KiB batches
+/// of 1 KiB records by default), idempotent, one producer per 64 batches.
+pub fn build_batches(count: usize, records: usize, value_size: usize) -> Vec<Vec<u8>> {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut value = vec![0u8; value_size];
+    (0..count)
+        .map(|i| {
+            let pid = 1000 + (i / 64) as i64;
+            let seq = ((i % 64) * records) as i32;
+            let mut b = BatchBuilder::new(Compression::None).producer(pid, 0, seq);
+            for r in 0..records {
+                for byte in value.iter_mut() {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    *byte = seed as u8;
+                }
+                let key = format!("key-{i}-{r}");
+                b.append(1_700_000_000_000, Some(key.as_bytes()), Some(&value), &[])
+                    .expect("valid record");
+            }
+            b.build().expect("valid batch")
+        })
+        .collect()
+}
+
+pub fn new_cluster(
+    storage: &Arc<dyn Storage>,
+    root: &Path,
+    fsync: bool,
+) -> anyhow::Result<Cluster> {
+    let c = Cluster::init(
+        Arc::clone(storage),
+        Arc::new(SystemClock),
+        root,
+        ClusterOptions::default(),
+    )?;
+    Ok(c.with_settings(MirrorSettings {
+        fsync,
+        ..MirrorSettings::default()
+    }))
+}
+
+/// Leader-appends `batches` to a new topic of a new cluster at `root`; returns the cluster and the time
+/// the appends took (setup excluded).
+pub fn append_run(
+    storage: &Arc<dyn Storage>,
+    root: &Path,
+    topic: &str,
+    batches: &[Vec<u8>],
+) -> anyhow::Result<(Arc<Cluster>, Duration)> {
+    let c = new_cluster(storage, root, true)?;
+    c.create_topic(topic, 1, None, &[])?;
+    let mut buf = Vec::new();
+    let started = Instant::now();
+    for b in batches {
+        buf.clear();
+        buf.extend_from_slice(b);
+        c.produce(topic, 0, &mut buf)?;
+    }
+    Ok((Arc::new(c), started.elapsed()))
+}
+
+/// Mirrors `topic` from `source` into a new cluster at `root` until it is caught up; returns the time
+/// the mirroring took (cluster and topic creation excluded) and the bytes mirrored.
+pub fn mirror_run(
+    storage: &Arc<dyn Storage>,
+    root: &Path,
+    source: &Arc<Cluster>,
+    topic: &str,
+) -> anyhow::Result<(Duration, u64)> {
+    let c = new_cluster(storage, root, true)?;
+    c.create_mirror("bench", &source.root().display().to_string())?;
+    c.connect_source("bench", Arc::new(LocalSource::new(Arc::clone(source))));
+    for (t, r) in c.add_topics("bench", &[topic.to_owned()])? {
+        r.map_err(|e| anyhow::anyhow!("{t}: {e}"))?;
+    }
+    // PREPARING (the LME lookup, two synced state writes) is not part of the copy rate.
+    while c.describe()[0].state != Some(MirrorState::Mirroring) {
+        let r = c.tick();
+        anyhow::ensure!(r.errors.is_empty(), "preparing: {:?}", r.errors);
+    }
+    let started = Instant::now();
+    let report = c.run_until_idle(usize::MAX);
+    let elapsed = started.elapsed();
+    anyhow::ensure!(report.errors.is_empty(), "mirroring: {:?}", report.errors);
+    let (src, dst) = (
+        source.log(topic, 0).expect("source partition"),
+        c.log(topic, 0).expect("mirror partition"),
+    );
+    anyhow::ensure!(
+        src.log_end_offset() == dst.log_end_offset(),
+        "mirror stopped at {} of {}",
+        dst.log_end_offset(),
+        src.log_end_offset()
+    );
+    c.close()?;
+    Ok((elapsed, report.bytes_appended))
+}
+
+/// Failover of `partitions` mirrored partitions (each holding `batches`): the time from the remove
+/// request to every partition STOPPED, divided by the partition count.
+pub fn failover_run(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    partitions: i32,
+    batches: &[Vec<u8>],
+    fsync: bool,
+) -> anyhow::Result<Duration> {
+    let source = Arc::new(new_cluster(storage, &dir.join("fo-source"), true)?);
+    source.create_topic("fo", partitions, None, &[])?;
+    let mut buf = Vec::new();
+    for p in 0..partitions {
+        for b in batches {
+            buf.clear();
+            buf.extend_from_slice(b);
+            source.produce("fo", p, &mut buf)?;
+        }
+    }
+    let dest = new_cluster(storage, &dir.join("fo-dest"), fsync)?;
+    dest.create_mirror("fo", &source.root().display().to_string())?;
+    dest.connect_source("fo", Arc::new(LocalSource::new(Arc::clone(&source))));
+    for (t, r) in dest.add_topics("fo", &["fo".to_owned()])? {
+        r.map_err(|e| anyhow::anyhow!("{t}: {e}"))?;
+    }
+    dest.run_until_idle(usize::MAX);
+    for (t, r) in dest.remove_topics("fo", &["fo".to_owned()])? {
+        r.map_err(|e| anyhow::anyhow!("{t}: {e}"))?;
+    }
+    let started = Instant::now();
+    let report = dest.run_until_idle(usize::MAX);
+    let elapsed = started.elapsed();
+    anyhow::ensure!(report.errors.is_empty(), "failover: {:?}", report.errors);
+    anyhow::ensure!(
+        dest.describe()
+            .iter()
+            .all(|d| d.state == Some(MirrorState::Stopped)),
+        "not every partition stopped"
+    );
+    dest.close()?;
+    source.close()?;
+    Ok(elapsed / partitions as u32)
+}
