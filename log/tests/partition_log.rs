@@ -328,9 +328,10 @@ fn concurrent_readers_never_see_a_partial_batch() {
         let config = LogConfig::from_pairs(["segment.bytes=50000"]).unwrap();
         let log = Arc::new(open(&storage, &dir, config, OpenOptions::default()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let total_reads = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let readers: Vec<_> = (0..3)
             .map(|r| {
-                let (log, stop) = (log.clone(), stop.clone());
+                let (log, stop, total_reads) = (log.clone(), stop.clone(), total_reads.clone());
                 std::thread::spawn(move || {
                     let mut reads = 0u64;
                     while !stop.load(std::sync::atomic::Ordering::Acquire) {
@@ -351,6 +352,7 @@ fn concurrent_readers_never_see_a_partial_batch() {
                             expect_from = Some(b.last_offset() + 1);
                         }
                         reads += 1;
+                        total_reads.fetch_add(1, std::sync::atomic::Ordering::Release);
                     }
                     reads
                 })
@@ -359,6 +361,11 @@ fn concurrent_readers_never_see_a_partial_batch() {
         for _ in 0..400 {
             let mut b = build(3, 200, 1_800_000_000_000);
             log.append_as_leader(&mut b, 0).unwrap();
+        }
+        // On a loaded machine the readers may get no CPU before the appends end: let them read the
+        // (rolled) log at least once before stopping them.
+        while total_reads.load(std::sync::atomic::Ordering::Acquire) < 3 {
+            std::thread::yield_now();
         }
         stop.store(true, std::sync::atomic::Ordering::Release);
         let reads: u64 = readers.into_iter().map(|r| r.join().expect("reader")).sum();

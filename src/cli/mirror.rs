@@ -16,6 +16,14 @@ use klog::mirror::cluster::TopicResults;
 use klog::mirror::{Cluster, ClusterOptions};
 use serde_json::json;
 
+/// `println!` that returns the write error (a closed pipe ends the command quietly, see `main`).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ClusterCommand {
     /// Create a cluster in ROOT (a new log directory with its cluster id and `__mirror_state`).
@@ -158,9 +166,9 @@ pub fn cluster(cmd: &ClusterCommand) -> anyhow::Result<ExitCode> {
             let id = c.cluster_id();
             c.close()?;
             if *json {
-                println!("{}", json!({"root": root, "cluster_id": id}));
+                say!("{}", json!({"root": root, "cluster_id": id}));
             } else {
-                println!("created cluster {id} in {}", root.display());
+                say!("created cluster {id} in {}", root.display());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -193,12 +201,12 @@ pub fn topic(cmd: &TopicCommand) -> anyhow::Result<ExitCode> {
                 Ok(c.create_topic(topic, *partitions, id, &configs)?)
             })?;
             if *json {
-                println!(
+                say!(
                     "{}",
                     json!({"topic": topic, "topic_id": id.to_string(), "partitions": partitions})
                 );
             } else {
-                println!("created topic {topic} ({id}) with {partitions} partition(s)");
+                say!("created topic {topic} ({id}) with {partitions} partition(s)");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -210,24 +218,24 @@ pub fn topic(cmd: &TopicCommand) -> anyhow::Result<ExitCode> {
         } => {
             let epoch = with_cluster(root, |c| Ok(c.bump_leader_epoch(topic, *partition, 0)?))?;
             if *json {
-                println!(
+                say!(
                     "{}",
                     json!({"topic": topic, "partition": partition, "leader_epoch": epoch})
                 );
             } else {
-                println!("{topic}-{partition}: leader epoch {epoch}");
+                say!("{topic}-{partition}: leader epoch {epoch}");
             }
             Ok(ExitCode::SUCCESS)
         }
         TopicCommand::Delete { root, topic } => {
             with_cluster(root, |c| Ok(c.delete_topic(topic)?))?;
-            println!("deleted topic {topic}");
+            say!("deleted topic {topic}");
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-fn print_topic_results(results: &TopicResults, json: bool) -> ExitCode {
+fn print_topic_results(results: &TopicResults, json: bool) -> std::io::Result<ExitCode> {
     let mut ok = true;
     for (topic, r) in results {
         ok &= r.is_ok();
@@ -239,22 +247,22 @@ fn print_topic_results(results: &TopicResults, json: bool) -> ExitCode {
             ),
         };
         if json {
-            println!(
+            say!(
                 "{}",
                 json!({"topic": topic, "error": error, "message": message})
             );
         } else {
             match error {
-                None => println!("{topic}: ok"),
-                Some(name) => println!("{topic}: error {name}: {}", message.unwrap_or_default()),
+                None => say!("{topic}: ok"),
+                Some(name) => say!("{topic}: error {name}: {}", message.unwrap_or_default()),
             }
         }
     }
-    if ok {
+    Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    }
+    })
 }
 
 /// A request that failed as a whole: Kafka's error name when there is one, exit status 1.
@@ -262,7 +270,7 @@ fn request_error(e: klog::mirror::Error, json: bool) -> anyhow::Result<ExitCode>
     match e.error_name() {
         Some(name) => {
             if json {
-                println!("{}", json!({"error": name, "message": e.to_string()}));
+                say!("{}", json!({"error": name, "message": e.to_string()}));
             } else {
                 eprintln!("klog: error {name}: {e}");
             }
@@ -277,7 +285,7 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
         MirrorCommand::Create { root, name, source } => {
             with_cluster(root, |c| match c.create_mirror(name, source) {
                 Ok(()) => {
-                    println!("created mirror {name} from {source}");
+                    say!("created mirror {name} from {source}");
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => request_error(e, false),
@@ -290,7 +298,7 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
         MirrorCommand::Delete { root, name } => {
             with_cluster(root, |c| match c.delete_mirror(name) {
                 Ok(()) => {
-                    println!("deleted mirror {name}");
+                    say!("deleted mirror {name}");
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => request_error(e, false),
@@ -299,7 +307,7 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
         MirrorCommand::Run(args) => run(args),
         MirrorCommand::Describe { root, json } => {
             let rows = with_cluster(root, |c| Ok(c.describe_live()))?;
-            print_describe(&rows, *json);
+            print_describe(&rows, *json)?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -310,23 +318,34 @@ fn topics_request(
     f: impl FnOnce(&Cluster) -> Result<TopicResults, klog::mirror::Error>,
 ) -> anyhow::Result<ExitCode> {
     with_cluster(&a.root, |c| match f(c) {
-        Ok(results) => Ok(print_topic_results(&results, a.json)),
+        Ok(results) => Ok(print_topic_results(&results, a.json)?),
         Err(e) => request_error(e, a.json),
     })
 }
 
-pub fn print_describe(rows: &[klog::mirror::PartitionDescription], json: bool) {
+pub fn print_describe(
+    rows: &[klog::mirror::PartitionDescription],
+    json: bool,
+) -> std::io::Result<()> {
     if json {
-        println!("{}", json!({ "partitions": rows }));
-        return;
+        say!("{}", json!({ "partitions": rows }));
+        return Ok(());
     }
-    println!(
+    say!(
         "{:<24} {:>4} {:<12} {:<10} {:>6} {:>10} {:>10} {:>8} {:>5}",
-        "TOPIC", "PART", "MIRROR", "STATE", "EPOCH", "SOURCE-END", "LOCAL-END", "LAG", "LME"
+        "TOPIC",
+        "PART",
+        "MIRROR",
+        "STATE",
+        "EPOCH",
+        "SOURCE-END",
+        "LOCAL-END",
+        "LAG",
+        "LME"
     );
     let opt = |v: Option<i64>| v.map_or("-".to_owned(), |v| v.to_string());
     for r in rows {
-        println!(
+        say!(
             "{:<24} {:>4} {:<12} {:<10} {:>6} {:>10} {:>10} {:>8} {:>5}{}",
             r.topic,
             r.partition,
@@ -343,6 +362,7 @@ pub fn print_describe(rows: &[klog::mirror::PartitionDescription], json: bool) {
                 .unwrap_or_default()
         );
     }
+    Ok(())
 }
 
 fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -359,18 +379,18 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         truncations += r.truncations;
         for (topic, p, from, to) in &r.transitions {
             if args.json {
-                println!(
+                say!(
                     "{}",
                     json!({"event": "transition", "topic": topic, "partition": p, "from": from.name(), "to": to.name()})
                 );
             } else {
-                println!("{topic}-{p}: {from} -> {to}");
+                say!("{topic}-{p}: {from} -> {to}");
             }
         }
         for (topic, p, e) in &r.errors {
             errors += 1;
             if args.json {
-                println!(
+                say!(
                     "{}",
                     json!({"event": "error", "topic": topic, "partition": p, "message": e})
                 );
@@ -390,16 +410,16 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     cluster.close()?;
     let elapsed = started.elapsed().as_secs_f64();
     if args.json {
-        println!(
+        say!(
             "{}",
             json!({"event": "summary", "ticks": ticks, "batches": batches, "bytes": bytes,
                    "truncations": truncations, "errors": errors, "seconds": elapsed, "partitions": rows})
         );
     } else {
-        println!(
+        say!(
             "{ticks} passes, {batches} batches ({bytes} bytes) mirrored, {truncations} truncations, {errors} errors in {elapsed:.2} s"
         );
-        print_describe(&rows, false);
+        print_describe(&rows, false)?;
     }
     Ok(ExitCode::SUCCESS)
 }
