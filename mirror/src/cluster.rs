@@ -114,6 +114,8 @@ pub struct Cluster {
     pub(crate) resolver: Mutex<SourceResolver>,
     closed: AtomicBool,
     open_reports: Vec<RecoveryReport>,
+    /// Kafka's `.lock` in the log directory, held while the cluster is open (real file systems only).
+    dir_lock: Mutex<Option<std::fs::File>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -211,6 +213,7 @@ impl Cluster {
                 ))
             })?;
         let meta = ClusterMeta::decode(&bytes, &path)?;
+        let dir_lock = lock_dir(storage.as_ref(), root)?;
         let log_dir = LogDir::open(Arc::clone(&storage), root)?;
         let mut logs = BTreeMap::new();
         let mut state_logs = Vec::new();
@@ -258,6 +261,7 @@ impl Cluster {
             resolver: Mutex::new(SourceResolver::default()),
             closed: AtomicBool::new(false),
             open_reports: reports,
+            dir_lock: Mutex::new(dir_lock),
         };
         cluster.refresh_write_modes();
         Ok(cluster)
@@ -300,6 +304,7 @@ impl Cluster {
             log_dir.checkpoint(log)?;
         }
         checkpoint::write_clean_shutdown(self.storage.as_ref(), &self.root, -1)?;
+        lock(&self.dir_lock).take();
         Ok(())
     }
 
@@ -1093,6 +1098,30 @@ impl Cluster {
             }
         }
         out
+    }
+}
+
+/// Takes Kafka's `.lock` in the log directory, so a second process (a `klog mirror run` of another
+/// cluster opening this one as its source, say) cannot write the same files at the same time.
+fn lock_dir(storage: &dyn Storage, root: &Path) -> Result<Option<std::fs::File>, Error> {
+    if storage.name() == "sim" {
+        return Ok(None); // an in-memory disk: nothing else can open it
+    }
+    let path = root.join(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Refused(format!(
+            "{} is in use: another process (or another open of it here) holds {}",
+            root.display(),
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
     }
 }
 
