@@ -6,6 +6,11 @@
 //! Every failure names the broker address and the API: a broken or refused connection is
 //! `SourceError::Unavailable` (retried by the manager with backoff), a broker that does not speak a
 //! version we can use is `SourceError::Refused`.
+//!
+//! Responses are decoded by the kafka-protocol crate, whose decoders return errors for short or
+//! malformed input, but preallocate arrays by the count the peer sends: a hostile count inside a
+//! bounded frame can still ask for a huge allocation. Sources are configured clusters, not arbitrary
+//! peers; a fix belongs in the crate (bound a count by the bytes that remain).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
