@@ -6,12 +6,15 @@
 //! - [`cluster`]: a local single-node cluster (one root directory) with the mirror administration and
 //!   the source-side serving of fetches and LME lookups;
 //! - [`source`]: the [`MirrorSource`](source::MirrorSource) seam and the in-process source;
+//! - [`kafka_source`] (over `kafka_wire`, one broker connection): the source over the Kafka protocol, for `kafka://` mirrors;
 //! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
 //!   and FAILED retries.
 #![deny(unsafe_code)]
 
 pub mod cluster;
 pub mod error;
+pub mod kafka_source;
+mod kafka_wire;
 pub mod manager;
 pub mod metadata;
 pub mod records;
@@ -21,6 +24,7 @@ pub mod store;
 
 pub use cluster::{Cluster, ClusterOptions, MirrorSettings, PartitionDescription};
 pub use error::{Error, MirrorError};
+pub use kafka_source::KafkaSource;
 pub use manager::TickReport;
 pub use metadata::DesiredState;
 pub use source::{LocalSource, MirrorSource};

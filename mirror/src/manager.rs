@@ -19,13 +19,14 @@ use klog_log::validator::AppendOrigin;
 
 use crate::cluster::Cluster;
 use crate::error::Error;
+use crate::kafka_source::{KafkaSource, KAFKA_SCHEME};
 use crate::metadata::{DesiredState, MirrorMeta};
 use crate::records::{MirrorKey, MirrorRecord, PartitionStateValue};
 use crate::source::{FetchRequest, Isolation, LocalSource, MirrorSource, SourceError};
 use crate::state::MirrorState;
 
-/// Opens the source a mirror names. The default opens local cluster roots; tests and the Kafka client
-/// register their own.
+/// Opens the source a mirror names. The default opens `kafka://` sources as a [`KafkaSource`] and
+/// anything else as a local cluster root; tests register their own.
 pub type SourceFactory =
     Arc<dyn Fn(&str, &MirrorMeta) -> Result<Arc<dyn MirrorSource>, SourceError> + Send + Sync>;
 
@@ -125,6 +126,9 @@ impl Cluster {
         let source = match existing {
             Some(Ok(s)) => s,
             Some(Err(factory)) => factory(mirror, &mirror_meta)?,
+            None if mirror_meta.source.starts_with(KAFKA_SCHEME) => {
+                Arc::new(KafkaSource::new(&mirror_meta.source)?)
+            }
             None => {
                 let cluster = open_local_source(&mirror_meta)?;
                 self.resolver
@@ -738,12 +742,6 @@ fn jitter_fraction(key: &MirrorKey, attempt: i16) -> f64 {
 }
 
 fn open_local_source(meta: &MirrorMeta) -> Result<Arc<Cluster>, SourceError> {
-    if meta.source.starts_with("kafka://") {
-        return Err(SourceError::Unavailable(format!(
-            "{}: no Kafka protocol source is registered in this build",
-            meta.source
-        )));
-    }
     let root = std::path::Path::new(&meta.source);
     let storage: Arc<dyn klog_log::io::Storage> = Arc::new(klog_log::io::StdStorage);
     let cluster = Cluster::open(storage, Arc::new(klog_log::clock::SystemClock), root)

@@ -14,6 +14,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -36,6 +37,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *   produce BOOTSTRAP TOPIC RECORDS               the workload below; one line per record written
  *   consume BOOTSTRAP TOPIC ISOLATION             partition 0 from the beginning to the end offset
  *                                                 (the LSO for read_committed); one line per record
+ *   delete-records BOOTSTRAP TOPIC OFFSET         Admin.deleteRecords on partition 0 below OFFSET;
+ *                                                 prints {"low_watermark"}
  * </pre>
  *
  * The workload: an idempotent producer per codec (none, gzip, snappy, lz4, zstd); a transactional producer
@@ -58,12 +61,13 @@ public final class Workload {
             case "create-topic" -> createTopic(args[1], args[2], args);
             case "produce" -> new Producing(args[1], args[2], args.length > 3 ? Integer.parseInt(args[3]) : 60).run();
             case "consume" -> consume(args[1], args[2], args.length > 3 ? args[3] : "read_uncommitted");
+            case "delete-records" -> deleteRecords(args[1], args[2], Long.parseLong(args[3]));
             default -> usage();
         }
     }
 
     private static void usage() {
-        System.err.println("usage: Workload create-topic|produce|consume BOOTSTRAP TOPIC [...]");
+        System.err.println("usage: Workload create-topic|produce|consume|delete-records BOOTSTRAP TOPIC [...]");
         System.exit(2);
     }
 
@@ -79,6 +83,17 @@ public final class Workload {
             CreateTopicsResult r = admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(configs)));
             r.all().get();
             System.out.println("{\"topic\":" + str(topic) + ",\"topic_id\":" + str(r.topicId(topic).get().toString()) + "}");
+        }
+    }
+
+    private static void deleteRecords(String bootstrap, String topic, long offset) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (Admin admin = Admin.create(p)) {
+            long low = admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(offset)))
+                    .lowWatermarks().get(tp).get().lowWatermark();
+            System.out.println("{\"topic\":" + str(topic) + ",\"low_watermark\":" + low + "}");
         }
     }
 

@@ -1,0 +1,230 @@
+//! `KafkaSource` against a scripted broker on loopback that speaks the real wire format (encoded with
+//! the kafka-protocol crate): version negotiation, leader routing from Metadata, FENCED_LEADER_EPOCH
+//! without `CurrentLeader` (the epoch comes from Metadata), NOT_LEADER_OR_FOLLOWER, and an unknown
+//! topic id that counts as gone only when Metadata agrees. The real broker proves the rest
+//! (`tests/kafka_mirror.rs`); this runs without Java.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::fetch_response::{
+    FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
+};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsResponse, FetchRequest as KafkaFetch, FetchResponse as KafkaFetchResponse,
+    MetadataResponse, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, StrBytes};
+use klog_log::checkpoint::TopicId;
+use klog_mirror::source::{FetchRequest, Isolation, SourceError};
+use klog_mirror::{KafkaSource, MirrorSource};
+use uuid::Uuid;
+
+const TOPIC_ID: [u8; 16] = [7; 16];
+const RECORDS: &[u8] = b"raw batch bytes as the broker sent them";
+
+#[derive(Default)]
+struct Script {
+    port: u16,
+    leader_epoch: i32,
+    topic_known: bool,
+    /// Partition error codes the next fetches answer with (then normal service).
+    fetch_errors: VecDeque<i16>,
+    metadata_requests: usize,
+    /// `(version, current leader epoch, topic id)` of every fetch.
+    fetches: Vec<(i16, i32, [u8; 16])>,
+}
+
+fn respond(script: &Mutex<Script>, mut frame: Bytes) -> Bytes {
+    let header = decode_request_header_from_buffer(&mut frame).unwrap();
+    let key = ApiKey::try_from(header.request_api_key).unwrap();
+    let version = header.request_api_version;
+    let mut s = script.lock().unwrap();
+    let mut out = BytesMut::new();
+    ResponseHeader::default()
+        .with_correlation_id(header.correlation_id)
+        .encode(&mut out, key.response_header_version(version))
+        .unwrap();
+    match key {
+        ApiKey::ApiVersions => {
+            let range = |k: ApiKey, min, max| {
+                ApiVersion::default()
+                    .with_api_key(k as i16)
+                    .with_min_version(min)
+                    .with_max_version(max)
+            };
+            ApiVersionsResponse::default()
+                .with_api_keys(vec![
+                    range(ApiKey::ApiVersions, 0, 3),
+                    range(ApiKey::Metadata, 0, 12),
+                    range(ApiKey::Fetch, 4, 16),
+                    range(ApiKey::ListOffsets, 1, 8),
+                ])
+                .encode(&mut out, version)
+                .unwrap();
+        }
+        ApiKey::Metadata => {
+            s.metadata_requests += 1;
+            let topic = MetadataResponseTopic::default()
+                .with_name(Some(TopicName(StrBytes::from_static_str("t"))))
+                .with_topic_id(Uuid::from_bytes(TOPIC_ID));
+            let topic = if s.topic_known {
+                topic.with_partitions(vec![MetadataResponsePartition::default()
+                    .with_partition_index(0)
+                    .with_leader_id(1.into())
+                    .with_leader_epoch(s.leader_epoch)])
+            } else {
+                topic.with_error_code(3).with_topic_id(Uuid::nil())
+            };
+            MetadataResponse::default()
+                .with_cluster_id(Some(StrBytes::from_static_str("fake-cluster-id-000000")))
+                .with_brokers(vec![MetadataResponseBroker::default()
+                    .with_node_id(1.into())
+                    .with_host(StrBytes::from_static_str("127.0.0.1"))
+                    .with_port(s.port as i32)])
+                .with_topics(vec![topic])
+                .encode(&mut out, version)
+                .unwrap();
+        }
+        ApiKey::Fetch => {
+            let request = KafkaFetch::decode(&mut frame, version).unwrap();
+            let t = &request.topics[0];
+            let p = &t.partitions[0];
+            s.fetches
+                .push((version, p.current_leader_epoch, *t.topic_id.as_bytes()));
+            let data = PartitionData::default().with_partition_index(0);
+            let data = match s.fetch_errors.pop_front() {
+                // No CurrentLeader: the source must ask Metadata for the epoch.
+                Some(code) => data
+                    .with_error_code(code)
+                    .with_current_leader(LeaderIdAndEpoch::default()),
+                None if p.current_leader_epoch < s.leader_epoch => data
+                    .with_error_code(74)
+                    .with_current_leader(LeaderIdAndEpoch::default()),
+                None => data
+                    .with_high_watermark(10)
+                    .with_last_stable_offset(10)
+                    .with_log_start_offset(0)
+                    .with_records(Some(Bytes::from_static(RECORDS))),
+            };
+            KafkaFetchResponse::default()
+                .with_responses(vec![FetchableTopicResponse::default()
+                    .with_topic_id(t.topic_id)
+                    .with_partitions(vec![data])])
+                .encode(&mut out, version)
+                .unwrap();
+        }
+        other => panic!("the fake broker does not serve {other:?}"),
+    }
+    out.freeze()
+}
+
+fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>) {
+    loop {
+        let mut prefix = [0u8; 4];
+        if stream.read_exact(&mut prefix).is_err() {
+            return;
+        }
+        let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
+        stream.read_exact(&mut body).unwrap();
+        let reply = respond(&script, Bytes::from(body));
+        stream
+            .write_all(&(reply.len() as i32).to_be_bytes())
+            .unwrap();
+        stream.write_all(&reply).unwrap();
+    }
+}
+
+fn fake_broker() -> (String, Arc<Mutex<Script>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = Arc::new(Mutex::new(Script {
+        port,
+        leader_epoch: 5,
+        topic_known: true,
+        ..Script::default()
+    }));
+    let shared = Arc::clone(&script);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || serve(stream, shared));
+        }
+    });
+    (format!("kafka://127.0.0.1:{port}"), script)
+}
+
+fn fetch_at(epoch: i32) -> FetchRequest {
+    FetchRequest {
+        topic: "t".into(),
+        topic_id: TopicId(TOPIC_ID),
+        partition: 0,
+        fetch_offset: 0,
+        last_fetched_epoch: None,
+        current_leader_epoch: epoch,
+        max_bytes: 1 << 16,
+        isolation: Isolation::ReadCommitted,
+    }
+}
+
+#[test]
+fn fencing_routing_and_unknown_topics_against_a_scripted_broker() {
+    let (source_uri, script) = fake_broker();
+    let source = KafkaSource::new(&source_uri).unwrap();
+    assert_eq!(source.cluster_id().unwrap(), "fake-cluster-id-000000");
+    let described = source.topic("t").unwrap().unwrap();
+    assert_eq!((described.id, described.partitions), (TopicId(TOPIC_ID), 1));
+
+    // Epoch discovery: fenced at 0 with no CurrentLeader -> the epoch Metadata reports.
+    assert_eq!(
+        source.fetch(&fetch_at(0)).unwrap_err(),
+        SourceError::FencedLeaderEpoch { leader_epoch: 5 }
+    );
+    let r = source.fetch(&fetch_at(5)).unwrap();
+    assert_eq!(r.records, RECORDS);
+    assert_eq!((r.high_watermark, r.last_stable_offset), (10, 10));
+    {
+        let s = script.lock().unwrap();
+        // Fetch at the highest version both speak (16), by topic id.
+        assert!(s.fetches.iter().all(|f| f.0 == 16 && f.2 == TOPIC_ID));
+        assert_eq!(s.fetches.iter().map(|f| f.1).collect::<Vec<_>>(), [0, 5]);
+    }
+
+    // NOT_LEADER_OR_FOLLOWER: unavailable now, Metadata asked again before the next fetch.
+    script.lock().unwrap().fetch_errors.push_back(6);
+    let before = script.lock().unwrap().metadata_requests;
+    let e = source.fetch(&fetch_at(5)).unwrap_err();
+    assert!(
+        matches!(&e, SourceError::Unavailable(m) if m.contains("NOT_LEADER_OR_FOLLOWER")),
+        "{e:?}"
+    );
+    assert_eq!(source.fetch(&fetch_at(5)).unwrap().records, RECORDS);
+    assert_eq!(script.lock().unwrap().metadata_requests, before + 1);
+
+    // UNKNOWN_TOPIC_ID while Metadata still names the topic: a transient, not a deleted topic.
+    script.lock().unwrap().fetch_errors.push_back(100);
+    let e = source.fetch(&fetch_at(5)).unwrap_err();
+    assert!(
+        matches!(&e, SourceError::Unavailable(m) if m.contains("UNKNOWN_TOPIC_ID")),
+        "{e:?}"
+    );
+    // Once Metadata agrees it is gone, it is gone.
+    {
+        let mut s = script.lock().unwrap();
+        s.fetch_errors.push_back(100);
+        s.topic_known = false;
+    }
+    let e = source.fetch(&fetch_at(5)).unwrap_err();
+    assert!(
+        matches!(e, SourceError::UnknownTopicOrPartition(_)),
+        "{e:?}"
+    );
+    assert_eq!(source.topic("t").unwrap(), None);
+}

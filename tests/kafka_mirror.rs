@@ -1,0 +1,416 @@
+//! Live mirroring from a real Kafka 4.4 broker (KIP-1279 part 4): a klog cluster mirrors a topic over the
+//! Kafka protocol (`kafka://`) while the Java workload writes to it, and every batch klog holds is byte
+//! for byte the batch in the broker's own `.log` files, at the same offset. Then, on the same broker run:
+//! DeleteRecords at the source moves klog's log start (following the fetch's log start, and through
+//! OFFSET_OUT_OF_RANGE after a pause), a broker restart is survived (the fetcher fails, backs off,
+//! resumes at the new leader epoch and converges), and failover writes the barrier after which klog
+//! takes appends from a producer id the source used, at sequence 0.
+//!
+//! One broker for the file, one test, phases in order. Skips with one line without Java, unless
+//! `KLOG_REQUIRE_KAFKA=1` (CI), where it fails.
+
+mod common;
+#[path = "mirror_support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::kafka::{kafka_available, workload, Cluster as KafkaCluster};
+use common::{klog, scratch_dir, sorted_entries, stderr, stdout};
+use klog::log::clock::{Clock, ManualClock};
+use klog::log::format::{AnyBatch, Batches};
+use klog::log::io::StdStorage;
+use klog::log::partition_log::PartitionLog;
+use klog::mirror::{Cluster, MirrorSettings, MirrorState};
+use serde_json::Value;
+use support::{all_ok, batch, batches, log, state_of, topics, Stored};
+
+const TOPIC: &str = "live";
+/// No test waits longer than this for the mirror to converge (a hang guard, not a timing assertion).
+const CONVERGE: Duration = Duration::from_secs(120);
+
+fn ok(args: &[&str]) -> String {
+    let out = klog(args);
+    assert!(
+        out.status.success(),
+        "klog {args:?} failed: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+/// Every batch in the broker's partition directory, in offset order, as the files hold them (the
+/// active segment may end in a batch still being written: iteration stops there).
+fn kafka_batches(partition_dir: &Path) -> Vec<Stored> {
+    let mut out = Vec::new();
+    for file in sorted_entries(partition_dir) {
+        if file.extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        let bytes = std::fs::read(&file).unwrap();
+        for b in Batches::new(&bytes) {
+            let Ok(AnyBatch::V2(b)) = b else { break };
+            out.push(Stored {
+                base_offset: b.base_offset(),
+                last_offset: b.last_offset(),
+                epoch: b.partition_leader_epoch(),
+                producer_id: b.producer_id(),
+                control: b.is_control(),
+                bytes: b.as_bytes().to_vec(),
+            });
+        }
+    }
+    out
+}
+
+/// The broker's log end offset as its files show it.
+fn kafka_end(partition_dir: &Path) -> i64 {
+    kafka_batches(partition_dir)
+        .last()
+        .map_or(0, |b| b.last_offset + 1)
+}
+
+/// klog's partition holds exactly the broker's batches from klog's log start to klog's log end.
+fn assert_byte_identical(local: &PartitionLog, partition_dir: &Path) {
+    let ours = batches(local);
+    let theirs = kafka_batches(partition_dir);
+    let Some(first) = ours.first() else {
+        assert_eq!(local.log_end_offset(), local.log_start_offset());
+        return;
+    };
+    let at = theirs
+        .iter()
+        .position(|b| b.base_offset == first.base_offset)
+        .unwrap_or_else(|| panic!("Kafka has no batch at klog's offset {}", first.base_offset));
+    let same = &theirs[at..(at + ours.len()).min(theirs.len())];
+    assert_eq!(same.len(), ours.len(), "klog holds batches Kafka lacks");
+    for (o, t) in ours.iter().zip(same) {
+        assert_eq!(
+            (o.base_offset, o.last_offset, o.epoch),
+            (t.base_offset, t.last_offset, t.epoch)
+        );
+        assert!(o.bytes == t.bytes, "batch at {} differs", o.base_offset);
+    }
+    assert_eq!(local.log_end_offset(), ours.last().unwrap().last_offset + 1);
+}
+
+struct Mirror {
+    cluster: Cluster,
+    clock: Arc<ManualClock>,
+}
+
+impl Mirror {
+    fn open(root: &Path) -> Mirror {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let clock = Arc::new(ManualClock::new(now));
+        let dyn_clock: Arc<dyn Clock> = clock.clone();
+        let cluster = Cluster::open(Arc::new(StdStorage), dyn_clock, root)
+            .unwrap()
+            .with_settings(MirrorSettings {
+                // Small fetches: many round trips, responses that end in a partial batch.
+                fetch_max_bytes: 48 << 10,
+                ..MirrorSettings::default()
+            });
+        Mirror { cluster, clock }
+    }
+
+    /// One tick; when it changed nothing, real time passes a little and the manual clock jumps to the
+    /// next retry, so backoffs never slow the test. Returns the tick's report.
+    fn tick(&self) -> klog::mirror::TickReport {
+        let r = self.cluster.tick();
+        if !r.progressed() {
+            std::thread::sleep(Duration::from_millis(50));
+            if let Some(t) = r.next_retry_ms {
+                self.clock.set(t.max(self.clock.now_ms()));
+            }
+        }
+        r
+    }
+
+    /// Ticks until the partition is MIRRORING at `end` (or the hang guard trips).
+    fn converge(&self, end: i64) -> klog::mirror::TickReport {
+        let deadline = Instant::now() + CONVERGE;
+        let mut all = klog::mirror::TickReport::default();
+        loop {
+            let r = self.tick();
+            all.batches_appended += r.batches_appended;
+            all.truncations += r.truncations;
+            all.errors.extend(r.errors);
+            all.transitions.extend(r.transitions);
+            let l = log(&self.cluster, TOPIC);
+            if l.log_end_offset() == end
+                && state_of(&self.cluster, TOPIC, 0) == Some(MirrorState::Mirroring)
+            {
+                return all;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no convergence to {end}: at {}, state {:?}, errors {:?}",
+                l.log_end_offset(),
+                state_of(&self.cluster, TOPIC, 0),
+                all.errors
+            );
+        }
+    }
+}
+
+/// Producer id -> highest producer epoch, over Kafka's data batches.
+fn producer_epochs(batches: &[Stored]) -> BTreeMap<i64, i16> {
+    let mut out = BTreeMap::new();
+    for s in batches.iter().filter(|s| s.producer_id >= 0) {
+        let Some(Ok(AnyBatch::V2(b))) = Batches::new(&s.bytes).next() else {
+            panic!("batch at {} does not parse", s.base_offset)
+        };
+        let e = out.entry(b.producer_id()).or_insert(b.producer_epoch());
+        *e = (*e).max(b.producer_epoch());
+    }
+    out
+}
+
+#[test]
+fn live_mirror_from_kafka_follows_deletes_restarts_and_fails_over() {
+    if !kafka_available() {
+        return;
+    }
+    let started = Instant::now();
+    let root = scratch_dir("kafka-mirror");
+    let kafka = KafkaCluster::format(&root.join("kafka"));
+    let broker = kafka.start();
+    let bootstrap = broker.bootstrap.clone();
+    let source = format!("kafka://{bootstrap}");
+    let created = workload(&[
+        "create-topic",
+        &bootstrap,
+        TOPIC,
+        "internal.segment.bytes=32768",
+    ]);
+    let topic_id = created[0]["topic_id"].as_str().unwrap().to_owned();
+    let partition_dir = kafka.data.join(format!("{TOPIC}-0"));
+
+    // Phase 1, from the CLI: a klog cluster, a mirror from Kafka, the topic added with the source's
+    // id and partition count.
+    let dest = root.join("klog");
+    let dest_s = dest.to_str().unwrap();
+    ok(&["cluster", "init", dest_s]);
+    ok(&["mirror", "create", dest_s, "m", "--source", &source]);
+    let added = ok(&["mirror", "add", dest_s, "m", TOPIC, "--json"]);
+    let added: Value = serde_json::from_str(added.lines().next().unwrap()).unwrap();
+    assert_eq!(added["error"], Value::Null, "{added}");
+
+    // Phase 2: mirror while the workload writes (every codec, idempotent and transactional, aborts).
+    let m = Mirror::open(&dest);
+    assert_eq!(m.cluster.topic(TOPIC).unwrap().id, topic_id);
+    assert_eq!(m.cluster.topic(TOPIC).unwrap().partitions, 1);
+    let writer = {
+        let bootstrap = bootstrap.clone();
+        std::thread::spawn(move || workload(&["produce", &bootstrap, TOPIC, "60"]))
+    };
+    let mut ticks_while_writing = 0;
+    let mut appended_while_writing = 0;
+    while !writer.is_finished() {
+        let r = m.tick();
+        ticks_while_writing += 1;
+        appended_while_writing += r.batches_appended;
+    }
+    let produced = writer.join().unwrap();
+    let end = kafka_end(&partition_dir);
+    let max_acked = produced
+        .iter()
+        .map(|r| r["offset"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    assert!(end > max_acked, "Kafka's files end at {end}");
+    let report = m.converge(end);
+    eprintln!(
+        "phase 2: {ticks_while_writing} ticks while the workload wrote ({appended_while_writing} batches), \
+         then {} more batches; {:?} since start",
+        report.batches_appended,
+        started.elapsed()
+    );
+    let local = log(&m.cluster, TOPIC);
+    assert_byte_identical(&local, &partition_dir);
+    assert_eq!(local.log_start_offset(), 0);
+    let segments = sorted_entries(&partition_dir)
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "log"))
+        .count();
+    assert!(
+        segments >= 3,
+        "the workload fills several 32 KiB segments: {segments}"
+    );
+    // Producer state rebuilt from mirrored bytes: every producer Kafka's log holds, at its epoch
+    // (the re-initialised transactional.id's bumped one included); no transaction left open.
+    let expected = producer_epochs(&kafka_batches(&partition_dir));
+    let ours: BTreeMap<i64, i16> = local
+        .producers()
+        .iter()
+        .map(|p| (p.producer_id(), p.producer_epoch()))
+        .collect();
+    assert_eq!(ours, expected);
+    assert!(
+        expected.len() >= 7,
+        "5 idempotent + 2 transactional ids: {expected:?}"
+    );
+    assert!(local
+        .producers()
+        .iter()
+        .all(|p| p.current_txn_first_offset().is_none()));
+    assert_eq!(local.last_stable_offset(), end);
+    let d = m.cluster.describe();
+    assert_eq!((d[0].source_end_offset, d[0].lag), (Some(end), Some(0)));
+
+    // Phase 3: DeleteRecords at the source. Caught up, the fetch's log start moves ours.
+    let cut = end / 2;
+    let deleted = workload(&["delete-records", &bootstrap, TOPIC, &cut.to_string()]);
+    assert_eq!(deleted[0]["low_watermark"], cut);
+    let deadline = Instant::now() + CONVERGE;
+    while local.log_start_offset() != cut {
+        m.tick();
+        assert!(
+            Instant::now() < deadline,
+            "log start stuck at {}",
+            local.log_start_offset()
+        );
+    }
+    assert_eq!(local.log_end_offset(), end);
+    assert_byte_identical(&local, &partition_dir);
+
+    // Paused, the source moves on and deletes everything: on resume the fetch is OFFSET_OUT_OF_RANGE
+    // below the source's log start, and klog restarts its log there.
+    all_ok(m.cluster.pause_topics("m", &topics(&[TOPIC])).unwrap());
+    m.cluster.run_until_idle(10);
+    assert_eq!(state_of(&m.cluster, TOPIC, 0), Some(MirrorState::Paused));
+    workload(&["produce", &bootstrap, TOPIC, "8"]);
+    let end2 = kafka_end(&partition_dir);
+    let deleted = workload(&["delete-records", &bootstrap, TOPIC, &end2.to_string()]);
+    assert_eq!(deleted[0]["low_watermark"], end2);
+    all_ok(m.cluster.resume_topics("m", &topics(&[TOPIC])).unwrap());
+    let report = m.converge(end2);
+    assert!(report.truncations >= 1, "{report:?}");
+    assert_eq!(
+        (local.log_start_offset(), local.log_end_offset()),
+        (end2, end2)
+    );
+    assert!(batches(&local).is_empty());
+    assert!(
+        local.producers().is_empty(),
+        "a full truncation drops producer state"
+    );
+    m.cluster.close().unwrap();
+    drop(local);
+    drop(m);
+
+    // Phase 4, from the CLI: a fresh process mirrors what the workload wrote since, by default
+    // resolution of the kafka:// source.
+    workload(&["produce", &bootstrap, TOPIC, "8"]);
+    let end3 = kafka_end(&partition_dir);
+    let run = ok(&["mirror", "run", dest_s, "--until-idle", "--json"]);
+    let summary: Value = serde_json::from_str(run.lines().last().unwrap()).unwrap();
+    assert_eq!(summary["event"], "summary", "{run}");
+    assert!(summary["batches"].as_u64().unwrap() > 0, "{run}");
+    assert_eq!(summary["partitions"][0]["log_end_offset"], end3, "{run}");
+    assert_eq!(summary["partitions"][0]["state"], "MIRRORING", "{run}");
+
+    // Phase 5: a broker restart mid-mirror. While it is down the fetcher fails (FAILED, retried with
+    // backoff); once it is back, at a new leader epoch, the mirror resumes and converges.
+    let m = Mirror::open(&dest);
+    let local = log(&m.cluster, TOPIC);
+    assert_byte_identical(&local, &partition_dir);
+    let epoch_before = local.latest_epoch();
+    broker.stop();
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        failures.extend(m.tick().errors);
+    }
+    assert!(
+        failures.iter().any(|(_, _, e)| e.contains(&bootstrap)),
+        "the fetch fails naming the broker: {failures:?}"
+    );
+    let described = m.cluster.describe();
+    assert_eq!(described[0].state, Some(MirrorState::Failed));
+    assert!(described[0].retry_attempt.unwrap() >= 1);
+    let broker = kafka.start();
+    workload(&["produce", &bootstrap, TOPIC, "8"]);
+    let end4 = kafka_end(&partition_dir);
+    let report = m.converge(end4);
+    assert!(report.batches_appended > 0);
+    assert_byte_identical(&local, &partition_dir);
+    let epoch_after = local.latest_epoch();
+    assert!(
+        epoch_after > epoch_before,
+        "Kafka wrote at a new leader epoch after the restart ({epoch_before:?} -> {epoch_after:?})"
+    );
+    assert_eq!(
+        local.leader_epochs().last().map(|e| e.epoch),
+        epoch_after,
+        "klog's epoch cache follows the mirrored batches"
+    );
+
+    // Phase 6: failover. STOPPING -> STOPPED, the barrier at the end, producers cleared; a producer
+    // id the source used starts again at sequence 0.
+    let source_pids = producer_epochs(&kafka_batches(&partition_dir));
+    all_ok(m.cluster.remove_topics("m", &topics(&[TOPIC])).unwrap());
+    let report = m.cluster.run_until_idle(20);
+    let states: Vec<_> = report.transitions.iter().map(|t| t.3).collect();
+    assert_eq!(
+        states,
+        [MirrorState::Stopping, MirrorState::Stopped],
+        "{report:?}"
+    );
+    let d = &m.cluster.describe()[0];
+    assert_eq!(d.last_mirrored_epoch, epoch_after);
+    assert_eq!(d.leader_epoch, epoch_after.unwrap() + 1);
+    assert_eq!(d.producers, 0);
+    assert_eq!(
+        local.log_end_offset(),
+        end4 + 1,
+        "the barrier takes offset {end4}"
+    );
+    let all = batches(&local);
+    let barrier = all.last().unwrap();
+    assert_eq!(barrier.base_offset, end4);
+    assert!(barrier.control && barrier.producer_id == -1);
+    assert_eq!(
+        support::control_type(barrier),
+        Some(klog::log::format::ControlRecordType::MirrorPidReset)
+    );
+    let kafka_cluster_id = support::barrier_cluster_id(barrier);
+    assert_eq!(
+        m.cluster.mirrors()["m"].source_cluster_id.as_deref(),
+        Some(kafka_cluster_id.as_str())
+    );
+    let (&pid, &epoch) = source_pids.iter().next().unwrap();
+    let appended = m
+        .cluster
+        .produce(
+            TOPIC,
+            0,
+            &mut batch(pid, epoch, 0, 3, false, "after-failover"),
+        )
+        .unwrap();
+    assert_eq!(appended.first_offset, end4 + 1);
+    let p = local.producers();
+    assert_eq!(p.len(), 1);
+    assert_eq!((p[0].producer_id(), p[0].last_seq()), (pid, 2));
+    // Everything before the barrier is still Kafka's bytes.
+    let before: Vec<Stored> = batches(&local)
+        .into_iter()
+        .filter(|b| b.last_offset < end4)
+        .collect();
+    let theirs = kafka_batches(&partition_dir);
+    let at = theirs
+        .iter()
+        .position(|b| b.base_offset == before[0].base_offset)
+        .unwrap();
+    assert_eq!(before, theirs[at..at + before.len()]);
+    m.cluster.close().unwrap();
+    broker.stop();
+    eprintln!("kafka_mirror: {:?}", started.elapsed());
+}
