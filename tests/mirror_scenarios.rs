@@ -37,6 +37,30 @@ fn assert_mirrors(dest: &Cluster, source: &Cluster, topic: &str) {
         log(dest, topic).leader_epochs(),
         log(source, topic).leader_epochs()
     );
+    // Producer state is rebuilt from the mirrored batches: the same producers, epochs, last sequences,
+    // last offsets and open transactions as the source's.
+    let state = |c: &Cluster| {
+        log(c, topic)
+            .producers()
+            .iter()
+            .map(|p| {
+                (
+                    p.producer_id(),
+                    p.producer_epoch(),
+                    p.last_seq(),
+                    p.last_data_offset(),
+                    p.current_txn_first_offset(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(state(dest), state(source), "{topic}: producer state");
+    assert_eq!(
+        log(dest, topic).last_stable_offset(),
+        log(source, topic)
+            .last_stable_offset()
+            .min(log(dest, topic).log_end_offset())
+    );
 }
 
 /// S1: initial sync, byte-identical, read-only.
@@ -377,6 +401,15 @@ fn s6_source_retention_restarts_at_the_source_log_start() {
         .filter(|s| s.base_offset >= 9)
         .collect();
     assert_eq!(batches(&bl), from_a);
+    // Rebuilt from offset 9 on: the producer's state after its last batch, as on the source.
+    let last = |l: &klog::log::partition_log::PartitionLog| {
+        l.producers()
+            .iter()
+            .map(|p| (p.producer_id(), p.last_seq(), p.last_data_offset()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(last(&bl), [(PID, 11, 11)]);
+    assert_eq!(last(&bl), last(&al));
     // Steady state: our log start follows the source's.
     a.produce("t", 0, &mut plain(1, "x")).unwrap();
     al.increment_log_start_offset(11).unwrap();
