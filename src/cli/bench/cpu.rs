@@ -36,7 +36,7 @@ fn build_summaries(producers: usize, batches: usize) -> Vec<BatchSummary> {
     let mut out = Vec::with_capacity(batches);
     for i in 0..batches {
         let p = (rng.next() % producers as u64) as usize;
-        let transactional = p % 10 == 0;
+        let transactional = p.is_multiple_of(10);
         let producer_id = PRODUCER_ID_BASE + p as i64 * 3;
         let (seq, open) = &mut state[p];
         let max_timestamp = BASE_TIMESTAMP + i as i64;
