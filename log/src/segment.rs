@@ -91,6 +91,8 @@ struct State {
     ever_mapped: bool,
 }
 
+/// Bytes read at a time by `find_offset_by_timestamp`; doubled for a batch larger than this.
+const TIMESTAMP_SEARCH_CHUNK: u64 = 64 << 10;
 pub struct LogSegment {
     base_offset: i64,
     storage: Arc<dyn Storage>,
@@ -806,20 +808,36 @@ impl LogSegment {
             .offset_index
             .lookup(indexed_offset.max(starting_offset))?
             .1 as u64;
-        let bytes = self.read_bytes(position, (self.size() - position) as usize)?;
+        // Walk forward from the indexed position a chunk at a time (the answer is usually a few batches
+        // on: the time index has an entry every `index.interval.bytes`), never the whole segment.
+        let end = self.size();
+        let mut position = position;
+        let mut chunk = TIMESTAMP_SEARCH_CHUNK;
         let mut scratch = Vec::new();
-        for b in Batches::at(&bytes, position).without_crc() {
-            let crate::format::AnyBatch::V2(b) = b? else {
-                continue;
-            };
-            if b.max_timestamp() < ts {
-                continue;
-            }
-            for r in b.records(&mut scratch)? {
-                let r = r?;
-                if r.timestamp >= ts && r.offset >= starting_offset {
-                    return Ok(Some((r.timestamp, r.offset)));
+        while position < end {
+            let bytes = self.slice(position, position.saturating_add(chunk).min(end))?;
+            let mut batches = Batches::at(bytes.as_slice(), position).without_crc();
+            for b in &mut batches {
+                let crate::format::AnyBatch::V2(b) = b? else {
+                    continue;
+                };
+                if b.max_timestamp() < ts {
+                    continue;
                 }
+                for r in b.records(&mut scratch)? {
+                    let r = r?;
+                    if r.timestamp >= ts && r.offset >= starting_offset {
+                        return Ok(Some((r.timestamp, r.offset)));
+                    }
+                }
+            }
+            // The iterator stops at the first batch the chunk cuts (a `Tail`, not an error).
+            if batches.position() > position {
+                position = batches.position();
+            } else if position + chunk >= end {
+                break; // a partial batch at the segment's end
+            } else {
+                chunk = chunk.saturating_mul(2); // one batch larger than the chunk
             }
         }
         Ok(None)
