@@ -112,7 +112,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
     threads: Vec<usize>,
     /// Rounds; each measures the baseline and every klog variant back to back. Medians are reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 5)]
     rounds: usize,
     /// `segment.bytes` of the `append` and `durable` logs.
     #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
