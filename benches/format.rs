@@ -25,10 +25,13 @@
 //! Results are written to `BENCHMARKS.md` by hand from `target/criterion/**/new/estimates.json` and the
 //! `paired` lines.
 
+mod common;
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
+use common::{alternating, quartiles, thread_cpu_time, CriterionArgs};
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
@@ -280,7 +283,8 @@ fn klog_record_batch_parse(buf: &[u8]) -> (u64, i64) {
 fn raw_crc32c(buf: &[u8], ranges: &[(usize, usize)]) -> u32 {
     let mut acc = 0u32;
     for &(s, e) in ranges {
-        acc ^= crc32c::crc32c(&buf[s..e]);
+        // The CRC library klog uses (crc-fast since 0d3adc3), so that parse+CRC / raw is klog's overhead.
+        acc ^= klog::log::format::crc32c(&buf[s..e]);
     }
     acc
 }
@@ -390,58 +394,16 @@ fn cross_check(c: &Corpus, bytes: &Bytes) {
 /// test mode (`cargo test --benches`), few with `--quick`.
 struct Paired {
     rounds: usize,
-    filters: Vec<String>,
+    args: CriterionArgs,
 }
 
 impl Paired {
     fn from_args() -> Self {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let has = |f: &str| args.iter().any(|a| a == f);
-        // Criterion options that take a value: the value is not a filter.
-        const VALUED: [&str; 17] = [
-            "--save-baseline",
-            "-s",
-            "--baseline",
-            "-b",
-            "--baseline-lenient",
-            "--load-baseline",
-            "--color",
-            "-c",
-            "--format",
-            "--sample-size",
-            "--warm-up-time",
-            "--measurement-time",
-            "--nresamples",
-            "--noise-threshold",
-            "--confidence-level",
-            "--significance-level",
-            "--profile-time",
-        ];
-        let mut filters = Vec::new();
-        let mut skip_next = false;
-        for a in &args {
-            if std::mem::take(&mut skip_next) {
-                continue;
-            }
-            if a.starts_with('-') {
-                skip_next = VALUED.contains(&a.as_str());
-            } else {
-                filters.push(a.clone());
-            }
+        let args = CriterionArgs::from_env();
+        Paired {
+            rounds: args.paired_rounds(21, 7),
+            args,
         }
-        let rounds = if std::env::var("KLOG_BENCH_PAIRED").is_ok_and(|v| v == "0")
-            || has("--list")
-            || args.iter().any(|a| a.starts_with("--profile-time"))
-        {
-            0
-        } else if !has("--bench") || has("--test") {
-            1
-        } else if has("--quick") {
-            7
-        } else {
-            21
-        };
-        Paired { rounds, filters }
     }
 
     /// Times `a` and `b` back to back, alternating which goes first, and prints the median over rounds of
@@ -455,9 +417,7 @@ impl Paired {
         bytes: usize,
     ) {
         let id = format!("paired/{group}/{a_name}_vs_{b_name}");
-        if self.rounds == 0
-            || !(self.filters.is_empty() || self.filters.iter().any(|f| id.contains(f.as_str())))
-        {
+        if !self.args.selected(self.rounds, &id) {
             return;
         }
         // Warm both up and pick a repetition count so that one timing takes at least ~5 ms.
@@ -481,22 +441,10 @@ impl Paired {
             )
         };
         // Per round: (cpu a, cpu b, wall a, wall b).
-        let mut samples = Vec::new();
-        for round in 0..self.rounds {
-            let (x, y) = if round % 2 == 0 {
-                let x = time(&mut a);
-                (x, time(&mut b))
-            } else {
-                let y = time(&mut b);
-                (time(&mut a), y)
-            };
-            samples.push((x.0, y.0, x.1, y.1));
-        }
-        let quartiles = |mut v: Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            let at = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
-            (at(0.25), at(0.5), at(0.75))
-        };
+        let samples: Vec<_> = alternating(self.rounds, || time(&mut a), || time(&mut b))
+            .into_iter()
+            .map(|(x, y)| (x.0, y.0, x.1, y.1))
+            .collect();
         let cpu = quartiles(samples.iter().map(|s| s.1 / s.0).collect());
         let wall = quartiles(samples.iter().map(|s| s.3 / s.2).collect());
         if self.rounds == 1 {
@@ -518,33 +466,6 @@ impl Paired {
             gib(samples.iter().map(|s| s.1).collect()),
         );
     }
-}
-
-/// CPU time consumed by the calling thread (user + system), or `None` where not implemented. Unlike wall
-/// time it does not advance while other processes hold the CPU.
-#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn thread_cpu_time() -> Option<Duration> {
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock_id: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec with the layout of 64-bit Linux's `struct timespec`.
-    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
-}
-
-#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
-fn thread_cpu_time() -> Option<Duration> {
-    None
 }
 
 /// Criterion's clock: wall time by default (criterion's own `WallTime` behaviour), or the thread's CPU

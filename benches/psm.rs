@@ -30,6 +30,8 @@
 //! Run: `cargo bench --bench psm` (`-- --quick` for a short run); `cargo test --benches` runs each once at
 //! small sizes.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -37,6 +39,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use common::{alternating, quartiles, thread_cpu_time, CriterionArgs};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use klog::psm::{
     decode_snapshot, encode_snapshot, AppendOrigin, BatchSummary, ControlKind,
@@ -130,7 +133,7 @@ fn producer_id(p: usize) -> i64 {
 }
 
 fn is_transactional(p: usize) -> bool {
-    p % 10 == 0
+    p.is_multiple_of(10)
 }
 
 /// `batches` summaries from `producers` producers in log order, offsets from 0, one millisecond apart.
@@ -285,31 +288,6 @@ fn snapshot_now(producers: usize) -> i64 {
 // ---------------------------------------------------------------------------------------------------
 // Paired ratios
 
-#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn thread_cpu_time() -> Option<Duration> {
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock_id: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec with the layout of 64-bit Linux's `struct timespec`.
-    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
-}
-
-#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
-fn thread_cpu_time() -> Option<Duration> {
-    None
-}
-
 /// Command-line mode shared by the paired ratios and the memory measurement.
 struct Mode {
     /// 0: skip; 1: run once (test mode).
@@ -321,61 +299,19 @@ struct Mode {
 
 impl Mode {
     fn from_args() -> Self {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let has = |flag: &str| args.iter().any(|a| a == flag);
-        const VALUED: [&str; 17] = [
-            "--save-baseline",
-            "-s",
-            "--baseline",
-            "-b",
-            "--baseline-lenient",
-            "--load-baseline",
-            "--color",
-            "-c",
-            "--format",
-            "--sample-size",
-            "--warm-up-time",
-            "--measurement-time",
-            "--nresamples",
-            "--noise-threshold",
-            "--confidence-level",
-            "--significance-level",
-            "--profile-time",
-        ];
-        let mut filters = Vec::new();
-        let mut skip_next = false;
-        for a in &args {
-            if std::mem::take(&mut skip_next) {
-                continue;
-            }
-            if a.starts_with('-') {
-                skip_next = VALUED.contains(&a.as_str());
-            } else {
-                filters.push(a.clone());
-            }
-        }
-        let profiling = args.iter().any(|a| a.starts_with("--profile-time"));
-        let rounds = if std::env::var("KLOG_BENCH_PAIRED").is_ok_and(|v| v == "0")
-            || has("--list")
-            || profiling
-        {
-            0
-        } else if !has("--bench") || has("--test") {
-            1
-        } else if has("--quick") {
-            5
-        } else {
-            11
-        };
+        let args = CriterionArgs::from_env();
+        let profiling = args.profiling();
+        let rounds = args.paired_rounds(11, 5);
         let memory = !std::env::var("KLOG_BENCH_MEMORY").is_ok_and(|v| v == "0")
-            && !has("--list")
+            && !args.has("--list")
             && !profiling
-            && (filters.is_empty() || filters.iter().any(|f| "memory".contains(f.as_str())));
+            && (args.filters.is_empty()
+                || args.filters.iter().any(|f| "memory".contains(f.as_str())));
         Mode {
             rounds,
-            filters,
+            listing: args.has("--list"),
+            filters: args.filters,
             memory,
-            listing: has("--list"),
         }
     }
 
@@ -439,26 +375,16 @@ impl Mode {
         time_a(setup());
         time_b(setup());
         // Per round: (cpu a, cpu b, wall a, wall b).
-        let mut samples = Vec::new();
-        for round in 0..self.rounds {
-            let (x, y) = if round % 2 == 0 {
-                let x = time_a(setup());
-                (x, time_b(setup()))
-            } else {
-                let y = time_b(setup());
-                (time_a(setup()), y)
-            };
-            samples.push((x.0, y.0, x.1, y.1));
-        }
+        let setup = std::cell::RefCell::new(setup);
+        let fresh = || (setup.borrow_mut())();
+        let samples: Vec<_> = alternating(self.rounds, || time_a(fresh()), || time_b(fresh()))
+            .into_iter()
+            .map(|(x, y)| (x.0, y.0, x.1, y.1))
+            .collect();
         if self.rounds == 1 {
             eprintln!("{id}: ran once (test mode, not a measurement)");
             return;
         }
-        let quartiles = |mut v: Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            let at = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
-            (at(0.25), at(0.5), at(0.75))
-        };
         let cpu = quartiles(samples.iter().map(|s| s.0 / s.1).collect());
         let wall = quartiles(samples.iter().map(|s| s.2 / s.3).collect());
         let rate = |v: Vec<f64>| units / quartiles(v).1;

@@ -40,6 +40,8 @@
 //! the run (the clean close of 10,000 segments syncs each one). `cargo test --benches` runs each once at
 //! small sizes.
 
+mod common;
+
 use std::fs::File;
 use std::hint::black_box;
 use std::io::Read;
@@ -48,6 +50,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{alternating, quartiles, thread_cpu_time, CriterionArgs};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use klog::log::config::LogConfig;
 use klog::log::format::{BatchBuilder, Batches, Compression};
@@ -415,90 +418,23 @@ fn list_open_stat(dir: &Path) -> u64 {
 // ---------------------------------------------------------------------------------------------------
 // Paired ratios
 
-#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn thread_cpu_time() -> Option<Duration> {
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock_id: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec with the layout of 64-bit Linux's `struct timespec`.
-    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
-}
-
-#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
-fn thread_cpu_time() -> Option<Duration> {
-    None
-}
-
 struct Paired {
     /// 0: skip; 1: run once (test mode).
     rounds: usize,
-    filters: Vec<String>,
+    args: CriterionArgs,
 }
 
 impl Paired {
     fn from_args() -> Self {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let has = |flag: &str| args.iter().any(|a| a == flag);
-        const VALUED: [&str; 17] = [
-            "--save-baseline",
-            "-s",
-            "--baseline",
-            "-b",
-            "--baseline-lenient",
-            "--load-baseline",
-            "--color",
-            "-c",
-            "--format",
-            "--sample-size",
-            "--warm-up-time",
-            "--measurement-time",
-            "--nresamples",
-            "--noise-threshold",
-            "--confidence-level",
-            "--significance-level",
-            "--profile-time",
-        ];
-        let mut filters = Vec::new();
-        let mut skip_next = false;
-        for a in &args {
-            if std::mem::take(&mut skip_next) {
-                continue;
-            }
-            if a.starts_with('-') {
-                skip_next = VALUED.contains(&a.as_str());
-            } else {
-                filters.push(a.clone());
-            }
+        let args = CriterionArgs::from_env();
+        Paired {
+            rounds: args.paired_rounds(7, 3),
+            args,
         }
-        let rounds = if std::env::var("KLOG_BENCH_PAIRED").is_ok_and(|v| v == "0")
-            || has("--list")
-            || args.iter().any(|a| a.starts_with("--profile-time"))
-        {
-            0
-        } else if !has("--bench") || has("--test") {
-            1
-        } else if has("--quick") {
-            3
-        } else {
-            7
-        };
-        Paired { rounds, filters }
     }
 
     fn selected(&self, id: &str) -> bool {
-        self.rounds > 0
-            && (self.filters.is_empty() || self.filters.iter().any(|f| id.contains(f.as_str())))
+        self.args.selected(self.rounds, id)
     }
 
     /// Times `a` and `b` (each returns the times to count: its own, or of its timed part) back to back,
@@ -521,26 +457,14 @@ impl Paired {
         };
         time(&mut a);
         time(&mut b);
-        let mut samples = Vec::new();
-        for round in 0..self.rounds {
-            let (x, y) = if round % 2 == 0 {
-                let x = time(&mut a);
-                (x, time(&mut b))
-            } else {
-                let y = time(&mut b);
-                (time(&mut a), y)
-            };
-            samples.push((x.0, y.0, x.1, y.1));
-        }
+        let samples: Vec<_> = alternating(self.rounds, || time(&mut a), || time(&mut b))
+            .into_iter()
+            .map(|(x, y)| (x.0, y.0, x.1, y.1))
+            .collect();
         if self.rounds == 1 {
             eprintln!("{id}: ran once (test mode, not a measurement)");
             return;
         }
-        let quartiles = |mut v: Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            let at = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
-            (at(0.25), at(0.5), at(0.75))
-        };
         let wall = quartiles(samples.iter().map(|s| s.0 / s.1).collect());
         let cpu = quartiles(samples.iter().map(|s| s.2 / s.3).collect());
         let mb = bytes as f64 / 1e6;
@@ -727,8 +651,9 @@ fn bench_recovery(c: &mut Criterion) {
         .collect();
     let wants = |group: &str| {
         !listing
-            && (paired.filters.is_empty()
+            && (paired.args.filters.is_empty()
                 || paired
+                    .args
                     .filters
                     .iter()
                     .any(|f| group.contains(f.as_str()) || f.contains(group)))

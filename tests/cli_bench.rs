@@ -1,9 +1,10 @@
-//! `klog bench` as a smoke test: every workload runs on a small log and reports positive figures beside
-//! its baseline. Never asserts on speed (the machine is shared and noisy).
+//! `klog bench` as a smoke test: every workload runs at tiny sizes and reports finite, positive figures
+//! beside its baseline, in the documented JSON shape. Never asserts on speed (the machine is shared and
+//! noisy).
 
 mod common;
 
-use common::{klog, scratch_dir, stderr, stdout};
+use common::{have_java, klog, required, scratch_dir, stderr, stdout};
 use serde_json::Value;
 
 fn positive(v: &Value, what: &str) -> f64 {
@@ -14,28 +15,67 @@ fn positive(v: &Value, what: &str) -> f64 {
     x
 }
 
-#[test]
-fn bench_runs_every_workload_beside_its_baseline() {
-    let root = scratch_dir("cli-bench");
+/// Tiny sizes for every workload: a few seconds in a debug build.
+const TINY: [&str; 20] = [
+    "--bytes",
+    "4194304",
+    "--recover-bytes",
+    "4MiB",
+    "--segments",
+    "60",
+    "--psm-batches",
+    "5000",
+    "--psm-producers",
+    "100",
+    "--parse-bytes",
+    "1MiB",
+    "--random-reads",
+    "200",
+    "--threads",
+    "1,4",
+    "--durable-appends",
+    "40",
+    "--rounds",
+    "1",
+];
+
+const KEYS: [&str; 11] = [
+    "append",
+    "append/100B",
+    "append/1MiB",
+    "durable",
+    "read",
+    "read/random-offset",
+    "read/random-timestamp",
+    "recover",
+    "recover/clean-open",
+    "psm",
+    "parse",
+];
+
+/// Runs `klog bench` with `extra` arguments at tiny sizes; returns stdout and the JSON document.
+fn run_bench(name: &str, extra: &[&str]) -> (String, Value, std::path::PathBuf) {
+    let root = scratch_dir(name);
     let json_path = root.join("bench.json");
-    let out = klog(&[
+    let report = root.join("report");
+    let mut args = vec![
         "bench",
-        "append",
-        "durable",
-        "read",
-        "--bytes",
-        "4194304",
         "--dir",
         root.to_str().unwrap(),
         "--json",
         json_path.to_str().unwrap(),
-    ]);
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    args.extend(TINY);
+    args.extend(extra);
+    let out = klog(&args);
     assert!(out.status.success(), "{}", stderr(&out));
-    let text = stdout(&out);
-    for w in ["append:", "durable:", "read:"] {
-        assert!(text.contains(w), "no {w} table in:\n{text}");
-    }
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    (stdout(&out), doc, root)
+}
+
+fn check_workloads(doc: &Value) {
     let backends: Vec<&str> = doc["conditions"]["backends"]
         .as_array()
         .expect("backends")
@@ -43,33 +83,158 @@ fn bench_runs_every_workload_beside_its_baseline() {
         .map(|b| b.as_str().unwrap())
         .collect();
     assert!(backends.contains(&"std"), "{backends:?}");
-    for w in ["append", "durable", "read"] {
-        let wl = &doc["workloads"][w];
-        assert!(wl.is_object(), "workload {w} missing from {doc}");
-        positive(&wl["baseline"]["value"], &format!("{w} baseline"));
+    for key in KEYS {
+        let wl = &doc["workloads"][key];
+        assert!(wl.is_object(), "workload {key} missing from {doc}");
+        positive(&wl["baseline"]["value"], &format!("{key} baseline"));
         let results = wl["results"].as_array().expect("results");
-        assert!(!results.is_empty(), "{w}: no results");
-        for backend in &backends {
-            assert!(
-                results.iter().any(|r| r["backend"] == *backend),
-                "{w}: no result for backend {backend}"
-            );
+        assert!(!results.is_empty(), "{key}: no results");
+        let cpu_only = matches!(key, "psm" | "parse");
+        if !cpu_only {
+            for backend in &backends {
+                assert!(
+                    results.iter().any(|r| r["backend"] == *backend),
+                    "{key}: no result for backend {backend}"
+                );
+            }
         }
         for r in results {
-            let what = format!("{w} {} {}", r["name"], r["backend"]);
+            let what = format!("{key} {} {}", r["name"], r["backend"]);
             positive(&r["value"], &what);
             positive(&r["ratio"], &format!("{what} ratio"));
+            if wl["kafka"]["status"] == "measured" {
+                positive(&r["kafka_ratio"], &format!("{what} kafka_ratio"));
+            } else {
+                assert!(r["kafka_ratio"].is_null(), "{what}: {}", r["kafka_ratio"]);
+            }
         }
         for c in wl["comparisons"].as_array().expect("comparisons") {
-            positive(&c["ratio"], &format!("{w} {}", c["name"]));
+            positive(&c["ratio"], &format!("{key} {}", c["name"]));
         }
     }
-    // The scratch directory is gone afterwards; only the JSON is left.
-    let left: Vec<_> = std::fs::read_dir(&root)
+    // The group commits are all there, per backend.
+    let durable = doc["workloads"]["durable"]["results"].as_array().unwrap();
+    for t in [1, 4] {
+        let name = format!("group commit, {t} threads");
+        assert!(durable.iter().any(|r| r["name"] == name.as_str()), "{name}");
+    }
+    assert!(
+        doc["workloads"]["durable"]["details"]["fdatasync_us"]["p50"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    // Every goal names its figure; a measured value is finite.
+    let goals = doc["goals"].as_array().expect("goals");
+    assert!(goals.len() >= 9, "{goals:?}");
+    for g in goals {
+        assert!(g["name"].is_string() && g["target"].is_number(), "{g}");
+        if let Some(v) = g["value"].as_f64() {
+            assert!(v.is_finite() && v > 0.0, "{g}");
+            assert_eq!(
+                g["met"].as_bool(),
+                Some(v >= g["target"].as_f64().unwrap()),
+                "{g}"
+            );
+        } else {
+            assert!(g["met"].is_null(), "{g}");
+        }
+    }
+}
+
+fn check_report(root: &std::path::Path) {
+    let report = root.join("report");
+    let md = std::fs::read_to_string(report.join("report.md")).expect("report.md");
+    for key in KEYS {
+        assert!(
+            md.contains(&format!("## `{key}`")),
+            "report.md has no {key} section"
+        );
+    }
+    let svgs: Vec<_> = std::fs::read_dir(&report)
         .unwrap()
-        .map(|e| e.unwrap().file_name())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
         .collect();
-    assert_eq!(left, vec![std::ffi::OsString::from("bench.json")]);
+    assert_eq!(svgs.len(), KEYS.len(), "{svgs:?}");
+    for svg in &svgs {
+        let text = std::fs::read_to_string(svg).unwrap();
+        assert!(
+            text.starts_with("<svg") && text.contains("<rect"),
+            "{}",
+            svg.display()
+        );
+        let name = svg.file_name().unwrap().to_str().unwrap();
+        assert!(md.contains(name), "report.md does not show {name}");
+    }
+}
+
+#[test]
+fn bench_runs_every_workload_beside_its_baseline() {
+    let (text, doc, root) = run_bench("cli-bench", &["--no-kafka"]);
+    for key in KEYS {
+        assert!(
+            text.contains(&format!("{key}: ")),
+            "no {key} table in:\n{text}"
+        );
+    }
+    assert!(
+        text.contains("Kafka column: not measured (--no-kafka)"),
+        "{text}"
+    );
+    assert!(text.contains("goals (issue #8):"), "{text}");
+    check_workloads(&doc);
+    for key in ["append", "recover", "psm"] {
+        let k = &doc["workloads"][key]["kafka"];
+        assert_eq!(k["status"], "absent", "{key}: {k}");
+        assert_eq!(k["reason"], "--no-kafka", "{key}: {k}");
+    }
+    check_report(&root);
+    // The scratch directory is gone afterwards; only the JSON and the report are left.
+    let mut left: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, vec!["bench.json", "report"]);
+}
+
+/// Kafka's own UnifiedLog, LogLoader and ProducerStateManager beside klog (interop/bench). Skips without
+/// Java unless KLOG_REQUIRE_KAFKA=1.
+#[test]
+fn bench_measures_kafka_beside_klog() {
+    if !have_java() {
+        assert!(
+            !required("KLOG_REQUIRE_KAFKA"),
+            "KLOG_REQUIRE_KAFKA=1 but java is not installed"
+        );
+        eprintln!("skipping: java is not installed, so Kafka's side of klog bench cannot run");
+        return;
+    }
+    let (text, doc, _) = run_bench("cli-bench-kafka", &["append", "recover", "psm"]);
+    for key in ["append", "recover", "psm"] {
+        let k = &doc["workloads"][key]["kafka"];
+        assert_eq!(k["status"], "measured", "{key}: {k}\n{text}");
+        assert_eq!(k["kafka_version"], "4.4.0", "{key}: {k}");
+        positive(&k["value"], &format!("{key} Kafka"));
+        for r in doc["workloads"][key]["results"].as_array().unwrap() {
+            positive(
+                &r["kafka_ratio"],
+                &format!("{key} {} kafka_ratio", r["name"]),
+            );
+        }
+    }
+    // Kafka recovered the same log klog did, and replayed the same producers.
+    let recover = &doc["workloads"]["recover"];
+    assert_eq!(
+        recover["kafka"]["details"]["log_end_offset"], recover["details"]["log_end_offset"],
+        "{recover}"
+    );
+    let psm = &doc["workloads"]["psm"];
+    assert_eq!(
+        psm["kafka"]["details"]["producers"], psm["details"]["live_producers"],
+        "{psm}"
+    );
 }
 
 #[test]

@@ -1421,8 +1421,9 @@ impl PartitionLog {
                 continue;
             }
             let index_txns = rescanned.contains(&seg.base_offset());
-            let bytes = seg.read_bytes(0, seg.size() as usize)?;
-            for batch in Batches::new(&bytes).without_crc() {
+            // A sealed segment's map, not a fresh copy of the whole segment (recovery reads each twice).
+            let bytes = seg.slice(0, seg.size())?;
+            for batch in Batches::new(bytes.as_slice()).without_crc() {
                 let crate::format::AnyBatch::V2(b) = batch? else {
                     continue;
                 };

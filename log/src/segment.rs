@@ -99,6 +99,10 @@ struct State {
     ever_mapped: bool,
 }
 
+/// Bytes read at a time by `find_offset_by_timestamp`; doubled for a batch larger than this.
+const TIMESTAMP_SEARCH_CHUNK: u64 = 64 << 10;
+/// Bytes read at a time by `recover` (one buffer, reused: it stays in the CPU cache).
+const RECOVER_CHUNK: u64 = 1 << 20;
 pub struct LogSegment {
     base_offset: i64,
     storage: Arc<dyn Storage>,
@@ -669,7 +673,6 @@ impl LogSegment {
     pub fn recover(&self) -> Result<SegmentRecovery, Error> {
         let size = self.log_file().len().at(&self.log_path_of())?;
         self.size.store(size, Ordering::Release);
-        let bytes = self.read_bytes(0, size as usize)?;
         let mut state = self.state();
         state.offset_index.file().reset()?;
         state.time_index.file().reset()?;
@@ -680,35 +683,57 @@ impl LogSegment {
         let mut epochs = Vec::new();
         let mut next_offset = self.base_offset;
         let mut corruption = None;
-        let mut batches = Batches::new(&bytes);
-        for batch in batches.by_ref() {
-            let batch = match batch {
-                Ok(b) => b,
-                Err(Error::CorruptBatch { reason, .. }) => {
-                    corruption = Some(reason);
+        // One streaming pass in `RECOVER_CHUNK` reads into one reused buffer: `buf` holds the file's bytes
+        // from `buf_start`; a batch cut by a read stays in it (the iterator ends with a `Tail`, not an
+        // error) and is completed by the next read. The last read decides the segment's tail.
+        let mut buf = Vec::new();
+        let (mut buf_start, mut read_to) = (0u64, 0u64);
+        let tail = loop {
+            let want = RECOVER_CHUNK.min(size - read_to) as usize;
+            let old = buf.len();
+            buf.resize(old + want, 0);
+            let n = self
+                .log_file()
+                .read_at(&mut buf[old..], read_to)
+                .map_err(|e| Error::io(&self.log_path_of(), e))?;
+            buf.truncate(old + n);
+            read_to += n as u64;
+            let at_end = n == 0 || read_to >= size;
+            let mut batches = Batches::at(&buf, buf_start);
+            for batch in batches.by_ref() {
+                let batch = match batch {
+                    Ok(b) => b,
+                    Err(Error::CorruptBatch { reason, .. }) => {
+                        corruption = Some(reason);
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
+                let (first, last) = (batch.base_offset(), batch.last_offset());
+                if last - self.base_offset > i32::MAX as i64 || first < self.base_offset {
+                    corruption = Some(Corruption::OffsetOverflow {
+                        segment_base: self.base_offset,
+                        first,
+                        last,
+                    });
                     break;
                 }
-                Err(e) => return Err(e),
-            };
-            let (first, last) = (batch.base_offset(), batch.last_offset());
-            if last - self.base_offset > i32::MAX as i64 || first < self.base_offset {
-                corruption = Some(Corruption::OffsetOverflow {
-                    segment_base: self.base_offset,
-                    first,
-                    last,
-                });
-                break;
-            }
-            self.index_recovered_batch(&mut state, &batch, valid, &mut last_index_entry)?;
-            if let crate::format::AnyBatch::V2(b) = &batch {
-                if b.partition_leader_epoch() >= 0 {
-                    epochs.push((b.partition_leader_epoch(), b.base_offset()));
+                self.index_recovered_batch(&mut state, &batch, valid, &mut last_index_entry)?;
+                if let crate::format::AnyBatch::V2(b) = &batch {
+                    if b.partition_leader_epoch() >= 0 {
+                        epochs.push((b.partition_leader_epoch(), b.base_offset()));
+                    }
                 }
+                next_offset = last + 1;
+                valid += batch.size_in_bytes() as u64;
             }
-            next_offset = last + 1;
-            valid += batch.size_in_bytes() as u64;
-        }
-        let tail = batches.tail().unwrap_or(Tail::Clean);
+            if corruption.is_some() || at_end {
+                break batches.tail().unwrap_or(Tail::Clean);
+            }
+            let consumed = (batches.position() - buf_start) as usize;
+            buf.drain(..consumed);
+            buf_start += consumed as u64;
+        };
         drop(state);
         self.cut(valid, size)?;
         let mut state = self.state();
@@ -814,20 +839,36 @@ impl LogSegment {
             .offset_index
             .lookup(indexed_offset.max(starting_offset))?
             .1 as u64;
-        let bytes = self.read_bytes(position, (self.size() - position) as usize)?;
+        // Walk forward from the indexed position a chunk at a time (the answer is usually a few batches
+        // on: the time index has an entry every `index.interval.bytes`), never the whole segment.
+        let end = self.size();
+        let mut position = position;
+        let mut chunk = TIMESTAMP_SEARCH_CHUNK;
         let mut scratch = Vec::new();
-        for b in Batches::at(&bytes, position).without_crc() {
-            let crate::format::AnyBatch::V2(b) = b? else {
-                continue;
-            };
-            if b.max_timestamp() < ts {
-                continue;
-            }
-            for r in b.records(&mut scratch)? {
-                let r = r?;
-                if r.timestamp >= ts && r.offset >= starting_offset {
-                    return Ok(Some((r.timestamp, r.offset)));
+        while position < end {
+            let bytes = self.slice(position, position.saturating_add(chunk).min(end))?;
+            let mut batches = Batches::at(bytes.as_slice(), position).without_crc();
+            for b in &mut batches {
+                let crate::format::AnyBatch::V2(b) = b? else {
+                    continue;
+                };
+                if b.max_timestamp() < ts {
+                    continue;
                 }
+                for r in b.records(&mut scratch)? {
+                    let r = r?;
+                    if r.timestamp >= ts && r.offset >= starting_offset {
+                        return Ok(Some((r.timestamp, r.offset)));
+                    }
+                }
+            }
+            // The iterator stops at the first batch the chunk cuts (a `Tail`, not an error).
+            if batches.position() > position {
+                position = batches.position();
+            } else if position + chunk >= end {
+                break; // a partial batch at the segment's end
+            } else {
+                chunk = chunk.saturating_mul(2); // one batch larger than the chunk
             }
         }
         Ok(None)

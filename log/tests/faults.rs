@@ -72,7 +72,7 @@ fn run(fault: Fault, at: u64, crash: bool) -> bool {
     drop(log);
     sim.clear_faults();
     if crash {
-        sim.crash(at % 2 == 0);
+        sim.crash(at.is_multiple_of(2));
     }
     let log = open(
         &storage,

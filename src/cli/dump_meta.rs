@@ -89,7 +89,7 @@ fn sanity(
     out: &mut impl Write,
 ) -> anyhow::Result<bool> {
     let n = bytes.len() / size;
-    let problem = if bytes.len() % size != 0 {
+    let problem = if !bytes.len().is_multiple_of(size) {
         Some(format!(
             "length {} is not a multiple of {size}",
             bytes.len()

@@ -224,7 +224,7 @@ fn a_torn_write_keeps_a_sector_aligned_prefix() {
         sim.crash(true);
         let bytes = read_file(&sim, &dir.join("f")).unwrap().unwrap();
         assert!(
-            bytes.len() == 100 || bytes.len() % 512 == 0,
+            bytes.len() == 100 || bytes.len().is_multiple_of(512),
             "len {}",
             bytes.len()
         );

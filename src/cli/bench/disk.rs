@@ -1,0 +1,858 @@
+//! The workloads that write and read a partition log: `append`, `durable`, `read`, on every backend,
+//! beside plain `pwrite`/`pread`/`fdatasync` loops over the same bytes on the same file system.
+
+use std::fs::{File, OpenOptions};
+use std::hint::black_box;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use klog::log::config::LogConfig;
+use klog::log::format::{BatchBuilder, Compression};
+use klog::log::io::{open_backend, IoBackend, Storage};
+use klog::log::partition_log::{OpenOptions as LogOpenOptions, PartitionLog};
+use serde_json::json;
+
+use super::{alternate, mb_per_s, per_s, Ctx, Report, Row, Series};
+
+pub(super) const APPEND_ROW: &str = "append_as_leader";
+pub(super) const READ_COPY_ROW: &str = "read + copy out";
+pub(super) const RANDOM_READ_ROW: &str = "read one batch + copy out";
+
+/// Distinct batches cycled through (about 1 MiB of 16 KiB batches: stays in the CPU cache, as a broker's
+/// receive buffers do).
+const POOL_BYTES: usize = 1 << 20;
+/// `max_bytes` of each sequential read, and the size of each baseline `pread`.
+const READ_BYTES: usize = 1 << 20;
+/// Each sequential read measurement reads at least this much (whole passes, at most `MAX_READ_PASSES`).
+const READ_BYTES_PER_MEASUREMENT: u64 = 512 << 20;
+const MAX_READ_PASSES: u64 = 64;
+const DEFAULT_DURABLE_APPENDS: u64 = 2000;
+/// Java's `batch.size` default.
+const BATCH_BYTES: usize = 16 << 10;
+
+/// The record shape of an append variant.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shape {
+    /// The report key.
+    pub key: &'static str,
+    pub value_bytes: usize,
+    pub records_per_batch: usize,
+}
+
+/// 1 KiB records in 16 KiB batches (the main figure), 100 B records in 16 KiB batches, one ~1 MiB record
+/// per batch (1 MiB less 256 B, so that the batch fits the default `max.message.bytes`, 1,048,588).
+pub(super) const SHAPES: [Shape; 3] = [
+    Shape {
+        key: "append",
+        value_bytes: 1024,
+        records_per_batch: 15,
+    },
+    Shape {
+        key: "append/100B",
+        value_bytes: 100,
+        records_per_batch: 140,
+    },
+    Shape {
+        key: "append/1MiB",
+        value_bytes: (1 << 20) - 256,
+        records_per_batch: 1,
+    },
+];
+
+/// xorshift64*: incompressible values.
+pub(super) struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let x = self.next().to_le_bytes();
+            chunk.copy_from_slice(&x[..chunk.len()]);
+        }
+    }
+}
+
+pub(super) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One uncompressed producer batch (no producer id) of `shape`, with timestamps `timestamp`.
+pub(super) fn build_batch(
+    shape: Shape,
+    rng: &mut Rng,
+    first_key: usize,
+    timestamp: i64,
+) -> anyhow::Result<Vec<u8>> {
+    let mut value = vec![0u8; shape.value_bytes];
+    let mut b = BatchBuilder::new(Compression::None);
+    for j in 0..shape.records_per_batch {
+        rng.fill(&mut value);
+        let key = format!("k{:07}", first_key + j);
+        b.append(timestamp, Some(key.as_bytes()), Some(&value), &[])?;
+    }
+    Ok(b.build()?)
+}
+
+/// About 1 MiB of distinct batches of `shape` (at least two).
+pub(super) fn build_pool(shape: Shape) -> anyhow::Result<Vec<Vec<u8>>> {
+    let batch = shape.value_bytes * shape.records_per_batch;
+    let count = (POOL_BYTES / batch).max(2);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let now = now_ms();
+    (0..count)
+        .map(|i| build_batch(shape, &mut rng, i * shape.records_per_batch, now))
+        .collect()
+}
+
+/// Makes a stamped batch a producer batch again (base offset 0), so it can be appended once more. The
+/// base offset is outside the CRC.
+pub(super) fn reset_base_offset(batch: &mut [u8]) {
+    batch[..8].copy_from_slice(&0i64.to_be_bytes());
+}
+
+pub(super) fn config(segment_bytes: u64) -> anyhow::Result<LogConfig> {
+    let mut c = LogConfig::default();
+    c.set("segment.bytes", &segment_bytes.to_string())?;
+    Ok(c)
+}
+
+fn fresh_file(path: &Path) -> anyhow::Result<File> {
+    let _ = std::fs::remove_file(path);
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))
+}
+
+/// A fresh partition directory `bench-0` under the scratch dir.
+fn fresh_log(
+    ctx: &Ctx,
+    storage: &Arc<dyn Storage>,
+    segment_bytes: u64,
+) -> anyhow::Result<(PartitionLog, PathBuf)> {
+    let dir = ctx.scratch.join("bench-0");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    let (log, _) = PartitionLog::open(
+        storage.clone(),
+        &dir,
+        config(segment_bytes)?,
+        LogOpenOptions::default(),
+    )?;
+    Ok((log, dir))
+}
+
+/// Syncs and closes a log outside the timed part, so its writeback does not leak into the next figure.
+fn finish_log(log: PartitionLog, dir: &Path) -> anyhow::Result<()> {
+    log.flush(log.log_end_offset())?;
+    log.close()?;
+    drop(log);
+    std::fs::remove_dir_all(dir)?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------
+// append
+
+fn pwrite_run(ctx: &Ctx, pool: &[Vec<u8>], n: u64) -> anyhow::Result<Duration> {
+    let path = ctx.scratch.join("baseline.bin");
+    let file = fresh_file(&path)?;
+    let mut position = 0u64;
+    let start = Instant::now();
+    for i in 0..n as usize {
+        let b = &pool[i % pool.len()];
+        file.write_all_at(b, position)?;
+        position += b.len() as u64;
+    }
+    let elapsed = start.elapsed();
+    file.sync_data()?;
+    drop(file);
+    std::fs::remove_file(&path)?;
+    Ok(elapsed)
+}
+
+fn klog_append_run(
+    ctx: &Ctx,
+    storage: &Arc<dyn Storage>,
+    pool: &mut [Vec<u8>],
+    n: u64,
+) -> anyhow::Result<Duration> {
+    let (log, dir) = fresh_log(ctx, storage, ctx.args.segment_bytes)?;
+    let len = pool.len();
+    let start = Instant::now();
+    for i in 0..n as usize {
+        let b = &mut pool[i % len];
+        reset_base_offset(b);
+        log.append_as_leader(b, 0)?;
+    }
+    let elapsed = start.elapsed();
+    finish_log(log, &dir)?;
+    Ok(elapsed)
+}
+
+pub(super) fn append(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
+    SHAPES.iter().map(|&s| append_shape(ctx, s)).collect()
+}
+
+fn append_shape(ctx: &Ctx, shape: Shape) -> anyhow::Result<Report> {
+    let mut pool = build_pool(shape)?;
+    let pool_bytes: u64 = pool.iter().map(|b| b.len() as u64).sum();
+    let avg = pool_bytes / pool.len() as u64;
+    let n = ctx.args.bytes.div_ceil(avg).max(pool.len() as u64);
+    let bytes: u64 = (0..n as usize)
+        .map(|i| pool[i % pool.len()].len() as u64)
+        .sum();
+    let mut baseline = Series::default();
+    let mut series: Vec<Series> = vec![Series::default(); ctx.backends.len()];
+    let slots: Vec<usize> = (0..=ctx.backends.len()).collect();
+    for round in 0..ctx.rounds() {
+        for &slot in alternate(round, &slots) {
+            if slot == 0 {
+                ctx.progress
+                    .say(&format!("{}: pwrite, round {}", shape.key, round + 1));
+                baseline.push(mb_per_s(bytes, pwrite_run(ctx, &pool, n)?));
+            } else {
+                let b = &ctx.backends[slot - 1];
+                ctx.progress.say(&format!(
+                    "{}: klog {}, round {}",
+                    shape.key,
+                    b.name,
+                    round + 1
+                ));
+                let d = klog_append_run(ctx, &b.storage, &mut pool, n)?;
+                series[slot - 1].push(mb_per_s(bytes, d));
+            }
+        }
+    }
+    let mut report = Report::new(
+        shape.key,
+        format!(
+            "{n} leader appends of {avg}-byte batches ({} x {} B records, uncompressed), {:.1} MiB, \
+             no fsync, segment.bytes {}",
+            shape.records_per_batch,
+            shape.value_bytes,
+            bytes as f64 / (1 << 20) as f64,
+            ctx.args.segment_bytes
+        ),
+        "MB/s",
+    );
+    report.baseline_name = "pwrite loop (write_all_at)".into();
+    report.baseline = baseline;
+    report.rows = ctx
+        .backends
+        .iter()
+        .zip(series)
+        .map(|(b, s)| Row {
+            name: APPEND_ROW.into(),
+            backend: b.name,
+            series: s,
+        })
+        .collect();
+    report.extra = json!({
+        "appends": n,
+        "bytes": bytes,
+        "batch_bytes": avg,
+        "records_per_batch": shape.records_per_batch,
+        "value_bytes": shape.value_bytes,
+    });
+    report.add_uring_vs_std(&[APPEND_ROW]);
+    // Kafka's UnifiedLog appends the same batches (the main shape only: each JVM run costs seconds).
+    if shape.key == "append" {
+        ctx.progress
+            .say(&format!("{}: Kafka UnifiedLog.appendAsLeader", shape.key));
+        let file = ctx.scratch.join("kafka-batches.bin");
+        std::fs::write(&file, pool.concat())?;
+        let segment = ctx.args.segment_bytes.min(i32::MAX as u64);
+        report.kafka = ctx.kafka.run(
+            "UnifiedLog.appendAsLeader",
+            &[
+                "append".into(),
+                file.display().to_string(),
+                n.to_string(),
+                ctx.rounds().to_string(),
+                "2".into(),
+                ctx.scratch.join("kafka").display().to_string(),
+                segment.to_string(),
+            ],
+        );
+        let _ = std::fs::remove_file(&file);
+        let _ = std::fs::remove_dir_all(ctx.scratch.join("kafka"));
+    }
+    Ok(report)
+}
+
+// ---------------------------------------------------------------------------------------------------
+// durable
+
+fn durable_appends(ctx: &Ctx, batch_bytes: usize) -> u64 {
+    let max_threads = ctx.args.threads.iter().copied().max().unwrap_or(1) as u64;
+    ctx.args.durable_appends.unwrap_or_else(|| {
+        (ctx.args.bytes.div_ceil(batch_bytes as u64) / 4)
+            .min(DEFAULT_DURABLE_APPENDS)
+            .max(max_threads)
+    })
+}
+
+/// pwrite + fdatasync of one batch, `n` times; also returns each fdatasync's latency.
+fn pwrite_sync_run(
+    ctx: &Ctx,
+    batch: &[u8],
+    n: u64,
+    latencies: &mut Vec<f64>,
+) -> anyhow::Result<Duration> {
+    let path = ctx.scratch.join("baseline.bin");
+    let file = fresh_file(&path)?;
+    let mut position = 0u64;
+    let start = Instant::now();
+    for _ in 0..n {
+        file.write_all_at(batch, position)?;
+        let t = Instant::now();
+        file.sync_data()?;
+        latencies.push(t.elapsed().as_secs_f64() * 1e6);
+        position += batch.len() as u64;
+    }
+    let elapsed = start.elapsed();
+    drop(file);
+    std::fs::remove_file(&path)?;
+    Ok(elapsed)
+}
+
+fn durable_single_run(
+    ctx: &Ctx,
+    storage: &Arc<dyn Storage>,
+    batch: &mut [u8],
+    n: u64,
+) -> anyhow::Result<Duration> {
+    let (log, dir) = fresh_log(ctx, storage, ctx.args.segment_bytes)?;
+    let start = Instant::now();
+    for _ in 0..n {
+        reset_base_offset(batch);
+        let info = log.append_as_leader(batch, 0)?;
+        log.flush(info.last_offset + 1)?;
+    }
+    let elapsed = start.elapsed();
+    finish_log(log, &dir)?;
+    Ok(elapsed)
+}
+
+/// `threads` appenders sharing one log, each appending then flushing up to its own last offset; returns
+/// the time from the common start until the last finished, and the appends made.
+fn durable_group_run(
+    ctx: &Ctx,
+    storage: &Arc<dyn Storage>,
+    pool: &[Vec<u8>],
+    threads: usize,
+    n: u64,
+) -> anyhow::Result<(Duration, u64)> {
+    let (log, dir) = fresh_log(ctx, storage, ctx.args.segment_bytes)?;
+    let log = Arc::new(log);
+    let per_thread = n.div_ceil(threads as u64);
+    let barrier = Barrier::new(threads + 1);
+    let elapsed = std::thread::scope(|s| -> anyhow::Result<Duration> {
+        let mut handles = Vec::new();
+        for t in 0..threads {
+            let log = &log;
+            let barrier = &barrier;
+            let mut batch = pool[t % pool.len()].clone();
+            handles.push(s.spawn(move || -> anyhow::Result<()> {
+                barrier.wait();
+                for _ in 0..per_thread {
+                    reset_base_offset(&mut batch);
+                    let info = log.append_as_leader(&mut batch, 0)?;
+                    log.flush(info.last_offset + 1)?;
+                }
+                Ok(())
+            }));
+        }
+        barrier.wait();
+        let start = Instant::now();
+        let mut result = Ok(());
+        for h in handles {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("an appender thread panicked")));
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result.map(|()| start.elapsed())
+    })?;
+    let log = Arc::into_inner(log).expect("the appender threads have ended");
+    finish_log(log, &dir)?;
+    Ok((elapsed, per_thread * threads as u64))
+}
+
+fn group_name(threads: usize) -> String {
+    format!("group commit, {threads} threads")
+}
+
+fn quantile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+pub(super) fn durable(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
+    let pool = build_pool(SHAPES[0])?;
+    let batch_bytes = pool[0].len();
+    let n = durable_appends(ctx, batch_bytes);
+    let threads = &ctx.args.threads;
+    let mut batch = pool[0].clone();
+    let mut baseline = Series::default();
+    let mut latencies = Vec::new();
+    let nb = ctx.backends.len();
+    let per_backend = 1 + threads.len();
+    // Per backend: the single appender, then each group.
+    let mut series: Vec<Series> = vec![Series::default(); nb * per_backend];
+    let slots: Vec<usize> = (0..=nb * per_backend).collect();
+    let mut group_appends = vec![0u64; threads.len()];
+    for round in 0..ctx.rounds() {
+        for &slot in alternate(round, &slots) {
+            if slot == 0 {
+                ctx.progress
+                    .say(&format!("pwrite + fdatasync, round {}", round + 1));
+                let d = pwrite_sync_run(ctx, &pool[0], n, &mut latencies)?;
+                baseline.push(per_s(n, d));
+                continue;
+            }
+            let (i, j) = ((slot - 1) / per_backend, (slot - 1) % per_backend);
+            let b = &ctx.backends[i];
+            if j == 0 {
+                ctx.progress
+                    .say(&format!("klog {} single, round {}", b.name, round + 1));
+                let d = durable_single_run(ctx, &b.storage, &mut batch, n)?;
+                series[slot - 1].push(per_s(n, d));
+            } else {
+                let t = threads[j - 1];
+                ctx.progress.say(&format!(
+                    "klog {} {}, round {}",
+                    b.name,
+                    group_name(t),
+                    round + 1
+                ));
+                let (d, appends) = durable_group_run(ctx, &b.storage, &pool, t, n)?;
+                group_appends[j - 1] = appends;
+                series[slot - 1].push(per_s(appends, d));
+            }
+        }
+    }
+    let mut report = Report::new(
+        "durable",
+        format!(
+            "{n} appends of one {batch_bytes}-byte batch, each followed by flush(last offset + 1); \
+             group commit: {threads:?} threads share one log"
+        ),
+        "appends/s",
+    );
+    report.baseline_name = "pwrite + fdatasync loop".into();
+    report.baseline = baseline;
+    for (i, b) in ctx.backends.iter().enumerate() {
+        let single = &series[i * per_backend];
+        report.rows.push(Row {
+            name: "append + flush, single".into(),
+            backend: b.name,
+            series: single.clone(),
+        });
+        for (j, &t) in threads.iter().enumerate() {
+            let group = &series[i * per_backend + 1 + j];
+            report.comparisons.push((
+                format!("group commit of {t} / single, {}", b.name),
+                super::ratios(group, single),
+            ));
+            report.rows.push(Row {
+                name: group_name(t),
+                backend: b.name,
+                series: group.clone(),
+            });
+        }
+    }
+    let mut names = vec!["append + flush, single".to_owned()];
+    names.extend(threads.iter().map(|&t| group_name(t)));
+    report.add_uring_vs_std(&names.iter().map(String::as_str).collect::<Vec<_>>());
+    latencies.sort_by(f64::total_cmp);
+    report.extra = json!({
+        "appends": n,
+        "group_appends": group_appends,
+        "threads": threads,
+        "fdatasync_us": {
+            "p50": quantile(&latencies, 0.5),
+            "p99": quantile(&latencies, 0.99),
+            "mean": latencies.iter().sum::<f64>() / latencies.len().max(1) as f64,
+            "samples": latencies.len(),
+        },
+    });
+    Ok(vec![report])
+}
+
+// ---------------------------------------------------------------------------------------------------
+// read
+
+fn read_segment_bytes(ctx: &Ctx, batch_bytes: usize) -> u64 {
+    ctx.args.read_segment_bytes.unwrap_or_else(|| {
+        (64u64 << 20)
+            .min(ctx.args.bytes / 4)
+            .max(4 * batch_bytes as u64)
+    })
+}
+
+/// The log `read` reads (std backend): `--bytes` of 16 KiB batches whose timestamps grow by 1 ms per
+/// batch from `first_timestamp`, closed cleanly.
+struct ReadLog {
+    dir: PathBuf,
+    logs: Vec<PathBuf>,
+    /// (file index, position, size) of every batch, for the random pread baseline.
+    batches: Vec<(usize, u64, usize)>,
+    log_end_offset: i64,
+    log_bytes: u64,
+    first_timestamp: i64,
+    segment_bytes: u64,
+}
+
+fn write_read_log(ctx: &Ctx, dir: &Path) -> anyhow::Result<ReadLog> {
+    let shape = SHAPES[0];
+    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+    let probe = build_batch(shape, &mut rng, 0, 0)?;
+    let n = ctx.args.bytes.div_ceil(probe.len() as u64).max(4);
+    let segment_bytes = read_segment_bytes(ctx, probe.len());
+    let (log, _) = PartitionLog::open(
+        open_backend(IoBackend::Std)?,
+        dir,
+        config(segment_bytes)?,
+        LogOpenOptions::default(),
+    )?;
+    let first_timestamp = now_ms() - n as i64;
+    for i in 0..n as usize {
+        let mut b = build_batch(
+            shape,
+            &mut rng,
+            i * shape.records_per_batch,
+            first_timestamp + i as i64,
+        )?;
+        log.append_as_leader(&mut b, 0)?;
+    }
+    let leo = log.log_end_offset();
+    log.flush(leo)?;
+    log.close()?;
+    drop(log);
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    logs.retain(|p| p.extension().is_some_and(|e| e == "log"));
+    logs.sort();
+    let mut batches = Vec::new();
+    let mut log_bytes = 0;
+    for (i, path) in logs.iter().enumerate() {
+        let data = std::fs::read(path)?;
+        log_bytes += data.len() as u64;
+        for b in klog::log::format::Batches::new(&data).without_crc() {
+            let b = b?;
+            batches.push((i, b.position(), b.size_in_bytes()));
+        }
+    }
+    Ok(ReadLog {
+        dir: dir.to_owned(),
+        logs,
+        batches,
+        log_end_offset: leo,
+        log_bytes,
+        first_timestamp,
+        segment_bytes,
+    })
+}
+
+fn pread_pass(logs: &[PathBuf], buf: &mut [u8]) -> anyhow::Result<u64> {
+    let mut total = 0u64;
+    for path in logs {
+        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let mut position = 0u64;
+        loop {
+            let n = file.read_at(buf, position)?;
+            if n == 0 {
+                break;
+            }
+            black_box(&buf[..n]);
+            position += n as u64;
+        }
+        total += position;
+    }
+    Ok(total)
+}
+
+/// Reads the whole log from offset 0; with `copy`, copies every returned byte into `buf`.
+fn klog_read_pass(log: &PartitionLog, copy: bool, buf: &mut Vec<u8>) -> anyhow::Result<u64> {
+    let leo = log.log_end_offset();
+    let mut offset = 0i64;
+    let mut total = 0u64;
+    while offset < leo {
+        let info = log.read(offset, READ_BYTES, None, true)?;
+        let bytes = info.records.as_slice();
+        if bytes.is_empty() || info.next_offset <= offset {
+            bail!("read at offset {offset} returned nothing before the log end {leo}");
+        }
+        if copy {
+            copy_out(bytes, buf);
+        } else {
+            black_box(bytes);
+        }
+        total += bytes.len() as u64;
+        offset = info.next_offset;
+    }
+    Ok(total)
+}
+
+fn copy_out(bytes: &[u8], buf: &mut Vec<u8>) {
+    if buf.len() < bytes.len() {
+        buf.resize(bytes.len(), 0);
+    }
+    buf[..bytes.len()].copy_from_slice(bytes);
+    black_box(&buf[..bytes.len()]);
+}
+
+fn timed<F: FnMut() -> anyhow::Result<u64>>(passes: u64, mut f: F) -> anyhow::Result<f64> {
+    let start = Instant::now();
+    let mut bytes = 0;
+    for _ in 0..passes {
+        bytes += f()?;
+    }
+    Ok(mb_per_s(bytes, start.elapsed()))
+}
+
+pub(super) fn read(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
+    let dir = ctx.scratch.join("read-0");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    ctx.progress.say("writing the log");
+    let rl = write_read_log(ctx, &dir)?;
+    let reopen = LogOpenOptions {
+        recovery_point: rl.log_end_offset,
+        log_start_offset: 0,
+        clean_shutdown: true,
+    };
+    let cfg = config(rl.segment_bytes)?;
+    let mut opened = Vec::new();
+    for b in &ctx.backends {
+        let (log, _) = PartitionLog::open(b.storage.clone(), &dir, cfg.clone(), reopen)?;
+        if log.log_end_offset() != rl.log_end_offset {
+            bail!(
+                "the reopened log ends at {} instead of {}",
+                log.log_end_offset(),
+                rl.log_end_offset
+            );
+        }
+        opened.push(log);
+    }
+    let reports = vec![
+        sequential(ctx, &rl, &opened)?,
+        random(ctx, &rl, &opened, false)?,
+        random(ctx, &rl, &opened, true)?,
+    ];
+    for log in opened {
+        log.close()?;
+    }
+    std::fs::remove_dir_all(&rl.dir)?;
+    Ok(reports)
+}
+
+fn sequential(ctx: &Ctx, rl: &ReadLog, opened: &[PartitionLog]) -> anyhow::Result<Report> {
+    let passes = READ_BYTES_PER_MEASUREMENT
+        .div_ceil(rl.log_bytes.max(1))
+        .clamp(1, MAX_READ_PASSES);
+    let mut buf = vec![0u8; READ_BYTES];
+    let mut copy_buf = vec![0u8; READ_BYTES];
+    // Warm-up: the page cache, the maps of sealed segments, the lazily loaded indexes.
+    pread_pass(&rl.logs, &mut buf)?;
+    for log in opened {
+        klog_read_pass(log, false, &mut copy_buf)?;
+    }
+    let nb = ctx.backends.len();
+    let mut baseline = Series::default();
+    let mut view: Vec<Series> = vec![Series::default(); nb];
+    let mut copied: Vec<Series> = vec![Series::default(); nb];
+    let slots: Vec<usize> = (0..=2 * nb).collect();
+    for round in 0..ctx.rounds() {
+        for &slot in alternate(round, &slots) {
+            if slot == 0 {
+                ctx.progress
+                    .say(&format!("sequential: pread, round {}", round + 1));
+                baseline.push(timed(passes, || pread_pass(&rl.logs, &mut buf))?);
+                continue;
+            }
+            let i = (slot - 1) / 2;
+            let copy = (slot - 1) % 2 == 1;
+            ctx.progress.say(&format!(
+                "sequential: klog {}{}, round {}",
+                ctx.backends[i].name,
+                if copy { " + copy" } else { "" },
+                round + 1
+            ));
+            let v = timed(passes, || klog_read_pass(&opened[i], copy, &mut copy_buf))?;
+            if copy {
+                copied[i].push(v);
+            } else {
+                view[i].push(v);
+            }
+        }
+    }
+    let segments = rl.logs.len();
+    let mut report = Report::new(
+        "read",
+        format!(
+            "read(offset, {READ_BYTES}, None, true) from 0 to the end, {:.1} MiB in {segments} \
+             segments ({} sealed, memory-mapped), reopened after a clean close; {passes} passes each",
+            rl.log_bytes as f64 / (1 << 20) as f64,
+            segments.saturating_sub(1)
+        ),
+        "MB/s",
+    );
+    report.baseline_name = "pread loop, 1 MiB".into();
+    report.baseline = baseline;
+    for (i, b) in ctx.backends.iter().enumerate() {
+        report.rows.push(Row {
+            name: "read (view of the bytes)".into(),
+            backend: b.name,
+            series: view[i].clone(),
+        });
+        report.rows.push(Row {
+            name: READ_COPY_ROW.into(),
+            backend: b.name,
+            series: copied[i].clone(),
+        });
+    }
+    report.add_uring_vs_std(&["read (view of the bytes)", READ_COPY_ROW]);
+    report.extra = json!({
+        "log_bytes": rl.log_bytes,
+        "segments": segments,
+        "passes": passes,
+        "log_end_offset": rl.log_end_offset,
+    });
+    Ok(report)
+}
+
+/// Random single-batch reads: by offset (`read(offset, one batch)`), or by timestamp
+/// (`offset_for_timestamp`, then that read), beside `pread` of the same batches at their positions.
+fn random(
+    ctx: &Ctx,
+    rl: &ReadLog,
+    opened: &[PartitionLog],
+    by_timestamp: bool,
+) -> anyhow::Result<Report> {
+    let count = ctx.args.random_reads.max(1);
+    let records = SHAPES[0].records_per_batch as u64;
+    let batches = rl.batches.len() as u64;
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    // Batch i holds offsets [i * records, (i + 1) * records) and the timestamp first + i.
+    let picks: Vec<u64> = (0..count).map(|_| rng.next() % batches).collect();
+    let files: Vec<File> = rl.logs.iter().map(File::open).collect::<Result<_, _>>()?;
+    let mut buf = vec![0u8; BATCH_BYTES];
+    let mut copy_buf = vec![0u8; BATCH_BYTES];
+    let pread_random = |buf: &mut Vec<u8>| -> anyhow::Result<u64> {
+        let mut total = 0u64;
+        for &p in &picks {
+            let (file, position, size) = rl.batches[p as usize];
+            buf.resize(size, 0);
+            files[file].read_exact_at(&mut buf[..size], position)?;
+            black_box(&buf[..size]);
+            total += size as u64;
+        }
+        Ok(total)
+    };
+    let klog_random = |log: &PartitionLog, buf: &mut Vec<u8>| -> anyhow::Result<u64> {
+        let mut total = 0u64;
+        for &p in &picks {
+            let offset = if by_timestamp {
+                let ts = rl.first_timestamp + p as i64;
+                match log.offset_for_timestamp(ts)? {
+                    Some((_, offset)) => offset,
+                    None => bail!("no offset for timestamp {ts}"),
+                }
+            } else {
+                (p * records + rng_offset_in_batch(p, records)) as i64
+            };
+            let info = log.read(offset, BATCH_BYTES, None, true)?;
+            let bytes = info.records.as_slice();
+            if bytes.is_empty() {
+                bail!("read at offset {offset} returned nothing");
+            }
+            copy_out(bytes, buf);
+            total += bytes.len() as u64;
+        }
+        Ok(total)
+    };
+    // Warm-up.
+    pread_random(&mut buf)?;
+    for log in opened {
+        klog_random(log, &mut copy_buf)?;
+    }
+    let nb = ctx.backends.len();
+    let mut baseline = Series::default();
+    let mut series: Vec<Series> = vec![Series::default(); nb];
+    let slots: Vec<usize> = (0..=nb).collect();
+    let what = if by_timestamp { "timestamp" } else { "offset" };
+    for round in 0..ctx.rounds() {
+        for &slot in alternate(round, &slots) {
+            if slot == 0 {
+                ctx.progress
+                    .say(&format!("random by {what}: pread, round {}", round + 1));
+                baseline.push(timed(1, || pread_random(&mut buf))?);
+            } else {
+                let i = slot - 1;
+                ctx.progress.say(&format!(
+                    "random by {what}: klog {}, round {}",
+                    ctx.backends[i].name,
+                    round + 1
+                ));
+                series[i].push(timed(1, || klog_random(&opened[i], &mut copy_buf))?);
+            }
+        }
+    }
+    let key = if by_timestamp {
+        "read/random-timestamp"
+    } else {
+        "read/random-offset"
+    };
+    let title = if by_timestamp {
+        format!(
+            "{count} random offset_for_timestamp(t) + read(that offset, {BATCH_BYTES}) of one batch, \
+             copied out"
+        )
+    } else {
+        format!(
+            "{count} random read(offset inside a batch, {BATCH_BYTES}, None, true) of one batch, \
+             copied out"
+        )
+    };
+    let mut report = Report::new(key, title, "MB/s");
+    report.baseline_name = "pread of the same batches".into();
+    report.baseline = baseline;
+    for (i, b) in ctx.backends.iter().enumerate() {
+        report.rows.push(Row {
+            name: RANDOM_READ_ROW.into(),
+            backend: b.name,
+            series: series[i].clone(),
+        });
+    }
+    report.add_uring_vs_std(&[RANDOM_READ_ROW]);
+    report.extra = json!({"reads": count, "batches": batches, "by_timestamp": by_timestamp});
+    Ok(report)
+}
+
+/// A fixed offset inside batch `p` (not always its base offset: a fetch may start anywhere).
+fn rng_offset_in_batch(p: u64, records: u64) -> u64 {
+    p.wrapping_mul(0x9e37_79b9) % records
+}

@@ -1,0 +1,838 @@
+//! `klog bench [WORKLOAD...]`: measures klog beside the machine's limits and beside Kafka's own code, in
+//! one run.
+//!
+//! Absolute figures on a shared VM swing 1.5–3x between runs (`shared/spec/field-notes.md` §6), so every
+//! klog figure is shown beside a baseline measured in the same run on the same file system (the limit:
+//! plain `pwrite`/`pread` loops, `fdatasync`, memcpy, raw CRC-32C, a bare hash map), and, where Kafka has
+//! the same operation, beside Apache Kafka's own storage code run by `interop/bench/kafka-bench.sh` in the
+//! same invocation. Each round measures the baseline and every klog variant back to back (the order
+//! alternates between rounds); a value is the median over rounds and a ratio to the limit is the median of
+//! the per-round ratios, so a slow moment of the machine hits both sides. Kafka runs in its own JVM after
+//! warm-up rounds, so a ratio to Kafka is the ratio of the two medians.
+//!
+//! One module per family of workloads: `disk` (append, durable, read), `recover`, `cpu` (psm, parse).
+//! `kafka` runs the Java side, `charts` writes the Markdown report with SVG charts. A workload is a
+//! `Workload` variant plus one arm in `Workload::run`; it returns `Report`s, each of which becomes one key
+//! of the JSON's `workloads` object.
+
+mod charts;
+mod cpu;
+mod disk;
+mod kafka;
+mod recover;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+use klog::log::io::{open_backend, IoBackend, Storage};
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// Leader appends without fsync (1 KiB records in 16 KiB batches, and 100 B / 1 MiB records),
+    /// beside a pwrite loop and Kafka's UnifiedLog.appendAsLeader.
+    Append,
+    /// Append + flush: one appender, and group commit with --threads appenders, beside pwrite +
+    /// fdatasync; fdatasync latency.
+    Durable,
+    /// Sequential reads from offset 0, random reads by offset and by timestamp, beside pread loops.
+    Read,
+    /// Unclean recovery of a partition beside a plain read and Kafka's LogLoader; clean open of many
+    /// segments beside list + open + fstat.
+    Recover,
+    /// Producer-state replay of 1M batches from 10k producers beside a bare hash map and Kafka's
+    /// ProducerStateManager.
+    Psm,
+    /// Zero-copy parse + CRC-32C of a buffer of batches beside raw CRC-32C and memcpy.
+    Parse,
+}
+
+impl Workload {
+    /// The default run, in order.
+    const DEFAULT: [Workload; 6] = [
+        Workload::Append,
+        Workload::Durable,
+        Workload::Read,
+        Workload::Recover,
+        Workload::Psm,
+        Workload::Parse,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Append => "append",
+            Workload::Durable => "durable",
+            Workload::Read => "read",
+            Workload::Recover => "recover",
+            Workload::Psm => "psm",
+            Workload::Parse => "parse",
+        }
+    }
+
+    fn run(self, ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
+        match self {
+            Workload::Append => disk::append(ctx),
+            Workload::Durable => disk::durable(ctx),
+            Workload::Read => disk::read(ctx),
+            Workload::Recover => recover::run(ctx),
+            Workload::Psm => cpu::psm(ctx),
+            Workload::Parse => cpu::parse(ctx),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendChoice {
+    Std,
+    Uring,
+    /// std, and uring where this process may use io_uring (otherwise skipped with a note).
+    Both,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Workloads to run, in the order given (default: append durable read recover psm parse).
+    #[arg(value_enum)]
+    workloads: Vec<Workload>,
+    /// The I/O backends klog is measured with (workloads that touch the disk).
+    #[arg(long, value_enum, default_value = "both")]
+    backend: BackendChoice,
+    /// Bytes appended by each `append` run, and the size of the log `read` reads (suffixes KiB, MiB, GiB).
+    #[arg(long, default_value = "256MiB", value_parser = parse_bytes)]
+    bytes: u64,
+    /// Appends per `durable` measurement (default: 2000, or a quarter of the batches in --bytes if fewer).
+    #[arg(long)]
+    durable_appends: Option<u64>,
+    /// Appender thread counts sharing one log in the group-commit measurements.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
+    threads: Vec<usize>,
+    /// Rounds; each measures the baseline and every klog variant back to back. Medians are reported.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// `segment.bytes` of the `append` and `durable` logs.
+    #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
+    segment_bytes: u64,
+    /// `segment.bytes` of the log `read` reads (default: 64 MiB, less for small --bytes, so that the log
+    /// has sealed segments).
+    #[arg(long, value_parser = parse_bytes)]
+    read_segment_bytes: Option<u64>,
+    /// Random reads per measurement (by offset, and by timestamp).
+    #[arg(long, default_value_t = 20_000)]
+    random_reads: u64,
+    /// Size of the partition `recover` recovers after an unclean shutdown.
+    #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
+    recover_bytes: u64,
+    /// Segments of the log `recover` opens cleanly (lowered, with a note, to what the open-files limit
+    /// allows).
+    #[arg(long, default_value_t = 10_000)]
+    segments: u64,
+    /// Batches replayed by `psm`.
+    #[arg(long, default_value_t = 1_000_000)]
+    psm_batches: usize,
+    /// Producers the `psm` batches come from.
+    #[arg(long, default_value_t = 10_000)]
+    psm_producers: usize,
+    /// Size of the buffer of batches `parse` walks.
+    #[arg(long, default_value = "16MiB", value_parser = parse_bytes)]
+    parse_bytes: u64,
+    /// Do not run Kafka's side (interop/bench/kafka-bench.sh); the Kafka column then says so.
+    #[arg(long)]
+    no_kafka: bool,
+    /// The script that runs Kafka's side (default: interop/bench/kafka-bench.sh of this source tree).
+    #[arg(long, value_name = "SCRIPT")]
+    kafka_bench: Option<PathBuf>,
+    /// Where the scratch directory is made (default: the current directory); the baselines use the same
+    /// file system.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Also write the results to FILE as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Also write a Markdown report with SVG charts into DIR (created if missing).
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+}
+
+/// `4194304`, `8MiB`, `64KiB`, `1GiB` (K, M, G and KB, MB, GB are read as binary units too).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{s}`: expected a number of bytes, e.g. 4194304 or 8MiB"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        other => {
+            return Err(format!(
+                "`{s}`: unknown unit `{other}` (use KiB, MiB or GiB)"
+            ))
+        }
+    };
+    n.checked_mul(1 << shift)
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{s}`: out of range"))
+}
+
+/// A backend klog is measured with.
+struct Backend {
+    name: &'static str,
+    storage: Arc<dyn Storage>,
+}
+
+/// One measured figure per round.
+#[derive(Debug, Clone, Default)]
+struct Series {
+    runs: Vec<f64>,
+}
+
+impl Series {
+    fn push(&mut self, v: f64) {
+        self.runs.push(v);
+    }
+
+    fn median(&self) -> f64 {
+        median(&self.runs)
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    s.sort_by(f64::total_cmp);
+    let mid = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[mid]
+    } else {
+        (s[mid - 1] + s[mid]) / 2.0
+    }
+}
+
+/// Per-round ratios of two series measured in the same rounds.
+fn ratios(a: &Series, b: &Series) -> Vec<f64> {
+    a.runs.iter().zip(&b.runs).map(|(x, y)| x / y).collect()
+}
+
+/// A klog figure beside its baseline.
+struct Row {
+    name: String,
+    backend: &'static str,
+    series: Series,
+}
+
+/// Kafka's figure for a report, or why there is none.
+enum Kafka {
+    /// Kafka has no like-for-like operation here (or it is not measured for this variant).
+    NotMeasured,
+    /// Java (or the harness) is absent, or `--no-kafka`.
+    Absent(String),
+    /// The Java program ran and failed.
+    Failed(String),
+    Measured {
+        what: String,
+        version: String,
+        warmup_rounds: u64,
+        series: Series,
+        /// What the Java side reports of its run (sizes, the log end offset it recovered, ...).
+        details: Value,
+    },
+}
+
+impl Kafka {
+    fn median(&self) -> Option<f64> {
+        match self {
+            Kafka::Measured { series, .. } => Some(series.median()),
+            _ => None,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            Kafka::NotMeasured => json!({"status": "not_measured"}),
+            Kafka::Absent(why) => json!({"status": "absent", "reason": why}),
+            Kafka::Failed(why) => json!({"status": "failed", "reason": why}),
+            Kafka::Measured {
+                what,
+                version,
+                warmup_rounds,
+                series,
+                details,
+            } => json!({
+                "status": "measured",
+                "name": what,
+                "kafka_version": version,
+                "warmup_rounds": warmup_rounds,
+                "value": series.median(),
+                "runs": series.runs,
+                "details": details,
+            }),
+        }
+    }
+
+    /// What the text table shows in the Kafka column.
+    fn cell(&self, klog: f64) -> String {
+        match self {
+            Kafka::Measured { series, .. } => format!("{:.2}", klog / series.median()),
+            Kafka::NotMeasured => "-".into(),
+            Kafka::Absent(_) => "absent".into(),
+            Kafka::Failed(_) => "failed".into(),
+        }
+    }
+}
+
+/// One table of results: the limit, klog's rows, Kafka, and extra ratios between rows.
+struct Report {
+    /// The key in the JSON's `workloads` object: the workload's name, `/variant` for the others.
+    key: String,
+    title: String,
+    /// Always a rate (higher is faster).
+    unit: &'static str,
+    baseline_name: String,
+    baseline: Series,
+    rows: Vec<Row>,
+    /// (what is compared, per-round ratios)
+    comparisons: Vec<(String, Vec<f64>)>,
+    kafka: Kafka,
+    extra: Value,
+}
+
+impl Report {
+    fn new(key: impl Into<String>, title: String, unit: &'static str) -> Self {
+        Report {
+            key: key.into(),
+            title,
+            unit,
+            baseline_name: String::new(),
+            baseline: Series::default(),
+            rows: Vec::new(),
+            comparisons: Vec::new(),
+            kafka: Kafka::NotMeasured,
+            extra: Value::Null,
+        }
+    }
+
+    fn row(&self, name: &str, backend: &str) -> Option<&Row> {
+        self.rows
+            .iter()
+            .find(|r| r.name == name && r.backend == backend)
+    }
+
+    /// klog / limit of a row: the median of its per-round ratios.
+    fn ratio(&self, name: &str, backend: &str) -> Option<f64> {
+        self.row(name, backend)
+            .map(|r| median(&ratios(&r.series, &self.baseline)))
+    }
+
+    /// klog / Kafka of a row: the ratio of the medians.
+    fn kafka_ratio(&self, name: &str, backend: &str) -> Option<f64> {
+        let k = self.kafka.median()?;
+        self.row(name, backend).map(|r| r.series.median() / k)
+    }
+
+    fn comparison(&self, name: &str) -> Option<f64> {
+        self.comparisons
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| median(v))
+    }
+
+    fn add_uring_vs_std(&mut self, names: &[&str]) {
+        for name in names {
+            if let (Some(u), Some(s)) = (self.row(name, "uring"), self.row(name, "std")) {
+                let v = ratios(&u.series, &s.series);
+                self.comparisons.push((format!("uring / std, {name}"), v));
+            }
+        }
+    }
+
+    fn print(&self, out: &mut impl Write) -> std::io::Result<()> {
+        writeln!(out, "{}: {}", self.key, self.title)?;
+        let unit = self.unit;
+        let kafka_name = match &self.kafka {
+            Kafka::Measured { what, .. } => what.len() + "Kafka: ".len(),
+            _ => 0,
+        };
+        let w = self
+            .rows
+            .iter()
+            .map(|r| r.name.len())
+            .chain([self.baseline_name.len() + "limit: ".len(), kafka_name])
+            .max()
+            .unwrap_or(4);
+        writeln!(
+            out,
+            "  {:<w$}  {:<7}  {:>12}  {:>11}  {:>11}",
+            "what", "backend", unit, "klog/limit", "klog/Kafka"
+        )?;
+        writeln!(
+            out,
+            "  {:<w$}  {:<7}  {:>12.1}  {:>11}  {:>11}",
+            format!("limit: {}", self.baseline_name),
+            "-",
+            self.baseline.median(),
+            "1.00",
+            ""
+        )?;
+        match &self.kafka {
+            Kafka::Measured { what, series, .. } => writeln!(
+                out,
+                "  {:<w$}  {:<7}  {:>12.1}  {:>11}  {:>11}",
+                format!("Kafka: {what}"),
+                "jvm",
+                series.median(),
+                format!("{:.2}", median(&[series.median() / self.baseline.median()])),
+                "1.00"
+            )?,
+            Kafka::Absent(why) | Kafka::Failed(why) => {
+                writeln!(out, "  Kafka: not measured ({why})")?
+            }
+            Kafka::NotMeasured => {}
+        }
+        for r in &self.rows {
+            writeln!(
+                out,
+                "  {:<w$}  {:<7}  {:>12.1}  {:>11.2}  {:>11}",
+                r.name,
+                r.backend,
+                r.series.median(),
+                median(&ratios(&r.series, &self.baseline)),
+                self.kafka.cell(r.series.median())
+            )?;
+        }
+        for (name, v) in &self.comparisons {
+            writeln!(out, "  ratio {name}: {:.2}", median(v))?;
+        }
+        writeln!(out)
+    }
+
+    fn to_json(&self) -> Value {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let rs = ratios(&r.series, &self.baseline);
+                json!({
+                    "name": r.name,
+                    "backend": r.backend,
+                    "value": r.series.median(),
+                    "runs": r.series.runs,
+                    "ratio": median(&rs),
+                    "ratios": rs,
+                    "kafka_ratio": self.kafka.median().map(|k| r.series.median() / k),
+                })
+            })
+            .collect();
+        let comparisons: Vec<Value> = self
+            .comparisons
+            .iter()
+            .map(|(name, v)| json!({"name": name, "ratio": median(v), "ratios": v}))
+            .collect();
+        json!({
+            "title": self.title,
+            "unit": self.unit,
+            "baseline": {
+                "name": self.baseline_name,
+                "value": self.baseline.median(),
+                "runs": self.baseline.runs,
+            },
+            "kafka": self.kafka.to_json(),
+            "results": rows,
+            "comparisons": comparisons,
+            "details": self.extra,
+        })
+    }
+}
+
+/// A goal of issue #8, checked against this run's figures.
+struct Goal {
+    name: &'static str,
+    /// Which figure: `report key: row / what`.
+    figure: String,
+    value: Option<f64>,
+    target: f64,
+}
+
+impl Goal {
+    fn met(&self) -> Option<bool> {
+        self.value
+            .filter(|v| v.is_finite())
+            .map(|v| v >= self.target)
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "figure": self.figure,
+            "value": self.value.filter(|v| v.is_finite()),
+            "target": self.target,
+            "met": self.met(),
+        })
+    }
+}
+
+fn goals(reports: &[Report]) -> Vec<Goal> {
+    let find = |key: &str| reports.iter().find(|r| r.key == key);
+    let mut goals = Vec::new();
+    let mut goal = |name, key: &str, figure: &str, value: Option<f64>, target| {
+        if find(key).is_some() {
+            goals.push(Goal {
+                name,
+                figure: format!("{key}: {figure}"),
+                value,
+                target,
+            });
+        }
+    };
+    let r = |key: &str, row: &str, backend: &str| find(key).and_then(|r| r.ratio(row, backend));
+    let k = |key: &str, row: &str| find(key).and_then(|r| r.kafka_ratio(row, "std"));
+    let c = |key: &str, name: &str| find(key).and_then(|r| r.comparison(name));
+    let leader = disk::APPEND_ROW;
+    goal(
+        "buffered append >= 0.9x pwrite",
+        "append",
+        &format!("{leader} std / limit"),
+        r("append", leader, "std"),
+        0.9,
+    );
+    goal(
+        "buffered append >= 3x Kafka UnifiedLog",
+        "append",
+        &format!("{leader} std / Kafka"),
+        k("append", leader),
+        3.0,
+    );
+    let g8 = "group commit of 8 / single, std";
+    goal(
+        "group commit of 8 >= 5x one appender",
+        "durable",
+        g8,
+        c("durable", g8),
+        5.0,
+    );
+    let u8 = "uring / std, group commit, 8 threads";
+    goal(
+        "io_uring >= std (group commit of 8)",
+        "durable",
+        u8,
+        c("durable", u8),
+        1.0,
+    );
+    let seq = disk::READ_COPY_ROW;
+    goal(
+        "sequential reads >= 0.8x pread",
+        "read",
+        &format!("{seq} std / limit"),
+        r("read", seq, "std"),
+        0.8,
+    );
+    let rnd = disk::RANDOM_READ_ROW;
+    goal(
+        "random reads by offset >= 0.8x pread",
+        "read/random-offset",
+        &format!("{rnd} std / limit"),
+        r("read/random-offset", rnd, "std"),
+        0.8,
+    );
+    let rec = recover::UNCLEAN_ROW;
+    goal(
+        "unclean recovery >= 0.6x plain read",
+        "recover",
+        &format!("{rec} std / limit"),
+        r("recover", rec, "std"),
+        0.6,
+    );
+    goal(
+        "unclean recovery >= 5x Kafka LogLoader",
+        "recover",
+        &format!("{rec} std / Kafka"),
+        k("recover", rec),
+        5.0,
+    );
+    let psm = cpu::PSM_ROW;
+    goal(
+        "psm replay >= 20M batches/s",
+        "psm",
+        psm,
+        find("psm")
+            .and_then(|r| r.row(psm, "-"))
+            .map(|r| r.series.median() / 1e6),
+        20.0,
+    );
+    goal(
+        "psm replay >= 5x Kafka ProducerStateManager",
+        "psm",
+        &format!("{psm} / Kafka"),
+        find("psm").and_then(|r| r.kafka_ratio(psm, "-")),
+        5.0,
+    );
+    let parse = cpu::PARSE_ROW;
+    goal(
+        "parse + CRC >= 0.8x raw CRC-32C",
+        "parse",
+        &format!("{parse} / limit"),
+        r("parse", parse, "-"),
+        0.8,
+    );
+    goals
+}
+
+/// The scratch directory, removed on the way out (also after an error).
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A one-line progress display on stderr when it is a terminal: the workload, its step, elapsed time.
+struct Progress {
+    on: bool,
+    start: Instant,
+    workload: std::cell::Cell<(usize, usize, &'static str)>,
+}
+
+impl Progress {
+    fn say(&self, what: &str) {
+        if self.on {
+            let (i, n, name) = self.workload.get();
+            let secs = self.start.elapsed().as_secs();
+            eprint!(
+                "\r\x1b[2Kklog bench [{i}/{n} {name}, {}:{:02}] {what}",
+                secs / 60,
+                secs % 60
+            );
+            let _ = std::io::stderr().flush();
+        }
+    }
+
+    fn done(&self) {
+        if self.on {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+struct Ctx<'a> {
+    args: &'a BenchArgs,
+    scratch: PathBuf,
+    backends: Vec<Backend>,
+    progress: Progress,
+    kafka: kafka::KafkaSide,
+}
+
+impl Ctx<'_> {
+    fn rounds(&self) -> usize {
+        self.args.rounds
+    }
+}
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
+    if args.threads.is_empty() || args.threads.contains(&0) {
+        bail!("--threads must list thread counts of at least 1");
+    }
+    if args.psm_producers == 0 || args.psm_batches == 0 {
+        bail!("--psm-batches and --psm-producers must be at least 1");
+    }
+    let workloads = if args.workloads.is_empty() {
+        Workload::DEFAULT.to_vec()
+    } else {
+        args.workloads.clone()
+    };
+    let base = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let scratch = Scratch(base.join(format!(".klog-bench-{}-{nanos}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0)
+        .with_context(|| format!("creating {}", scratch.0.display()))?;
+
+    let (backends, skipped) = backends(args)?;
+    let ctx = Ctx {
+        args,
+        scratch: scratch.0.clone(),
+        backends,
+        progress: Progress {
+            on: std::io::stderr().is_terminal(),
+            start: Instant::now(),
+            workload: std::cell::Cell::new((0, 0, "")),
+        },
+        kafka: kafka::KafkaSide::detect(args),
+    };
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    writeln!(
+        out,
+        "klog bench in {} ({} rounds; medians; klog/limit = median of per-round ratios; \
+         klog/Kafka = ratio of medians; higher is faster)\n",
+        ctx.scratch.display(),
+        args.rounds
+    )?;
+    if let Some(why) = ctx.kafka.absent_reason() {
+        writeln!(out, "Kafka column: not measured ({why})\n")?;
+    }
+    let started = Instant::now();
+    let mut reports = Vec::new();
+    for (i, w) in workloads.iter().enumerate() {
+        ctx.progress
+            .workload
+            .set((i + 1, workloads.len(), w.name()));
+        for report in w.run(&ctx)? {
+            ctx.progress.done();
+            report.print(&mut out)?;
+            out.flush()?;
+            reports.push(report);
+        }
+    }
+    ctx.progress.done();
+    let goals = goals(&reports);
+    print_goals(&mut out, &goals)?;
+    let elapsed = started.elapsed();
+    writeln!(out, "total time: {:.1} s", elapsed.as_secs_f64())?;
+
+    let doc = document(&ctx, &reports, &goals, &skipped, elapsed);
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&doc)? + "\n";
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(dir) = &args.report {
+        charts::write_report(dir, &doc, &reports, &goals)
+            .with_context(|| format!("writing the report into {}", dir.display()))?;
+    }
+    drop(ctx);
+    drop(scratch);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn backends(args: &BenchArgs) -> anyhow::Result<(Vec<Backend>, Vec<Value>)> {
+    let mut backends = Vec::new();
+    let mut skipped = Vec::new();
+    if matches!(args.backend, BackendChoice::Std | BackendChoice::Both) {
+        backends.push(Backend {
+            name: "std",
+            storage: open_backend(IoBackend::Std)?,
+        });
+    }
+    if matches!(args.backend, BackendChoice::Uring | BackendChoice::Both) {
+        match open_backend(IoBackend::Uring) {
+            Ok(storage) => backends.push(Backend {
+                name: "uring",
+                storage,
+            }),
+            Err(e) if args.backend == BackendChoice::Both => {
+                eprintln!("klog bench: skipping the uring backend: {e}");
+                skipped.push(json!({"backend": "uring", "reason": e.to_string()}));
+            }
+            Err(e) => return Err(e).context("--backend uring"),
+        }
+    }
+    Ok((backends, skipped))
+}
+
+fn print_goals(out: &mut impl Write, goals: &[Goal]) -> std::io::Result<()> {
+    if goals.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "goals (issue #8):")?;
+    for g in goals {
+        let verdict = match g.met() {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "not measured",
+        };
+        let value = g.value.map_or("-".into(), |v| format!("{v:.2}"));
+        writeln!(
+            out,
+            "  {:<46} {:>8} (target {:>5})  {verdict:<12}  {}",
+            g.name, value, g.target, g.figure
+        )?;
+    }
+    writeln!(out)
+}
+
+fn document(
+    ctx: &Ctx,
+    reports: &[Report],
+    goals: &[Goal],
+    skipped: &[Value],
+    elapsed: Duration,
+) -> Value {
+    let args = ctx.args;
+    let mut workloads = serde_json::Map::new();
+    for r in reports {
+        workloads.insert(r.key.clone(), r.to_json());
+    }
+    json!({
+        "klog_version": env!("CARGO_PKG_VERSION"),
+        "dir": ctx.scratch.display().to_string(),
+        "elapsed_s": elapsed.as_secs_f64(),
+        "conditions": {
+            "bytes": args.bytes,
+            "rounds": args.rounds,
+            "threads": args.threads,
+            "segment_bytes": args.segment_bytes,
+            "recover_bytes": args.recover_bytes,
+            "segments": args.segments,
+            "psm_batches": args.psm_batches,
+            "psm_producers": args.psm_producers,
+            "parse_bytes": args.parse_bytes,
+            "random_reads": args.random_reads,
+            "backends": ctx.backends.iter().map(|b| b.name).collect::<Vec<_>>(),
+            "skipped_backends": skipped,
+            "kafka": ctx.kafka.describe(),
+            "machine": machine(),
+            "mb": 1_000_000,
+        },
+        "workloads": workloads,
+        "goals": goals.iter().map(Goal::to_json).collect::<Vec<_>>(),
+    })
+}
+
+/// CPU model, CPUs, kernel: what BENCHMARKS.md's conditions need, read from /proc.
+fn machine() -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_owned());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_owned());
+    json!({
+        "cpu": model,
+        "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "kernel": kernel,
+    })
+}
+
+/// `items` in order on even rounds and reversed on odd ones.
+fn alternate<T>(round: usize, items: &[T]) -> Vec<&T> {
+    let mut v: Vec<&T> = items.iter().collect();
+    if round % 2 == 1 {
+        v.reverse();
+    }
+    v
+}
+
+fn mb_per_s(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / 1e6
+}
+
+fn per_s(n: u64, d: Duration) -> f64 {
+    n as f64 / d.as_secs_f64()
+}

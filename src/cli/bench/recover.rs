@@ -1,0 +1,388 @@
+//! `recover`: unclean recovery of a partition (every segment rescanned from recovery point 0, indexes
+//! rebuilt, producer state replayed) beside a plain read of the same `.log` files and Kafka's
+//! `LogLoader` on a copy of the same directory; and the clean open of many small segments beside
+//! list + open + fstat of their `.log` files.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use klog::log::format::{BatchBuilder, Compression};
+use klog::log::io::{open_backend, IoBackend};
+use klog::log::partition_log::{OpenOptions, PartitionLog};
+use serde_json::json;
+
+use super::disk::{config, now_ms, Rng};
+use super::{alternate, mb_per_s, per_s, Ctx, Report, Row, Series};
+
+pub(super) const UNCLEAN_ROW: &str = "open after unclean shutdown";
+const CLEAN_ROW: &str = "open after clean shutdown";
+/// Idempotent producers the recovered log's batches come from.
+const PRODUCERS: usize = 8;
+const RECORDS_PER_BATCH: usize = 15;
+const VALUE_BYTES: usize = 1024;
+/// Descriptors a cleanly opened segment holds (`.log`, `.index`, `.timeindex`), and a margin for the rest.
+const FDS_PER_SEGMENT: u64 = 3;
+const FD_SPARE: u64 = 200;
+
+pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
+    Ok(vec![unclean(ctx)?, clean_open(ctx)?])
+}
+
+struct Written {
+    dir: PathBuf,
+    logs: Vec<PathBuf>,
+    bytes: u64,
+    batches: u64,
+    log_end_offset: i64,
+    segment_bytes: u64,
+}
+
+fn log_files(dir: &Path) -> anyhow::Result<(Vec<PathBuf>, u64)> {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    logs.retain(|p| p.extension().is_some_and(|e| e == "log"));
+    logs.sort();
+    let bytes = logs
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()))
+        .sum::<Result<u64, _>>()?;
+    Ok((logs, bytes))
+}
+
+/// `--recover-bytes` of 16 KiB batches from `PRODUCERS` idempotent producers in 128 MiB segments (less
+/// for small sizes), closed cleanly: the bytes an unclean open rescans.
+fn write_recovery_log(ctx: &Ctx) -> anyhow::Result<Written> {
+    let dir = ctx.scratch.join("recover-0");
+    let target = ctx.args.recover_bytes;
+    let segment_bytes = (128u64 << 20).min(target / 4).max(64 << 10);
+    let (log, _) = PartitionLog::open(
+        open_backend(IoBackend::Std)?,
+        &dir,
+        config(segment_bytes)?,
+        OpenOptions::default(),
+    )?;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let pool: Vec<u8> = (0..(64 << 10) / 8)
+        .flat_map(|_| rng.next().to_le_bytes())
+        .collect();
+    let timestamp = now_ms();
+    let mut sequences = [0i32; PRODUCERS];
+    let (mut written, mut batches) = (0u64, 0u64);
+    while written < target {
+        let p = (batches % PRODUCERS as u64) as usize;
+        let mut b = BatchBuilder::new(Compression::None).producer(1000 + p as i64, 0, sequences[p]);
+        for r in 0..RECORDS_PER_BATCH {
+            let at = (rng.next() % (pool.len() - VALUE_BYTES) as u64) as usize;
+            let key = format!("key-{:08}", batches as usize * RECORDS_PER_BATCH + r);
+            b.append(
+                timestamp + batches as i64,
+                Some(key.as_bytes()),
+                Some(&pool[at..at + VALUE_BYTES]),
+                &[],
+            )?;
+        }
+        let mut batch = b.build()?;
+        log.append_as_leader(&mut batch, 0)?;
+        sequences[p] += RECORDS_PER_BATCH as i32;
+        written += batch.len() as u64;
+        batches += 1;
+    }
+    let log_end_offset = log.log_end_offset();
+    log.flush(log_end_offset)?;
+    log.close()?;
+    drop(log);
+    let (logs, bytes) = log_files(&dir)?;
+    Ok(Written {
+        dir,
+        logs,
+        bytes,
+        batches,
+        log_end_offset,
+        segment_bytes,
+    })
+}
+
+/// The baseline: each `.log` read start to end in 1 MiB `read`s into one buffer.
+fn read_all(logs: &[PathBuf], buf: &mut [u8]) -> anyhow::Result<u64> {
+    use std::io::Read;
+    let mut total = 0;
+    for path in logs {
+        let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        loop {
+            let n = f.read(buf)?;
+            if n == 0 {
+                break;
+            }
+            std::hint::black_box(&buf[..n]);
+            total += n as u64;
+        }
+    }
+    Ok(total)
+}
+
+fn unclean(ctx: &Ctx) -> anyhow::Result<Report> {
+    ctx.progress.say("unclean: writing the log");
+    let w = write_recovery_log(ctx)?;
+    let cfg = config(w.segment_bytes)?;
+    let unclean = OpenOptions {
+        recovery_point: 0,
+        log_start_offset: 0,
+        clean_shutdown: false,
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    read_all(&w.logs, &mut buf)?; // warm the page cache: both sides read cached bytes
+    let nb = ctx.backends.len();
+    let mut baseline = Series::default();
+    let mut series: Vec<Series> = vec![Series::default(); nb];
+    let slots: Vec<usize> = (0..=nb).collect();
+    for round in 0..ctx.rounds() {
+        for &slot in alternate(round, &slots) {
+            if slot == 0 {
+                ctx.progress
+                    .say(&format!("unclean: plain read, round {}", round + 1));
+                let start = Instant::now();
+                let n = read_all(&w.logs, &mut buf)?;
+                baseline.push(mb_per_s(n, start.elapsed()));
+                continue;
+            }
+            let b = &ctx.backends[slot - 1];
+            ctx.progress
+                .say(&format!("unclean: klog {}, round {}", b.name, round + 1));
+            let start = Instant::now();
+            let (log, report) =
+                PartitionLog::open(b.storage.clone(), &w.dir, cfg.clone(), unclean)?;
+            let elapsed = start.elapsed();
+            if log.log_end_offset() != w.log_end_offset || report.batches_replayed != w.batches {
+                bail!(
+                    "unclean open: log end {} (expected {}), {} batches replayed (expected {})",
+                    log.log_end_offset(),
+                    w.log_end_offset,
+                    report.batches_replayed,
+                    w.batches
+                );
+            }
+            log.close()?;
+            series[slot - 1].push(mb_per_s(w.bytes, elapsed));
+        }
+    }
+    let mut report = Report::new(
+        "recover",
+        format!(
+            "PartitionLog::open after an unclean shutdown, recovery point 0: {:.1} MiB in {} segments, \
+             {} batches from {PRODUCERS} idempotent producers; every CRC checked, indexes rebuilt, \
+             producer state replayed (page cache warm on both sides)",
+            w.bytes as f64 / (1 << 20) as f64,
+            w.logs.len(),
+            w.batches
+        ),
+        "MB/s",
+    );
+    report.baseline_name = "read of the .log files, 1 MiB reads".into();
+    report.baseline = baseline;
+    for (i, b) in ctx.backends.iter().enumerate() {
+        report.rows.push(Row {
+            name: UNCLEAN_ROW.into(),
+            backend: b.name,
+            series: series[i].clone(),
+        });
+    }
+    report.add_uring_vs_std(&[UNCLEAN_ROW]);
+    report.extra = json!({
+        "log_bytes": w.bytes,
+        "segments": w.logs.len(),
+        "segment_bytes": w.segment_bytes,
+        "batches": w.batches,
+        "log_end_offset": w.log_end_offset,
+    });
+    report.kafka = kafka_recover(ctx, &w)?;
+    std::fs::remove_dir_all(&w.dir)?;
+    Ok(report)
+}
+
+/// Kafka's LogLoader (through `UnifiedLog.create`, lastShutdownClean=false) on a copy of the directory.
+fn kafka_recover(ctx: &Ctx, w: &Written) -> anyhow::Result<super::Kafka> {
+    if let Some(why) = ctx.kafka.absent_reason() {
+        return Ok(super::Kafka::Absent(why.to_owned()));
+    }
+    ctx.progress.say("unclean: copying the directory for Kafka");
+    let copy = ctx.scratch.join("kafka").join("recover-0");
+    std::fs::create_dir_all(&copy)?;
+    for entry in std::fs::read_dir(&w.dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            std::fs::copy(entry.path(), copy.join(entry.file_name()))?;
+        }
+    }
+    ctx.progress.say("unclean: Kafka LogLoader");
+    let kafka = ctx.kafka.run(
+        "LogLoader (UnifiedLog.create, unclean)",
+        &[
+            "recover".into(),
+            copy.display().to_string(),
+            ctx.rounds().to_string(),
+            "1".into(),
+            w.segment_bytes.min(i32::MAX as u64).to_string(),
+        ],
+    );
+    std::fs::remove_dir_all(ctx.scratch.join("kafka"))?;
+    Ok(kafka)
+}
+
+// ---------------------------------------------------------------------------------------------------
+// clean open of many segments
+
+/// Raises the soft open-files limit to the hard one; returns the soft limit then in force.
+fn raise_open_files_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable rlimit for getrlimit to fill.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    if rc != 0 {
+        return None;
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: `raised` is a valid rlimit; raising the soft limit up to the hard one is always allowed.
+        #[allow(unsafe_code)]
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    Some(limit.rlim_cur)
+}
+
+/// Grows a log of 4 KiB segments (three ~1.1 KiB batches each) to `segments` segments, closed cleanly.
+fn grow_segments(ctx: &Ctx, dir: &Path, segments: u64) -> anyhow::Result<i64> {
+    let (log, _) = PartitionLog::open(
+        open_backend(IoBackend::Std)?,
+        dir,
+        config(4096)?,
+        OpenOptions::default(),
+    )?;
+    let value = vec![0x5au8; 1000];
+    let timestamp = now_ms();
+    for i in 0..segments * 3 {
+        if i % 3000 == 0 {
+            ctx.progress.say(&format!(
+                "clean open: writing segment {} of {segments}",
+                i / 3
+            ));
+        }
+        let mut b = BatchBuilder::new(Compression::None);
+        b.append(timestamp, Some(b"key"), Some(&value), &[])?;
+        let mut batch = b.build()?;
+        log.append_as_leader(&mut batch, 0)?;
+    }
+    let leo = log.log_end_offset();
+    log.close()?;
+    Ok(leo)
+}
+
+fn list_open_stat(dir: &Path) -> anyhow::Result<u64> {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "log") {
+            let f = File::open(&path)?;
+            std::hint::black_box(f.metadata()?.len());
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+fn clean_open(ctx: &Ctx) -> anyhow::Result<Report> {
+    let requested = ctx.args.segments.max(1);
+    let limit = raise_open_files_limit();
+    let fit = limit.map_or(u64::MAX, |l| l.saturating_sub(FD_SPARE) / FDS_PER_SEGMENT);
+    let segments = requested.min(fit).max(1);
+    let note = (segments < requested).then(|| {
+        format!(
+            "{requested} segments need {FDS_PER_SEGMENT} descriptors each (.log, .index, .timeindex \
+             stay open), over the open-files limit of {} (soft raised to hard): measured {segments} \
+             segments instead",
+            limit.unwrap_or(0)
+        )
+    });
+    if let Some(note) = &note {
+        eprintln!("klog bench: recover: {note}");
+    }
+    let dir = ctx.scratch.join("segments-0");
+    let leo = grow_segments(ctx, &dir, segments)?;
+    let cfg = config(4096)?;
+    let clean = OpenOptions {
+        recovery_point: leo,
+        log_start_offset: 0,
+        clean_shutdown: true,
+    };
+    let nb = ctx.backends.len();
+    let mut baseline = Series::default();
+    let mut series: Vec<Series> = vec![Series::default(); nb];
+    let mut seconds: Vec<Series> = vec![Series::default(); nb];
+    let slots: Vec<usize> = (0..=nb).collect();
+    list_open_stat(&dir)?;
+    for round in 0..ctx.rounds() {
+        for &slot in alternate(round, &slots) {
+            if slot == 0 {
+                ctx.progress.say(&format!(
+                    "clean open: list + open + fstat, round {}",
+                    round + 1
+                ));
+                let start = Instant::now();
+                let n = list_open_stat(&dir)?;
+                baseline.push(per_s(n, start.elapsed()));
+                continue;
+            }
+            let b = &ctx.backends[slot - 1];
+            ctx.progress
+                .say(&format!("clean open: klog {}, round {}", b.name, round + 1));
+            let start = Instant::now();
+            let (log, report) = PartitionLog::open(b.storage.clone(), &dir, cfg.clone(), clean)?;
+            let elapsed = start.elapsed();
+            if report.segments as u64 != segments || log.log_end_offset() != leo {
+                bail!(
+                    "clean open: {} segments ending at {} (expected {segments} ending at {leo})",
+                    report.segments,
+                    log.log_end_offset()
+                );
+            }
+            log.close()?;
+            drop(log);
+            series[slot - 1].push(per_s(segments, elapsed));
+            seconds[slot - 1].push(elapsed.as_secs_f64());
+        }
+    }
+    let mut report = Report::new(
+        "recover/clean-open",
+        format!("PartitionLog::open after a clean shutdown of {segments} segments of 4 KiB"),
+        "segments/s",
+    );
+    report.baseline_name = "list the directory, open + fstat every .log".into();
+    report.baseline = baseline;
+    for (i, b) in ctx.backends.iter().enumerate() {
+        report.rows.push(Row {
+            name: CLEAN_ROW.into(),
+            backend: b.name,
+            series: series[i].clone(),
+        });
+    }
+    report.extra = json!({
+        "segments_requested": requested,
+        "segments": segments,
+        "open_files_limit": limit,
+        "note": note,
+        "seconds": ctx.backends.iter().zip(&seconds)
+            .map(|(b, s)| (b.name, s.median())).collect::<std::collections::BTreeMap<_, _>>(),
+    });
+    std::fs::remove_dir_all(&dir)?;
+    Ok(report)
+}
