@@ -16,7 +16,7 @@ fn positive(v: &Value, what: &str) -> f64 {
 }
 
 /// Tiny sizes for every workload: a few seconds in a debug build.
-const TINY: [&str; 20] = [
+const TINY: [&str; 22] = [
     "--bytes",
     "4194304",
     "--recover-bytes",
@@ -37,9 +37,11 @@ const TINY: [&str; 20] = [
     "40",
     "--rounds",
     "1",
+    "--mirror-bytes",
+    "1MiB",
 ];
 
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 12] = [
     "append",
     "append/100B",
     "append/1MiB",
@@ -51,6 +53,7 @@ const KEYS: [&str; 11] = [
     "recover/clean-open",
     "psm",
     "parse",
+    "mirror",
 ];
 
 /// Runs `klog bench` with `extra` arguments at tiny sizes; returns stdout and the JSON document.
@@ -112,6 +115,17 @@ fn check_workloads(doc: &Value) {
             positive(&c["ratio"], &format!("{key} {}", c["name"]));
         }
     }
+    // Mirroring copied every byte, and failover was timed with and without fsync on each backend.
+    let mirror = &doc["workloads"]["mirror"];
+    let failover = mirror["details"]["failover"].as_array().expect("failover");
+    assert_eq!(failover.len(), backends.len() * 2, "{mirror}");
+    for f in failover {
+        positive(&f["ms_per_partition"], "failover ms");
+    }
+    assert!(
+        mirror["details"]["bytes"].as_u64().unwrap() > 900_000,
+        "{mirror}"
+    );
     // The group commits are all there, per backend.
     let durable = doc["workloads"]["durable"]["results"].as_array().unwrap();
     for t in [1, 4] {

@@ -2,6 +2,7 @@
 
 mod append;
 mod bench;
+mod bench_mirror;
 mod demo;
 mod dump;
 mod dump_meta;

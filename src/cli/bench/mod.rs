@@ -19,6 +19,7 @@ mod charts;
 mod cpu;
 mod disk;
 mod kafka;
+mod mirror;
 mod recover;
 
 use std::io::{IsTerminal, Write};
@@ -50,17 +51,21 @@ pub enum Workload {
     Psm,
     /// Zero-copy parse + CRC-32C of a buffer of batches beside raw CRC-32C and memcpy.
     Parse,
+    /// KIP-1279 mirroring from a source cluster beside klog's leader append of the same batches;
+    /// failover time per partition with and without fsync.
+    Mirror,
 }
 
 impl Workload {
     /// The default run, in order.
-    const DEFAULT: [Workload; 6] = [
+    const DEFAULT: [Workload; 7] = [
         Workload::Append,
         Workload::Durable,
         Workload::Read,
         Workload::Recover,
         Workload::Psm,
         Workload::Parse,
+        Workload::Mirror,
     ];
 
     fn name(self) -> &'static str {
@@ -71,6 +76,7 @@ impl Workload {
             Workload::Recover => "recover",
             Workload::Psm => "psm",
             Workload::Parse => "parse",
+            Workload::Mirror => "mirror",
         }
     }
 
@@ -82,6 +88,7 @@ impl Workload {
             Workload::Recover => recover::run(ctx),
             Workload::Psm => cpu::psm(ctx),
             Workload::Parse => cpu::parse(ctx),
+            Workload::Mirror => mirror::run(ctx),
         }
     }
 }
@@ -140,6 +147,9 @@ pub struct BenchArgs {
     /// Size of the buffer of batches `parse` walks.
     #[arg(long, default_value = "16MiB", value_parser = parse_bytes)]
     parse_bytes: u64,
+    /// Size of the partition `mirror` copies.
+    #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]
+    mirror_bytes: u64,
     /// Do not run Kafka's side (interop/bench/kafka-bench.sh); the Kafka column then says so.
     #[arg(long)]
     no_kafka: bool,
@@ -575,6 +585,14 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
         find("psm").and_then(|r| r.kafka_ratio(psm, "-")),
         5.0,
     );
+    let m = mirror::MIRROR_ROW;
+    goal(
+        "mirroring >= 0.8x the plain append rate",
+        "mirror",
+        &format!("{m} std / klog leader append"),
+        r("mirror", m, "std"),
+        0.8,
+    );
     let parse = cpu::PARSE_ROW;
     goal(
         "parse + CRC >= 0.8x raw CRC-32C",
@@ -790,6 +808,7 @@ fn document(
             "psm_batches": args.psm_batches,
             "psm_producers": args.psm_producers,
             "parse_bytes": args.parse_bytes,
+            "mirror_bytes": args.mirror_bytes,
             "random_reads": args.random_reads,
             "backends": ctx.backends.iter().map(|b| b.name).collect::<Vec<_>>(),
             "skipped_backends": skipped,
