@@ -741,6 +741,32 @@ fn s1_source_on(env: &Env, storage: Arc<dyn klog::log::io::Storage>, name: &str)
     a
 }
 
+/// Runs `cluster` until idle with the simulated disk losing power at its `k`-th storage operation from
+/// now, crashes the disk (torn writes), and opens the cluster again with its mirror reconnected to
+/// `source`. Also returns whether the run finished before the power-off point.
+fn power_off_run_and_restart(
+    env: &Env,
+    sim: &Arc<klog::log::io::SimStorage>,
+    cluster: Arc<Cluster>,
+    name: &str,
+    k: u64,
+    (mirror, source): (&str, &Arc<Cluster>),
+) -> (Arc<Cluster>, bool) {
+    let start = sim.ops();
+    sim.power_off_at(start + k);
+    cluster.run_until_idle(100);
+    let finished = sim.ops() < start + k;
+    drop(cluster);
+    sim.crash(true);
+    sim.clear_faults();
+    let cluster = env.reopen(sim.clone(), name);
+    cluster.connect_source(
+        mirror,
+        Arc::new(klog::mirror::LocalSource::new(Arc::clone(source))),
+    );
+    (cluster, finished)
+}
+
 /// S13 (STOPPING): power off at every storage operation of the stop, recover, restart: the end state
 /// is the one without a crash (with at most one extra barrier).
 #[test]
@@ -756,18 +782,7 @@ fn s13_crash_at_every_step_of_stopping() {
         b.run_until_idle(100);
         b.checkpoint().unwrap(); // what was mirrored is durable: the crash is in the stop, not before it
         all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
-        let start = sim.ops();
-        sim.power_off_at(start + k);
-        b.run_until_idle(100);
-        let finished = sim.ops() < start + k;
-        drop(b);
-        sim.crash(true);
-        sim.clear_faults();
-        let b = env.reopen(sim.clone(), "b");
-        b.connect_source(
-            "m",
-            Arc::new(klog::mirror::LocalSource::new(Arc::clone(&a))),
-        );
+        let (b, finished) = power_off_run_and_restart(&env, &sim, b, "b", k, ("m", &a));
         let r = b.run_until_idle(100);
         assert!(r.errors.is_empty(), "k={k}: {:?}", r.errors);
         assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Stopped), "k={k}");
@@ -828,18 +843,7 @@ fn s13_crash_at_every_step_of_preparing() {
         a.checkpoint().unwrap();
         link(&a, "back", &b);
         all_ok(a.add_topics("back", &topics(&["t"])).unwrap());
-        let start = sim.ops();
-        sim.power_off_at(start + k);
-        a.run_until_idle(100);
-        let finished = sim.ops() < start + k;
-        drop(a);
-        sim.crash(true);
-        sim.clear_faults();
-        let a = env.reopen(sim.clone(), "a");
-        a.connect_source(
-            "back",
-            Arc::new(klog::mirror::LocalSource::new(Arc::clone(&b))),
-        );
+        let (a, finished) = power_off_run_and_restart(&env, &sim, a, "a", k, ("back", &b));
         let r = a.run_until_idle(100);
         assert!(r.errors.is_empty(), "k={k}: {:?}", r.errors);
         assert_eq!(state_of(&a, "t", 0), Some(MirrorState::Mirroring), "k={k}");

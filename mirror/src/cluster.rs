@@ -507,6 +507,26 @@ impl Cluster {
 
     /// A leader election: the partition's leader epoch goes up by one (and at least to `min`).
     pub fn bump_leader_epoch(&self, topic: &str, partition: i32, min: i32) -> Result<i32, Error> {
+        self.update_topic(topic, |t| {
+            let e = t.leader_epochs.get_mut(partition as usize).ok_or_else(|| {
+                Error::mirror(
+                    MirrorError::UnknownTopicOrPartition,
+                    format!("{topic}-{partition} does not exist"),
+                )
+            })?;
+            *e = (*e + 1).max(min);
+            Ok(Some(*e))
+        })
+        .map(|e| e.expect("always changed"))
+    }
+
+    /// Changes one topic's metadata and persists it. `change` returns `None` for "nothing changed"
+    /// (nothing is written then).
+    fn update_topic<T>(
+        &self,
+        topic: &str,
+        change: impl FnOnce(&mut TopicMeta) -> Result<Option<T>, Error>,
+    ) -> Result<Option<T>, Error> {
         let mut guard = lock(&self.meta);
         let mut meta = guard.clone();
         let t = meta.topics.get_mut(topic).ok_or_else(|| {
@@ -515,16 +535,11 @@ impl Cluster {
                 format!("no topic {topic}"),
             )
         })?;
-        let e = t.leader_epochs.get_mut(partition as usize).ok_or_else(|| {
-            Error::mirror(
-                MirrorError::UnknownTopicOrPartition,
-                format!("{topic}-{partition} does not exist"),
-            )
-        })?;
-        *e = (*e + 1).max(min);
-        let new = *e;
-        self.save_meta(&mut guard, meta)?;
-        Ok(new)
+        let changed = change(t)?;
+        if changed.is_some() {
+            self.save_meta(&mut guard, meta)?;
+        }
+        Ok(changed)
     }
 
     /// A client's produce: a leader append at the partition's leader epoch. A mirror partition refuses it
@@ -690,7 +705,7 @@ impl Cluster {
                 } else {
                     self.create_topic(topic, described.partitions, Some(described.id), &[])?;
                 }
-                self.set_desired(mirror, topic, |current| match current {
+                self.set_desired(topic, |current| match current {
                     Some(m) if m.desired != DesiredState::Stop => Err(Error::mirror(
                         MirrorError::TopicAlreadyInMirror,
                         format!("topic {topic} is already in mirror {}", m.name),
@@ -759,7 +774,7 @@ impl Cluster {
         let results = topics
             .iter()
             .map(|topic| {
-                let r = self.set_desired(mirror, topic, |current| match current {
+                let r = self.set_desired(topic, |current| match current {
                     None => Err(Error::mirror(
                         MirrorError::UnknownMirror,
                         format!("topic {topic} is not in any mirror"),
@@ -779,24 +794,18 @@ impl Cluster {
 
     fn set_desired(
         &self,
-        _mirror: &str,
         topic: &str,
         decide: impl FnOnce(Option<&TopicMirror>) -> Result<Option<TopicMirror>, Error>,
     ) -> Result<(), Error> {
-        let mut guard = lock(&self.meta);
-        let mut meta = guard.clone();
-        let t = meta.topics.get_mut(topic).ok_or_else(|| {
-            Error::mirror(
-                MirrorError::UnknownTopicOrPartition,
-                format!("no topic {topic}"),
-            )
-        })?;
-        let new = decide(t.mirror.as_ref())?;
-        if new == t.mirror {
-            return Ok(());
-        }
-        t.mirror = new;
-        self.save_meta(&mut guard, meta)
+        self.update_topic(topic, |t| {
+            let new = decide(t.mirror.as_ref())?;
+            if new == t.mirror {
+                return Ok(None);
+            }
+            t.mirror = new;
+            Ok(Some(()))
+        })
+        .map(|_| ())
     }
 
     /// DeleteMirror: only when every topic of the mirror is STOPPED (MIRROR_NOT_EMPTY otherwise). The
