@@ -915,3 +915,52 @@ fn s13_restart_mid_mirroring_resumes_from_the_log_end() {
         pb.iter().map(key).collect::<Vec<_>>()
     );
 }
+
+/// S12 (partition count): the source topic grows; the metadata sync creates the new partition here and
+/// it goes through PREPARING to MIRRORING like any new mirror partition.
+#[test]
+fn s12_source_partition_increase_is_followed() {
+    let env = Env::new();
+    let (a, b) = synced_pair(&env);
+    a.create_partitions("t", 2).unwrap();
+    a.produce("t", 1, &mut batch(9, 0, 0, 3, false, "p1"))
+        .unwrap();
+    // Within the refresh interval nothing is described again.
+    b.run_until_idle(100);
+    assert_eq!(b.topic("t").unwrap().partitions, 1);
+    env.clock.advance(30_000);
+    let r = b.run_until_idle(100);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let t = b.topic("t").unwrap();
+    assert_eq!((t.partitions, t.leader_epochs.len()), (2, 2));
+    let p1: Vec<_> = r
+        .transitions
+        .iter()
+        .filter(|t| t.1 == 1)
+        .map(|t| t.3)
+        .collect();
+    assert_eq!(p1, [MirrorState::Preparing, MirrorState::Mirroring]);
+    assert_eq!(
+        batches(&b.log("t", 1).unwrap()),
+        batches(&a.log("t", 1).unwrap())
+    );
+    assert_eq!(
+        b.produce("t", 1, &mut plain(1, "x"))
+            .unwrap_err()
+            .error_name(),
+        Some("READ_ONLY_TOPIC")
+    );
+    assert_eq!(
+        b.log("t", 1)
+            .unwrap()
+            .topic_id()
+            .unwrap()
+            .unwrap()
+            .to_string(),
+        a.topic("t").unwrap().id
+    );
+    assert_eq!(
+        a.create_partitions("t", 2).unwrap_err().error_name(),
+        Some("INVALID_REQUEST")
+    );
+}

@@ -53,6 +53,9 @@ pub struct MirrorSettings {
     pub fetch_max_bytes: usize,
     /// `mirror.fetch.backoff.ms`: after a fetch error that does not fail the partition.
     pub fetch_backoff_ms: i64,
+    /// `mirror.metadata.refresh.interval.ms`: how often a mirror's source topics are described (a
+    /// partition-count increase creates the new partitions here).
+    pub metadata_refresh_ms: i64,
     /// `mirror.failed.retry.initial.backoff.ms`, `.max.backoff.ms`, `.max.attempts`.
     pub failed_retry_initial_backoff_ms: i64,
     pub failed_retry_max_backoff_ms: i64,
@@ -67,6 +70,7 @@ impl Default for MirrorSettings {
         MirrorSettings {
             fetch_max_bytes: 1 << 20,
             fetch_backoff_ms: 1000,
+            metadata_refresh_ms: 30_000,
             failed_retry_initial_backoff_ms: 1000,
             failed_retry_max_backoff_ms: 300_000,
             failed_retry_max_attempts: 100,
@@ -112,6 +116,8 @@ pub struct Cluster {
     pub(crate) store: Mutex<MirrorStateStore>,
     pub(crate) runtime: Mutex<BTreeMap<(String, i32), PartitionRuntime>>,
     pub(crate) resolver: Mutex<SourceResolver>,
+    /// Per mirror, when its source's topic metadata is next described.
+    pub(crate) next_metadata_sync: Mutex<BTreeMap<String, i64>>,
     closed: AtomicBool,
     open_reports: Vec<RecoveryReport>,
     /// Kafka's `.lock` in the log directory, held while the cluster is open (real file systems only).
@@ -259,6 +265,7 @@ impl Cluster {
             store: Mutex::new(store),
             runtime: Mutex::new(BTreeMap::new()),
             resolver: Mutex::new(SourceResolver::default()),
+            next_metadata_sync: Mutex::new(BTreeMap::new()),
             closed: AtomicBool::new(false),
             open_reports: reports,
             dir_lock: Mutex::new(dir_lock),
@@ -476,6 +483,55 @@ impl Cluster {
         self.storage
             .sync_dir(&self.root)
             .map_err(|e| Error::io(&self.root, e))?;
+        Ok(())
+    }
+
+    /// CreatePartitions: grows `topic` to `total` partitions (never shrinks); the new ones start empty at
+    /// leader epoch 0 with the topic's id.
+    pub fn create_partitions(&self, topic: &str, total: i32) -> Result<(), Error> {
+        let current = self.topic(topic).ok_or_else(|| {
+            Error::mirror(
+                MirrorError::UnknownTopicOrPartition,
+                format!("no topic {topic}"),
+            )
+        })?;
+        if total <= current.partitions || total > 10_000 {
+            return Err(Error::mirror(
+                MirrorError::InvalidRequest,
+                format!(
+                    "topic {topic} has {} partitions; {total} is not a larger count (at most 10000)",
+                    current.partitions
+                ),
+            ));
+        }
+        let id = TopicId::parse(&current.id).expect("validated");
+        let config = topic_config(&current)?;
+        let mut opened = Vec::new();
+        {
+            let log_dir = lock(&self.log_dir);
+            for p in current.partitions..total {
+                let (log, _) = log_dir.open_partition_with_clock(
+                    &partition_dir_name(topic, p),
+                    config.clone(),
+                    Arc::clone(&self.clock),
+                )?;
+                log.set_topic_id(id)?;
+                opened.push((p, Arc::new(log)));
+            }
+        }
+        self.update_topic(topic, |t| {
+            t.partitions = total;
+            t.leader_epochs.resize(total as usize, 0);
+            Ok(Some(()))
+        })?;
+        let mut logs = lock(&self.logs);
+        for (p, log) in opened {
+            // A mirror partition is read-only from its first moment (UNKNOWN).
+            if current.mirror.is_some() {
+                log.set_write_mode(WriteMode::ReadOnly);
+            }
+            logs.insert((topic.to_owned(), p), log);
+        }
         Ok(())
     }
 

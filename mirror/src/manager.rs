@@ -209,6 +209,7 @@ impl Cluster {
     pub fn tick(&self) -> TickReport {
         let mut report = TickReport::default();
         let now = self.clock.now_ms();
+        self.sync_metadata(now, &mut report);
         for w in self.work() {
             if let Err(e) = self.step(&w, now, &mut report) {
                 report
@@ -223,6 +224,51 @@ impl Cluster {
             .filter(|t| *t > now)
             .min();
         report
+    }
+
+    /// The metadata sync that rides along (§3.5), every `metadata_refresh_ms` per mirror: a source topic
+    /// that gained partitions gets them here too (they then go through PREPARING like any new mirror
+    /// partition). A source that cannot be reached is skipped; the fetcher reports it.
+    fn sync_metadata(&self, now: i64, report: &mut TickReport) {
+        let meta = self.metadata();
+        for mirror in meta.mirrors.keys() {
+            {
+                let mut next = self
+                    .next_metadata_sync
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                if next.get(mirror).is_some_and(|t| now < *t) {
+                    continue;
+                }
+                next.insert(mirror.clone(), now + self.settings.metadata_refresh_ms);
+            }
+            let topics: Vec<(&String, &crate::metadata::TopicMeta)> = meta
+                .topics
+                .iter()
+                .filter(|(_, t)| {
+                    t.mirror
+                        .as_ref()
+                        .is_some_and(|m| m.name == *mirror && m.desired != DesiredState::Stop)
+                })
+                .collect();
+            if topics.is_empty() {
+                continue;
+            }
+            let Ok(source) = self.source_for(mirror) else {
+                continue;
+            };
+            for (name, local) in topics {
+                let Ok(Some(remote)) = source.topic(name) else {
+                    continue;
+                };
+                if remote.id.to_string() != local.id || remote.partitions <= local.partitions {
+                    continue;
+                }
+                if let Err(e) = self.create_partitions(name, remote.partitions) {
+                    report.errors.push((name.clone(), -1, e.to_string()));
+                }
+            }
+        }
     }
 
     /// Ticks until a tick changes nothing, or `max_ticks`. Returns the merged report.

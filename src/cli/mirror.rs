@@ -68,6 +68,13 @@ pub enum TopicCommand {
     },
     /// Delete a topic (its partition directories are renamed `<dir>.<id>-delete`, as Kafka does).
     Delete { root: PathBuf, topic: String },
+    /// Grow a topic to more partitions (kafka-topics --alter --partitions).
+    Alter {
+        root: PathBuf,
+        topic: String,
+        #[arg(long)]
+        partitions: i32,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -227,6 +234,17 @@ pub fn topic(cmd: &TopicCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        TopicCommand::Alter {
+            root,
+            topic,
+            partitions,
+        } => with_cluster(root, |c| match c.create_partitions(topic, *partitions) {
+            Ok(()) => {
+                say!("{topic}: {partitions} partitions");
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => request_error(e, false),
+        }),
         TopicCommand::Delete { root, topic } => {
             with_cluster(root, |c| Ok(c.delete_topic(topic)?))?;
             say!("deleted topic {topic}");
