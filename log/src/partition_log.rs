@@ -262,13 +262,15 @@ impl PartitionLog {
         let now = self.clock.now_ms();
         let last = bases.last().copied();
         let mut segments = BTreeMap::new();
+        let mut recovered = RecoveredBatches::default();
         for &base in &bases {
-            let seg = self.open_segment(base, Some(base) == last, now, &mut report)?;
+            let seg =
+                self.open_segment(base, Some(base) == last, now, &mut report, &mut recovered)?;
             segments.insert(base, Arc::new(seg));
         }
         *self.segments.write().expect("segments lock poisoned") = segments;
         if !options.clean_shutdown {
-            self.recover_unflushed(options.recovery_point, &mut report)?;
+            self.recover_unflushed(options.recovery_point, &mut report, &mut recovered)?;
         }
         if self
             .segments
@@ -306,7 +308,7 @@ impl PartitionLog {
         epochs.truncate_from_start(log_start)?;
         report.segments = self.segments.read().expect("segments lock poisoned").len();
         drop(epochs);
-        self.load_producer_state(&mut report)?;
+        self.load_producer_state(&mut report, recovered)?;
         Ok(report)
     }
 
@@ -316,6 +318,7 @@ impl PartitionLog {
         active: bool,
         now: i64,
         report: &mut OpenReport,
+        recovered: &mut RecoveredBatches,
     ) -> Result<LogSegment, Error> {
         let path = LogSegment::log_path(&self.dir, base);
         let size = self.storage.open(&path).at(&path)?.len().at(&path)?;
@@ -358,7 +361,7 @@ impl PartitionLog {
             }
             Err(e) => return Err(e),
         };
-        let recovery = seg.recover()?;
+        let recovery = recovered.recover(&seg)?;
         self.assign_epochs(&recovery)?;
         report.rebuilt_indexes.push(base);
         if !active {
@@ -379,7 +382,12 @@ impl PartitionLog {
 
     /// Rescans every segment from the one holding the recovery point; cuts at the first invalid batch and
     /// deletes every later segment.
-    fn recover_unflushed(&self, recovery_point: i64, report: &mut OpenReport) -> Result<(), Error> {
+    fn recover_unflushed(
+        &self,
+        recovery_point: i64,
+        report: &mut OpenReport,
+        recovered: &mut RecoveredBatches,
+    ) -> Result<(), Error> {
         let segments = self.segment_list();
         // From the segment holding the last flushed offset (recovery point - 1), not the one starting at the
         // recovery point: a segment sealed exactly at a flush boundary may not have its indexes synced yet.
@@ -393,7 +401,7 @@ impl PartitionLog {
             if report.rebuilt_indexes.contains(&seg.base_offset()) {
                 continue;
             }
-            let recovery = seg.recover()?;
+            let recovery = recovered.recover(seg)?;
             self.assign_epochs(&recovery)?;
             // Data lost at the end of an unflushed segment while a later segment's directory entry became
             // durable leaves a gap: what follows it is not a prefix of what was written, so it goes too.
@@ -980,7 +988,7 @@ impl PartitionLog {
         self.epochs().truncate_from_end(offset)?;
         self.log_start_offset.fetch_min(offset, Ordering::AcqRel);
         self.high_watermark.fetch_min(offset, Ordering::AcqRel);
-        self.rebuild_producer_state(offset, &[])?;
+        self.rebuild_producer_state(offset, &[], RecoveredBatches::default())?;
         Ok(())
     }
 
@@ -1350,7 +1358,11 @@ impl PartitionLog {
 
     /// At open: stray snapshots removed (Kafka's `removeStraySnapshots`), then the state rebuilt; segments
     /// rescanned by recovery get their `.txnindex` back from the replay.
-    fn load_producer_state(&self, report: &mut OpenReport) -> Result<(), Error> {
+    fn load_producer_state(
+        &self,
+        report: &mut OpenReport,
+        recovered: RecoveredBatches,
+    ) -> Result<(), Error> {
         let bases = self.segment_base_offsets();
         let leo = self.log_end_offset();
         let all = snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?;
@@ -1369,7 +1381,7 @@ impl PartitionLog {
         let mut rescanned: Vec<i64> = report.recovered_segments.iter().map(|(b, _)| *b).collect();
         rescanned.extend(&report.rebuilt_indexes);
         rescanned.sort_unstable();
-        let stats = self.rebuild_producer_state(leo, &rescanned)?;
+        let stats = self.rebuild_producer_state(leo, &rescanned, recovered)?;
         report.snapshot_loaded = stats.snapshot_loaded;
         report.snapshots_deleted.extend(stats.snapshots_deleted);
         report.batches_replayed = stats.batches_replayed;
@@ -1381,7 +1393,12 @@ impl PartitionLog {
     /// the first rescanned segment, whose `.txnindex` the replay rebuilds), then replay every batch up to
     /// `end`, MIRROR_PID_RESET barriers included (they have producer id -1). A corrupt snapshot is deleted
     /// and the next older one tried; with none, the replay starts at the log start.
-    fn rebuild_producer_state(&self, end: i64, rescanned: &[i64]) -> Result<ReplayStats, Error> {
+    fn rebuild_producer_state(
+        &self,
+        end: i64,
+        rescanned: &[i64],
+        mut recovered: RecoveredBatches,
+    ) -> Result<ReplayStats, Error> {
         let mut stats = ReplayStats::default();
         let limit = rescanned.first().map_or(end, |r| (*r).min(end));
         let log_start = self.log_start_offset();
@@ -1421,21 +1438,18 @@ impl PartitionLog {
                 continue;
             }
             let index_txns = rescanned.contains(&seg.base_offset());
-            // A sealed segment's map, not a fresh copy of the whole segment (recovery reads each twice).
-            let bytes = seg.slice(0, seg.size())?;
-            for batch in Batches::new(bytes.as_slice()).without_crc() {
-                let crate::format::AnyBatch::V2(b) = batch? else {
-                    continue;
-                };
-                if b.last_offset() < from || b.base_offset() >= end {
-                    continue;
+            let replay = |psm: &mut ProducerStateManager,
+                          stats: &mut ReplayStats,
+                          summary: BatchSummary|
+             -> Result<(), Error> {
+                if summary.last_offset < from || summary.first_offset >= end {
+                    return Ok(());
                 }
-                let summary = summarize(&b);
                 stats.batches_replayed += 1;
                 stats.mirror_pid_resets += summary.is_mirror_pid_reset() as u64;
                 let Ok(plan) = psm.plan_append(&[summary], klog_psm::AppendOrigin::Replication)
                 else {
-                    continue; // Kafka aborts loading here; a batch it cannot parse leaves no state.
+                    return Ok(()); // Kafka aborts loading here; a batch it cannot parse leaves no state.
                 };
                 for txn in psm.apply(plan) {
                     if txn.is_aborted && index_txns {
@@ -1447,7 +1461,22 @@ impl PartitionLog {
                         ))?;
                     }
                 }
-                psm.update_map_end_offset(b.next_offset());
+                psm.update_map_end_offset(summary.last_offset + 1);
+                Ok(())
+            };
+            // A segment recovery just checked: its summaries, taken in that pass (no second read).
+            if let Some(summaries) = recovered.by_segment.remove(&seg.base_offset()) {
+                for summary in summaries {
+                    replay(&mut psm, &mut stats, summary)?;
+                }
+                continue;
+            }
+            // Otherwise the segment's map, not a fresh copy of the whole segment.
+            let bytes = seg.slice(0, seg.size())?;
+            for batch in Batches::new(bytes.as_slice()).without_crc() {
+                if let crate::format::AnyBatch::V2(b) = batch? {
+                    replay(&mut psm, &mut stats, summarize(&b))?;
+                }
             }
         }
         psm.update_map_end_offset(end);
@@ -1494,6 +1523,42 @@ fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
         "published bytes are whole batches"
     );
     (len, next)
+}
+
+/// The producer-state summaries of the v2 batches each segment's recovery pass checked, so the replay
+/// after it does not read those segments again. Bounded: past `RECOVERED_SUMMARIES_MAX` summaries in all
+/// (~64 B each), further segments are not kept and the replay reads them as before.
+#[derive(Debug, Default)]
+struct RecoveredBatches {
+    by_segment: BTreeMap<i64, Vec<BatchSummary>>,
+    kept: usize,
+}
+
+/// About 64 MiB of summaries: a 1 GiB unclean log of 16 KiB batches needs ~65,000.
+const RECOVERED_SUMMARIES_MAX: usize = 1 << 20;
+
+impl RecoveredBatches {
+    /// Recovers `seg`, keeping the summaries of its valid v2 batches while the budget allows.
+    fn recover(&mut self, seg: &LogSegment) -> Result<crate::segment::SegmentRecovery, Error> {
+        let mut summaries = Vec::new();
+        let mut over_budget = self.kept >= RECOVERED_SUMMARIES_MAX;
+        let recovery = seg.recover_with(&mut |batch| {
+            if over_budget {
+                return;
+            }
+            if let crate::format::AnyBatch::V2(b) = batch {
+                summaries.push(summarize(b));
+                over_budget = self.kept + summaries.len() >= RECOVERED_SUMMARIES_MAX;
+            }
+        })?;
+        if over_budget {
+            self.by_segment.remove(&seg.base_offset());
+        } else {
+            self.kept += summaries.len();
+            self.by_segment.insert(seg.base_offset(), summaries);
+        }
+        Ok(recovery)
+    }
 }
 
 #[derive(Debug, Default)]
