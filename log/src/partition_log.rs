@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
 use crate::checkpoint::{self, TopicId};
@@ -103,8 +103,11 @@ pub struct PartitionLog {
     /// Producer snapshots taken at rolls, written by the next flush (off the append path).
     pending_snapshots: Mutex<Vec<(i64, Vec<u8>)>>,
     /// Whether a flush is running; callers whose offset it will not cover wait on `flush_done`.
-    flush_lock: Mutex<bool>,
+    flush_lock: Mutex<FlushState>,
     flush_done: Condvar,
+    /// Appends between their entry and their publication (group commit waits for them, bounded).
+    appends_in_progress: AtomicUsize,
+    appends_started: std::sync::atomic::AtomicU64,
     last_flush_ms: AtomicI64,
     /// A segment file was created since the directory was last synced.
     dir_dirty: std::sync::atomic::AtomicBool,
@@ -123,15 +126,55 @@ impl std::fmt::Debug for PartitionLog {
     }
 }
 
+/// Who is flushing and who waits for it (under `flush_lock`).
+#[derive(Debug, Default)]
+struct FlushState {
+    running: bool,
+    /// Callers asleep on `flush_done`.
+    waiting: usize,
+    /// Callers woken by the last flush that have not yet rechecked: those it covered return and, as a
+    /// rule, append again at once; the next flush waits for them (see `gather_appends`).
+    rechecking: usize,
+    /// Callers the last flush covered (its leader included): they usually append again at once.
+    released: u64,
+    /// `appends_started` when the last flush ended.
+    appends_started_at_release: u64,
+}
+
 /// The running flush: when it ends (or unwinds), the next caller may flush and every waiter rechecks.
 struct FlushTurn<'a>(&'a PartitionLog);
 
 impl Drop for FlushTurn<'_> {
     fn drop(&mut self) {
-        *self.0.flush_lock.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        let mut state = self.0.flush_lock.lock().unwrap_or_else(|e| e.into_inner());
+        state.running = false;
+        state.rechecking = state.waiting;
+        state.released = 1;
+        state.appends_started_at_release = self.0.appends_started.load(Ordering::Acquire);
+        drop(state);
         self.0.flush_done.notify_all();
     }
 }
+
+/// Counts an append in progress for as long as it lives.
+struct AppendInProgress<'a>(&'a AtomicUsize);
+
+impl<'a> AppendInProgress<'a> {
+    fn new(log: &'a PartitionLog) -> Self {
+        log.appends_started.fetch_add(1, Ordering::AcqRel);
+        log.appends_in_progress.fetch_add(1, Ordering::AcqRel);
+        AppendInProgress(&log.appends_in_progress)
+    }
+}
+
+impl Drop for AppendInProgress<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The longest a flush leader waits for appends under way before it syncs (a fraction of an fdatasync).
+const GATHER_MAX: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// `<topic>-<partition>` -> (topic, partition).
 pub fn parse_dir_name(dir: &Path) -> Option<(String, i32)> {
@@ -192,8 +235,10 @@ impl PartitionLog {
                 ..PsmConfig::default()
             })),
             pending_snapshots: Mutex::new(Vec::new()),
-            flush_lock: Mutex::new(false),
+            flush_lock: Mutex::new(FlushState::default()),
             flush_done: Condvar::new(),
+            appends_in_progress: AtomicUsize::new(0),
+            appends_started: std::sync::atomic::AtomicU64::new(0),
             // Entries created before this open (by an earlier process) may not be durable yet.
             dir_dirty: std::sync::atomic::AtomicBool::new(true),
             failed: std::sync::atomic::AtomicBool::new(false),
@@ -569,6 +614,7 @@ impl PartitionLog {
             origin != AppendOrigin::Replication,
             "replication appends go through append_as_follower"
         );
+        let _appending = AppendInProgress::new(self);
         let _writer = self.writer();
         if self.write_mode() == WriteMode::ReadOnly {
             // Before the epoch check: a mirror partition refuses every leader append the same way.
@@ -640,6 +686,7 @@ impl PartitionLog {
     }
 
     fn append_as_follower_inner(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
+        let _appending = AppendInProgress::new(self);
         let _writer = self.writer();
         let now = self.clock.now_ms();
         let validated = validate(batches, AppendOrigin::Replication, &self.config, now)?;
@@ -721,9 +768,6 @@ impl PartitionLog {
         segment.append(last_offset, max_ts, offset_of_max, bytes)?;
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
-        if self.log_end_offset() - self.recovery_point() >= self.config.flush_messages {
-            self.flush(self.log_end_offset())?;
-        }
         Ok(LogAppendInfo {
             first_offset,
             last_offset,
@@ -817,15 +861,51 @@ impl PartitionLog {
             if self.recovery_point() >= offset {
                 return Ok(());
             }
-            if !*flushing {
+            if !flushing.running {
                 break;
             }
+            flushing.waiting += 1;
             flushing = self.flush_done.wait(flushing).expect("flush lock poisoned");
+            flushing.waiting -= 1;
+            flushing.rechecking = flushing.rechecking.saturating_sub(1);
+            if self.recovery_point() >= offset {
+                flushing.released += 1;
+                return Ok(());
+            }
         }
-        *flushing = true;
+        flushing.running = true;
         drop(flushing);
         let _turn = FlushTurn(self);
+        self.gather_appends();
         self.flush_covering_log_end()
+    }
+
+    /// Group commit: before syncing, let the appenders the last flush released come back and the appends
+    /// under way publish, so this sync covers them rather than the next one. Without it a new flush starts
+    /// the moment the last one ends and covers only what was appended during it: each appender then waits
+    /// for two syncs. Bounded by `GATHER_MAX`; a lone appender never waits (nothing is under way).
+    /// Durability is unchanged: the flush covers the log end offset read after this wait.
+    fn gather_appends(&self) {
+        let mut deadline = None;
+        loop {
+            let (rechecking, awaited) = {
+                let state = self.flush_lock.lock().expect("flush lock poisoned");
+                let started = self.appends_started.load(Ordering::Acquire);
+                let back = started.saturating_sub(state.appends_started_at_release);
+                (state.rechecking, state.released.saturating_sub(back))
+            };
+            if rechecking == 0
+                && awaited == 0
+                && self.appends_in_progress.load(Ordering::Acquire) == 0
+            {
+                return;
+            }
+            let deadline = *deadline.get_or_insert_with(|| std::time::Instant::now() + GATHER_MAX);
+            if std::time::Instant::now() >= deadline {
+                return;
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// The flush itself: everything up to the log end offset of when it starts.
@@ -1132,7 +1212,19 @@ impl PartitionLog {
         leader_epoch: i32,
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo, Error> {
-        self.guarded(|| self.append_as_leader_with_origin_inner(batches, leader_epoch, origin))
+        let info = self
+            .guarded(|| self.append_as_leader_with_origin_inner(batches, leader_epoch, origin))?;
+        self.flush_if_messages_due()?;
+        Ok(info)
+    }
+
+    /// `flush.messages`: checked after the append released the writer lock, so the sync does not hold
+    /// up other appenders (they join the next flush as a group instead).
+    fn flush_if_messages_due(&self) -> Result<(), Error> {
+        if self.log_end_offset() - self.recovery_point() >= self.config.flush_messages {
+            self.flush(self.log_end_offset())?;
+        }
+        Ok(())
     }
 
     pub fn write_mode(&self) -> WriteMode {
@@ -1202,7 +1294,9 @@ impl PartitionLog {
     /// Appends a follower's (or mirror's) batches unchanged: offsets, epochs and bytes as they are. The
     /// first batch must not start below the log end offset.
     pub fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
-        self.guarded(|| self.append_as_follower_inner(batches))
+        let info = self.guarded(|| self.append_as_follower_inner(batches))?;
+        self.flush_if_messages_due()?;
+        Ok(info)
     }
 
     /// Rolls a new active segment at the log end offset.
