@@ -259,17 +259,4 @@ impl<E: IndexEntry> IndexFile<E> {
     pub fn reset(&mut self) -> Result<(), Error> {
         self.truncate_entries(0)
     }
-
-    /// [`IndexFile::reset`] without the fsync: for recovery, which rebuilds the index at once and whose
-    /// caller syncs it before anything relies on it surviving a crash (a crash before then rescans it).
-    pub fn reset_unsynced(&mut self) -> Result<(), Error> {
-        self.ensure_loaded()?;
-        self.data = Data::Memory(Vec::new());
-        if self.persisted != 0 {
-            let file = self.file.as_ref().expect("loaded");
-            file.set_len(0).at(&self.path)?;
-            self.persisted = 0;
-        }
-        Ok(())
-    }
 }

@@ -683,10 +683,10 @@ impl LogSegment {
         let size = self.log_file().len().at(&self.log_path_of())?;
         self.size.store(size, Ordering::Release);
         let mut state = self.state();
-        // Not synced here: a rescanned segment's indexes are derived, and until a flush syncs them (before
-        // the recovery point passes this segment) a crash rescans and rebuilds them again.
-        state.offset_index.file().reset_unsynced()?;
-        state.time_index.file().reset_unsynced()?;
+        // Synced at once: stale entries past a cut that came back after a crash would fail the next open's
+        // sanity check, and that path (rebuild in `open_segment`) skips the gap check of recovery.
+        state.offset_index.file().reset()?;
+        state.time_index.file().reset()?;
         state.txn_index.truncate_to(i64::MIN)?;
         state.max_timestamp_so_far = Some((-1, -1));
         let mut valid = 0u64;
