@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
 use crate::checkpoint::{self, TopicId};
@@ -103,8 +103,11 @@ pub struct PartitionLog {
     /// Producer snapshots taken at rolls, written by the next flush (off the append path).
     pending_snapshots: Mutex<Vec<(i64, Vec<u8>)>>,
     /// Whether a flush is running; callers whose offset it will not cover wait on `flush_done`.
-    flush_lock: Mutex<bool>,
+    flush_lock: Mutex<FlushState>,
     flush_done: Condvar,
+    /// Appends between their entry and their publication (group commit waits for them, bounded).
+    appends_in_progress: AtomicUsize,
+    appends_started: std::sync::atomic::AtomicU64,
     last_flush_ms: AtomicI64,
     /// A segment file was created since the directory was last synced.
     dir_dirty: std::sync::atomic::AtomicBool,
@@ -123,15 +126,55 @@ impl std::fmt::Debug for PartitionLog {
     }
 }
 
+/// Who is flushing and who waits for it (under `flush_lock`).
+#[derive(Debug, Default)]
+struct FlushState {
+    running: bool,
+    /// Callers asleep on `flush_done`.
+    waiting: usize,
+    /// Callers woken by the last flush that have not yet rechecked: those it covered return and, as a
+    /// rule, append again at once; the next flush waits for them (see `gather_appends`).
+    rechecking: usize,
+    /// Callers the last flush covered (its leader included): they usually append again at once.
+    released: u64,
+    /// `appends_started` when the last flush ended.
+    appends_started_at_release: u64,
+}
+
 /// The running flush: when it ends (or unwinds), the next caller may flush and every waiter rechecks.
 struct FlushTurn<'a>(&'a PartitionLog);
 
 impl Drop for FlushTurn<'_> {
     fn drop(&mut self) {
-        *self.0.flush_lock.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        let mut state = self.0.flush_lock.lock().unwrap_or_else(|e| e.into_inner());
+        state.running = false;
+        state.rechecking = state.waiting;
+        state.released = 1;
+        state.appends_started_at_release = self.0.appends_started.load(Ordering::Acquire);
+        drop(state);
         self.0.flush_done.notify_all();
     }
 }
+
+/// Counts an append in progress for as long as it lives.
+struct AppendInProgress<'a>(&'a AtomicUsize);
+
+impl<'a> AppendInProgress<'a> {
+    fn new(log: &'a PartitionLog) -> Self {
+        log.appends_started.fetch_add(1, Ordering::AcqRel);
+        log.appends_in_progress.fetch_add(1, Ordering::AcqRel);
+        AppendInProgress(&log.appends_in_progress)
+    }
+}
+
+impl Drop for AppendInProgress<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The longest a flush leader waits for appends under way before it syncs (a fraction of an fdatasync).
+const GATHER_MAX: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// `<topic>-<partition>` -> (topic, partition).
 pub fn parse_dir_name(dir: &Path) -> Option<(String, i32)> {
@@ -192,8 +235,10 @@ impl PartitionLog {
                 ..PsmConfig::default()
             })),
             pending_snapshots: Mutex::new(Vec::new()),
-            flush_lock: Mutex::new(false),
+            flush_lock: Mutex::new(FlushState::default()),
             flush_done: Condvar::new(),
+            appends_in_progress: AtomicUsize::new(0),
+            appends_started: std::sync::atomic::AtomicU64::new(0),
             // Entries created before this open (by an earlier process) may not be durable yet.
             dir_dirty: std::sync::atomic::AtomicBool::new(true),
             failed: std::sync::atomic::AtomicBool::new(false),
@@ -262,13 +307,15 @@ impl PartitionLog {
         let now = self.clock.now_ms();
         let last = bases.last().copied();
         let mut segments = BTreeMap::new();
+        let mut recovered = RecoveredBatches::default();
         for &base in &bases {
-            let seg = self.open_segment(base, Some(base) == last, now, &mut report)?;
+            let seg =
+                self.open_segment(base, Some(base) == last, now, &mut report, &mut recovered)?;
             segments.insert(base, Arc::new(seg));
         }
         *self.segments.write().expect("segments lock poisoned") = segments;
         if !options.clean_shutdown {
-            self.recover_unflushed(options.recovery_point, &mut report)?;
+            self.recover_unflushed(options.recovery_point, &mut report, &mut recovered)?;
         }
         if self
             .segments
@@ -306,7 +353,7 @@ impl PartitionLog {
         epochs.truncate_from_start(log_start)?;
         report.segments = self.segments.read().expect("segments lock poisoned").len();
         drop(epochs);
-        self.load_producer_state(&mut report)?;
+        self.load_producer_state(&mut report, recovered)?;
         Ok(report)
     }
 
@@ -316,6 +363,7 @@ impl PartitionLog {
         active: bool,
         now: i64,
         report: &mut OpenReport,
+        recovered: &mut RecoveredBatches,
     ) -> Result<LogSegment, Error> {
         let path = LogSegment::log_path(&self.dir, base);
         let size = self.storage.open(&path).at(&path)?.len().at(&path)?;
@@ -358,7 +406,7 @@ impl PartitionLog {
             }
             Err(e) => return Err(e),
         };
-        let recovery = seg.recover()?;
+        let recovery = recovered.recover(&seg)?;
         self.assign_epochs(&recovery)?;
         report.rebuilt_indexes.push(base);
         if !active {
@@ -379,7 +427,12 @@ impl PartitionLog {
 
     /// Rescans every segment from the one holding the recovery point; cuts at the first invalid batch and
     /// deletes every later segment.
-    fn recover_unflushed(&self, recovery_point: i64, report: &mut OpenReport) -> Result<(), Error> {
+    fn recover_unflushed(
+        &self,
+        recovery_point: i64,
+        report: &mut OpenReport,
+        recovered: &mut RecoveredBatches,
+    ) -> Result<(), Error> {
         let segments = self.segment_list();
         // From the segment holding the last flushed offset (recovery point - 1), not the one starting at the
         // recovery point: a segment sealed exactly at a flush boundary may not have its indexes synced yet.
@@ -393,7 +446,7 @@ impl PartitionLog {
             if report.rebuilt_indexes.contains(&seg.base_offset()) {
                 continue;
             }
-            let recovery = seg.recover()?;
+            let recovery = recovered.recover(seg)?;
             self.assign_epochs(&recovery)?;
             // Data lost at the end of an unflushed segment while a later segment's directory entry became
             // durable leaves a gap: what follows it is not a prefix of what was written, so it goes too.
@@ -561,6 +614,7 @@ impl PartitionLog {
             origin != AppendOrigin::Replication,
             "replication appends go through append_as_follower"
         );
+        let _appending = AppendInProgress::new(self);
         let _writer = self.writer();
         if self.write_mode() == WriteMode::ReadOnly {
             // Before the epoch check: a mirror partition refuses every leader append the same way.
@@ -632,6 +686,7 @@ impl PartitionLog {
     }
 
     fn append_as_follower_inner(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
+        let _appending = AppendInProgress::new(self);
         let _writer = self.writer();
         let now = self.clock.now_ms();
         let validated = validate(batches, AppendOrigin::Replication, &self.config, now)?;
@@ -713,9 +768,6 @@ impl PartitionLog {
         segment.append(last_offset, max_ts, offset_of_max, bytes)?;
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
-        if self.log_end_offset() - self.recovery_point() >= self.config.flush_messages {
-            self.flush(self.log_end_offset())?;
-        }
         Ok(LogAppendInfo {
             first_offset,
             last_offset,
@@ -809,15 +861,51 @@ impl PartitionLog {
             if self.recovery_point() >= offset {
                 return Ok(());
             }
-            if !*flushing {
+            if !flushing.running {
                 break;
             }
+            flushing.waiting += 1;
             flushing = self.flush_done.wait(flushing).expect("flush lock poisoned");
+            flushing.waiting -= 1;
+            flushing.rechecking = flushing.rechecking.saturating_sub(1);
+            if self.recovery_point() >= offset {
+                flushing.released += 1;
+                return Ok(());
+            }
         }
-        *flushing = true;
+        flushing.running = true;
         drop(flushing);
         let _turn = FlushTurn(self);
+        self.gather_appends();
         self.flush_covering_log_end()
+    }
+
+    /// Group commit: before syncing, let the appenders the last flush released come back and the appends
+    /// under way publish, so this sync covers them rather than the next one. Without it a new flush starts
+    /// the moment the last one ends and covers only what was appended during it: each appender then waits
+    /// for two syncs. Bounded by `GATHER_MAX`; a lone appender never waits (nothing is under way).
+    /// Durability is unchanged: the flush covers the log end offset read after this wait.
+    fn gather_appends(&self) {
+        let mut deadline = None;
+        loop {
+            let (rechecking, awaited) = {
+                let state = self.flush_lock.lock().expect("flush lock poisoned");
+                let started = self.appends_started.load(Ordering::Acquire);
+                let back = started.saturating_sub(state.appends_started_at_release);
+                (state.rechecking, state.released.saturating_sub(back))
+            };
+            if rechecking == 0
+                && awaited == 0
+                && self.appends_in_progress.load(Ordering::Acquire) == 0
+            {
+                return;
+            }
+            let deadline = *deadline.get_or_insert_with(|| std::time::Instant::now() + GATHER_MAX);
+            if std::time::Instant::now() >= deadline {
+                return;
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// The flush itself: everything up to the log end offset of when it starts.
@@ -980,7 +1068,7 @@ impl PartitionLog {
         self.epochs().truncate_from_end(offset)?;
         self.log_start_offset.fetch_min(offset, Ordering::AcqRel);
         self.high_watermark.fetch_min(offset, Ordering::AcqRel);
-        self.rebuild_producer_state(offset, &[])?;
+        self.rebuild_producer_state(offset, &[], RecoveredBatches::default())?;
         Ok(())
     }
 
@@ -1124,7 +1212,19 @@ impl PartitionLog {
         leader_epoch: i32,
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo, Error> {
-        self.guarded(|| self.append_as_leader_with_origin_inner(batches, leader_epoch, origin))
+        let info = self
+            .guarded(|| self.append_as_leader_with_origin_inner(batches, leader_epoch, origin))?;
+        self.flush_if_messages_due()?;
+        Ok(info)
+    }
+
+    /// `flush.messages`: checked after the append released the writer lock, so the sync does not hold
+    /// up other appenders (they join the next flush as a group instead).
+    fn flush_if_messages_due(&self) -> Result<(), Error> {
+        if self.log_end_offset() - self.recovery_point() >= self.config.flush_messages {
+            self.flush(self.log_end_offset())?;
+        }
+        Ok(())
     }
 
     pub fn write_mode(&self) -> WriteMode {
@@ -1194,7 +1294,9 @@ impl PartitionLog {
     /// Appends a follower's (or mirror's) batches unchanged: offsets, epochs and bytes as they are. The
     /// first batch must not start below the log end offset.
     pub fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
-        self.guarded(|| self.append_as_follower_inner(batches))
+        let info = self.guarded(|| self.append_as_follower_inner(batches))?;
+        self.flush_if_messages_due()?;
+        Ok(info)
     }
 
     /// Rolls a new active segment at the log end offset.
@@ -1350,7 +1452,11 @@ impl PartitionLog {
 
     /// At open: stray snapshots removed (Kafka's `removeStraySnapshots`), then the state rebuilt; segments
     /// rescanned by recovery get their `.txnindex` back from the replay.
-    fn load_producer_state(&self, report: &mut OpenReport) -> Result<(), Error> {
+    fn load_producer_state(
+        &self,
+        report: &mut OpenReport,
+        recovered: RecoveredBatches,
+    ) -> Result<(), Error> {
         let bases = self.segment_base_offsets();
         let leo = self.log_end_offset();
         let all = snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?;
@@ -1369,7 +1475,7 @@ impl PartitionLog {
         let mut rescanned: Vec<i64> = report.recovered_segments.iter().map(|(b, _)| *b).collect();
         rescanned.extend(&report.rebuilt_indexes);
         rescanned.sort_unstable();
-        let stats = self.rebuild_producer_state(leo, &rescanned)?;
+        let stats = self.rebuild_producer_state(leo, &rescanned, recovered)?;
         report.snapshot_loaded = stats.snapshot_loaded;
         report.snapshots_deleted.extend(stats.snapshots_deleted);
         report.batches_replayed = stats.batches_replayed;
@@ -1381,7 +1487,12 @@ impl PartitionLog {
     /// the first rescanned segment, whose `.txnindex` the replay rebuilds), then replay every batch up to
     /// `end`, MIRROR_PID_RESET barriers included (they have producer id -1). A corrupt snapshot is deleted
     /// and the next older one tried; with none, the replay starts at the log start.
-    fn rebuild_producer_state(&self, end: i64, rescanned: &[i64]) -> Result<ReplayStats, Error> {
+    fn rebuild_producer_state(
+        &self,
+        end: i64,
+        rescanned: &[i64],
+        mut recovered: RecoveredBatches,
+    ) -> Result<ReplayStats, Error> {
         let mut stats = ReplayStats::default();
         let limit = rescanned.first().map_or(end, |r| (*r).min(end));
         let log_start = self.log_start_offset();
@@ -1421,21 +1532,18 @@ impl PartitionLog {
                 continue;
             }
             let index_txns = rescanned.contains(&seg.base_offset());
-            // A sealed segment's map, not a fresh copy of the whole segment (recovery reads each twice).
-            let bytes = seg.slice(0, seg.size())?;
-            for batch in Batches::new(bytes.as_slice()).without_crc() {
-                let crate::format::AnyBatch::V2(b) = batch? else {
-                    continue;
-                };
-                if b.last_offset() < from || b.base_offset() >= end {
-                    continue;
+            let replay = |psm: &mut ProducerStateManager,
+                          stats: &mut ReplayStats,
+                          summary: BatchSummary|
+             -> Result<(), Error> {
+                if summary.last_offset < from || summary.first_offset >= end {
+                    return Ok(());
                 }
-                let summary = summarize(&b);
                 stats.batches_replayed += 1;
                 stats.mirror_pid_resets += summary.is_mirror_pid_reset() as u64;
                 let Ok(plan) = psm.plan_append(&[summary], klog_psm::AppendOrigin::Replication)
                 else {
-                    continue; // Kafka aborts loading here; a batch it cannot parse leaves no state.
+                    return Ok(()); // Kafka aborts loading here; a batch it cannot parse leaves no state.
                 };
                 for txn in psm.apply(plan) {
                     if txn.is_aborted && index_txns {
@@ -1447,7 +1555,22 @@ impl PartitionLog {
                         ))?;
                     }
                 }
-                psm.update_map_end_offset(b.next_offset());
+                psm.update_map_end_offset(summary.last_offset + 1);
+                Ok(())
+            };
+            // A segment recovery just checked: its summaries, taken in that pass (no second read).
+            if let Some(summaries) = recovered.by_segment.remove(&seg.base_offset()) {
+                for summary in summaries {
+                    replay(&mut psm, &mut stats, summary)?;
+                }
+                continue;
+            }
+            // Otherwise the segment's map, not a fresh copy of the whole segment.
+            let bytes = seg.slice(0, seg.size())?;
+            for batch in Batches::new(bytes.as_slice()).without_crc() {
+                if let crate::format::AnyBatch::V2(b) = batch? {
+                    replay(&mut psm, &mut stats, summarize(&b))?;
+                }
             }
         }
         psm.update_map_end_offset(end);
@@ -1494,6 +1617,42 @@ fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
         "published bytes are whole batches"
     );
     (len, next)
+}
+
+/// The producer-state summaries of the v2 batches each segment's recovery pass checked, so the replay
+/// after it does not read those segments again. Bounded: past `RECOVERED_SUMMARIES_MAX` summaries in all
+/// (~64 B each), further segments are not kept and the replay reads them as before.
+#[derive(Debug, Default)]
+struct RecoveredBatches {
+    by_segment: BTreeMap<i64, Vec<BatchSummary>>,
+    kept: usize,
+}
+
+/// About 64 MiB of summaries: a 1 GiB unclean log of 16 KiB batches needs ~65,000.
+const RECOVERED_SUMMARIES_MAX: usize = 1 << 20;
+
+impl RecoveredBatches {
+    /// Recovers `seg`, keeping the summaries of its valid v2 batches while the budget allows.
+    fn recover(&mut self, seg: &LogSegment) -> Result<crate::segment::SegmentRecovery, Error> {
+        let mut summaries = Vec::new();
+        let mut over_budget = self.kept >= RECOVERED_SUMMARIES_MAX;
+        let recovery = seg.recover_with(&mut |batch| {
+            if over_budget {
+                return;
+            }
+            if let crate::format::AnyBatch::V2(b) = batch {
+                summaries.push(summarize(b));
+                over_budget = self.kept + summaries.len() >= RECOVERED_SUMMARIES_MAX;
+            }
+        })?;
+        if over_budget {
+            self.by_segment.remove(&seg.base_offset());
+        } else {
+            self.kept += summaries.len();
+            self.by_segment.insert(seg.base_offset(), summaries);
+        }
+        Ok(recovery)
+    }
 }
 
 #[derive(Debug, Default)]

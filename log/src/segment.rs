@@ -671,9 +671,20 @@ impl LogSegment {
     /// Kafka's `recover`: rebuilds the offset and time indexes (and returns the epochs seen) from the `.log`,
     /// stopping at the first invalid batch and truncating the file there.
     pub fn recover(&self) -> Result<SegmentRecovery, Error> {
+        self.recover_with(&mut |_| {})
+    }
+
+    /// [`LogSegment::recover`], handing every valid batch to `on_batch` as the pass checks it, so the
+    /// caller can derive more state (the producer state) without reading the segment again.
+    pub fn recover_with(
+        &self,
+        on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
+    ) -> Result<SegmentRecovery, Error> {
         let size = self.log_file().len().at(&self.log_path_of())?;
         self.size.store(size, Ordering::Release);
         let mut state = self.state();
+        // Synced at once: stale entries past a cut that came back after a crash would fail the next open's
+        // sanity check, and that path (rebuild in `open_segment`) skips the gap check of recovery.
         state.offset_index.file().reset()?;
         state.time_index.file().reset()?;
         state.txn_index.truncate_to(i64::MIN)?;
@@ -686,20 +697,24 @@ impl LogSegment {
         // One streaming pass in `RECOVER_CHUNK` reads into one reused buffer: `buf` holds the file's bytes
         // from `buf_start`; a batch cut by a read stays in it (the iterator ends with a `Tail`, not an
         // error) and is completed by the next read. The last read decides the segment's tail.
+        // `buf[..filled]` is live; the buffer is zeroed only when it grows (a batch larger than a chunk),
+        // not on every read.
         let mut buf = Vec::new();
+        let mut filled = 0usize;
         let (mut buf_start, mut read_to) = (0u64, 0u64);
         let tail = loop {
             let want = RECOVER_CHUNK.min(size - read_to) as usize;
-            let old = buf.len();
-            buf.resize(old + want, 0);
+            if buf.len() < filled + want {
+                buf.resize(filled + want, 0);
+            }
             let n = self
                 .log_file()
-                .read_at(&mut buf[old..], read_to)
+                .read_at(&mut buf[filled..filled + want], read_to)
                 .map_err(|e| Error::io(&self.log_path_of(), e))?;
-            buf.truncate(old + n);
+            filled += n;
             read_to += n as u64;
             let at_end = n == 0 || read_to >= size;
-            let mut batches = Batches::at(&buf, buf_start);
+            let mut batches = Batches::at(&buf[..filled], buf_start);
             for batch in batches.by_ref() {
                 let batch = match batch {
                     Ok(b) => b,
@@ -719,6 +734,7 @@ impl LogSegment {
                     break;
                 }
                 self.index_recovered_batch(&mut state, &batch, valid, &mut last_index_entry)?;
+                on_batch(&batch);
                 if let crate::format::AnyBatch::V2(b) = &batch {
                     if b.partition_leader_epoch() >= 0 {
                         epochs.push((b.partition_leader_epoch(), b.base_offset()));
@@ -731,7 +747,8 @@ impl LogSegment {
                 break batches.tail().unwrap_or(Tail::Clean);
             }
             let consumed = (batches.position() - buf_start) as usize;
-            buf.drain(..consumed);
+            buf.copy_within(consumed..filled, 0);
+            filled -= consumed;
             buf_start += consumed as u64;
         };
         drop(state);
