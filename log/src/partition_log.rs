@@ -408,6 +408,7 @@ impl PartitionLog {
         };
         let recovery = recovered.recover(&seg)?;
         self.assign_epochs(&recovery)?;
+        recovered.rebuilt.insert(base, recovery);
         report.rebuilt_indexes.push(base);
         if !active {
             seg.on_become_inactive()?;
@@ -443,22 +444,31 @@ impl PartitionLog {
             .unwrap_or(0);
         let last_index = segments.len().saturating_sub(1);
         for (i, seg) in segments.iter().enumerate().skip(start) {
-            if report.rebuilt_indexes.contains(&seg.base_offset()) {
-                continue;
-            }
-            let recovery = recovered.recover(seg)?;
-            self.assign_epochs(&recovery)?;
+            // A segment whose indexes were rebuilt at load was recovered then: its result still decides
+            // whether the log is cut here (a torn tail or a gap deletes every later segment).
+            let rebuilt = recovered.rebuilt.remove(&seg.base_offset());
+            let was_rebuilt = rebuilt.is_some();
+            let recovery = match rebuilt {
+                Some(r) => r,
+                None => {
+                    let r = recovered.recover(seg)?;
+                    self.assign_epochs(&r)?;
+                    r
+                }
+            };
             // Data lost at the end of an unflushed segment while a later segment's directory entry became
             // durable leaves a gap: what follows it is not a prefix of what was written, so it goes too.
             let gap = segments
                 .get(i + 1)
                 .is_some_and(|n| recovery.next_offset < n.base_offset());
             let truncated = recovery.truncated_bytes > 0 || recovery.corruption.is_some() || gap;
-            report
-                .recovered_segments
-                .push((seg.base_offset(), recovery));
-            if i < last_index {
-                seg.on_become_inactive()?;
+            if !was_rebuilt {
+                report
+                    .recovered_segments
+                    .push((seg.base_offset(), recovery));
+                if i < last_index {
+                    seg.on_become_inactive()?;
+                }
             }
             if truncated {
                 seg.make_active();
@@ -1626,6 +1636,8 @@ fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
 struct RecoveredBatches {
     by_segment: BTreeMap<i64, Vec<BatchSummary>>,
     kept: usize,
+    /// What recovering a segment whose indexes were rebuilt at load found (recovery acts on it later).
+    rebuilt: BTreeMap<i64, crate::segment::SegmentRecovery>,
 }
 
 /// About 64 MiB of summaries: a 1 GiB unclean log of 16 KiB batches needs ~65,000.

@@ -476,3 +476,40 @@ fn retention_by_size_time_and_log_start_never_passes_the_high_watermark() {
     assert_eq!(log.log_start_offset(), 5);
     assert!(log.segment_base_offsets()[0] <= 5);
 }
+
+/// A segment in the unflushed range whose indexes are corrupt (rebuilt at open) and whose `.log` ends
+/// in a torn batch still cuts the log there: every later segment goes, so the log stays a prefix of what
+/// was appended. (The rebuild used to take the segment out of recovery's cut-and-delete rule.)
+#[test]
+fn a_torn_segment_with_a_corrupt_index_still_cuts_the_log() {
+    let storage: Arc<dyn Storage> = Arc::new(StdStorage);
+    let dir = temp_dir("torn-with-corrupt-index").join("t-0");
+    let config = LogConfig::from_pairs(["segment.bytes=4096", "index.interval.bytes=1"]).unwrap();
+    let log = open(&storage, &dir, config.clone(), OpenOptions::default());
+    for _ in 0..12 {
+        log.append_as_leader(&mut build(2, 300, 1_800_000_000_000), 0)
+            .unwrap();
+    }
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() >= 3, "{bases:?}");
+    drop(log); // no clean close: everything counts as unflushed (recovery point 0)
+    let first = dir.join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&first).unwrap();
+    let last = bytes.len() - 10;
+    bytes[last] ^= 0xff; // the first segment's last batch fails its CRC
+    std::fs::write(&first, &bytes).unwrap();
+    std::fs::write(dir.join("00000000000000000000.index"), [0xffu8; 12]).unwrap(); // not a whole entry
+    let log = open(&storage, &dir, config, OpenOptions::default());
+    assert_eq!(
+        log.segment_base_offsets(),
+        vec![0],
+        "later segments must go"
+    );
+    let kept = Batches::new(&std::fs::read(&first).unwrap()).count() as i64;
+    assert_eq!(
+        log.log_end_offset(),
+        kept * 2,
+        "the log ends before the torn batch"
+    );
+    assert!(log.log_end_offset() < bases[1]);
+}
