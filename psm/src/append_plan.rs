@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use crate::batch::{AppendOrigin, BatchSummary};
 use crate::completed_txn::CompletedTxn;
 use crate::error::Error;
+use crate::one_or_many::OneOrMany;
 use crate::producer_append_info::ProducerAppendInfo;
 use crate::producer_state_entry::ProducerStateEntry;
 use crate::producer_table::ProducerTable;
@@ -31,7 +32,7 @@ pub struct DuplicateBatch {
 pub struct AppendPlan {
     pub duplicate: Option<DuplicateBatch>,
     generation: u64,
-    steps: Vec<PlanStep>,
+    steps: OneOrMany<PlanStep>,
 }
 
 /// One step of a plan, in log order.
@@ -47,11 +48,11 @@ pub(crate) enum PlanStep {
 /// offset of an ended transaction sees every transaction the append opened. Within a group we do the same.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PlanUpdates {
-    /// Each producer's entry after the group (to merge into the stored one) and the first offsets of the
-    /// transactions it opened.
-    pub(crate) producers: Vec<(ProducerStateEntry, Vec<i64>)>,
+    /// What the group changes of each producer (merged into the stored entries), with the first offsets
+    /// of the transactions it opened.
+    pub(crate) producers: OneOrMany<ProducerAppendInfo>,
     /// In marker order; `last_stable_offset` is filled in when applied.
-    pub(crate) completed: Vec<CompletedTxn>,
+    pub(crate) completed: OneOrMany<CompletedTxn>,
 }
 
 impl AppendPlan {
@@ -70,7 +71,7 @@ impl AppendPlan {
         self.generation
     }
 
-    pub(crate) fn into_steps(self) -> Vec<PlanStep> {
+    pub(crate) fn into_steps(self) -> OneOrMany<PlanStep> {
         self.steps
     }
 }
@@ -86,10 +87,10 @@ pub(crate) fn plan_append(
         producers,
         origin,
         after_barrier: false,
-        infos: Vec::new(),
+        infos: OneOrMany::Empty,
         info_index: HashMap::new(),
-        completed: Vec::new(),
-        steps: Vec::new(),
+        completed: OneOrMany::Empty,
+        steps: OneOrMany::Empty,
     };
     for batch in batches {
         if batch.is_mirror_pid_reset() && !batch.has_producer_id() {
@@ -99,7 +100,7 @@ pub(crate) fn plan_append(
                 return Ok(AppendPlan {
                     duplicate: Some(duplicate),
                     generation,
-                    steps: Vec::new(),
+                    steps: OneOrMany::Empty,
                 });
             }
             planner.append(batch)?;
@@ -118,11 +119,15 @@ struct Planner<'a> {
     origin: AppendOrigin,
     /// After a barrier the stored producers no longer count: every producer starts empty.
     after_barrier: bool,
-    infos: Vec<ProducerAppendInfo>,
+    infos: OneOrMany<ProducerAppendInfo>,
+    /// Filled only once an append has more than `LINEAR_SEARCH_LIMIT` producers; below that a scan of
+    /// `infos` is cheaper than hashing (and allocates nothing).
     info_index: HashMap<i64, usize>,
-    completed: Vec<CompletedTxn>,
-    steps: Vec<PlanStep>,
+    completed: OneOrMany<CompletedTxn>,
+    steps: OneOrMany<PlanStep>,
 }
+
+const LINEAR_SEARCH_LIMIT: usize = 8;
 
 impl Planner<'_> {
     fn stored(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
@@ -156,20 +161,36 @@ impl Planner<'_> {
             "batches reach the producer state with the offsets the log assigned: {batch:?}"
         );
         let producer_id = batch.producer_id;
-        let index = match self.info_index.get(&producer_id) {
-            Some(&index) => index,
+        let index = match self.info_of(producer_id) {
+            Some(index) => index,
             None => {
                 let info =
                     ProducerAppendInfo::new(producer_id, self.stored(producer_id), self.origin);
                 self.infos.push(info);
-                self.info_index.insert(producer_id, self.infos.len() - 1);
-                self.infos.len() - 1
+                let index = self.infos.as_slice().len() - 1;
+                if index == LINEAR_SEARCH_LIMIT {
+                    for (i, info) in self.infos.iter().enumerate() {
+                        self.info_index.insert(info.producer_id(), i);
+                    }
+                } else if index > LINEAR_SEARCH_LIMIT {
+                    self.info_index.insert(producer_id, index);
+                }
+                index
             }
         };
-        if let Some(completed) = self.infos[index].append(batch)? {
+        if let Some(completed) = self.infos.as_mut_slice()[index].append(batch)? {
             self.completed.push(completed);
         }
         Ok(())
+    }
+
+    fn info_of(&self, producer_id: i64) -> Option<usize> {
+        let infos = self.infos.as_slice();
+        if infos.len() > LINEAR_SEARCH_LIMIT {
+            self.info_index.get(&producer_id).copied()
+        } else {
+            infos.iter().position(|i| i.producer_id() == producer_id)
+        }
     }
 
     fn mirror_pid_reset(&mut self) {
@@ -183,11 +204,7 @@ impl Planner<'_> {
             return;
         }
         self.info_index.clear();
-        let producers = self
-            .infos
-            .drain(..)
-            .map(ProducerAppendInfo::into_update)
-            .collect();
+        let producers = std::mem::take(&mut self.infos);
         let completed = std::mem::take(&mut self.completed);
         self.steps.push(PlanStep::Updates(PlanUpdates {
             producers,

@@ -105,6 +105,9 @@ impl BatchMetadataQueue {
 
     /// Moves the last timestamp (a marker's), keeping the newest batch's own timestamp.
     pub(crate) fn set_last_timestamp(&mut self, last_timestamp: i64) {
+        if last_timestamp == self.last_timestamp {
+            return;
+        }
         if self.is_empty() || self.is_spilled() {
             self.last_timestamp = last_timestamp;
             return;

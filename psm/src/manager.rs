@@ -103,15 +103,11 @@ impl ProducerStateManager {
 
     /// `update(appendInfo)` for each producer, then, in marker order, `lastStableOffset` and `completeTxn`.
     fn apply_updates(&mut self, updates: PlanUpdates, completed: &mut Vec<CompletedTxn>) {
-        for (updated, started_transactions) in updates.producers {
-            let producer_id = updated.producer_id();
-            let mut entry = self
-                .producers
-                .remove(producer_id)
-                .unwrap_or_else(|| ProducerStateEntry::empty(producer_id));
-            entry.update(&updated);
-            self.producers.upsert(entry);
-            for first_offset in started_transactions {
+        for info in updates.producers.iter() {
+            let producer_id = info.producer_id();
+            self.producers
+                .update(producer_id, |entry| info.merge_into(entry));
+            for &first_offset in info.started_transactions() {
                 self.transactions.start(first_offset, producer_id);
             }
         }

@@ -1,50 +1,62 @@
-//! The producers of a partition (`ProducerStateManager.producers`) and, kept in step with them, an
-//! index of the producers that may expire, ordered by last timestamp.
+//! The producers of a partition (`ProducerStateManager.producers`) and, kept in step with them, the
+//! expiration index of the producers that may expire.
 //!
-//! Each entry is stored once: a `HashSet` keyed by the entry's own producer id. The index holds
-//! `(last_timestamp, producer_id)` for every producer without an open transaction, so expiring or
-//! evicting costs time proportional to what is removed.
+//! Each entry is stored once, in a hash table keyed by the entry's own producer id and hashed with a
+//! seeded folded multiply: one multiplication instead of SipHash's rounds, and a per-table random seed
+//! so chosen producer ids cannot aim at one bucket. An append updates its producers' entries in place.
 
-use std::borrow::Borrow;
-use std::collections::{BTreeSet, HashSet};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, RandomState};
+
+use hashbrown::HashTable;
 
 use crate::expiration::expired_timestamp_ranges;
+use crate::expiration::is_expired;
+use crate::expiration_index::{indexed_key, ExpirationIndex, MAX_STALENESS_MS};
 use crate::producer_state_entry::ProducerStateEntry;
 
-/// An entry hashed and compared by producer id only, so the set can be searched with an `i64`.
+/// Hashes producer ids: `(id ^ seed) * K`, folded (the high half of the 128-bit product xor the low).
+#[derive(Debug, Clone, Copy)]
+struct ProducerIdHasher {
+    seed: u64,
+}
+
+impl ProducerIdHasher {
+    fn random() -> Self {
+        ProducerIdHasher {
+            seed: RandomState::new().hash_one(0x6b6c_6f67_u64),
+        }
+    }
+
+    #[inline]
+    fn hash(self, producer_id: i64) -> u64 {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let product = u128::from((producer_id as u64) ^ self.seed) * u128::from(K);
+        (product as u64) ^ ((product >> 64) as u64)
+    }
+}
+
 #[derive(Debug, Clone)]
-struct Slot(ProducerStateEntry);
-
-impl Borrow<i64> for Slot {
-    fn borrow(&self) -> &i64 {
-        self.0.producer_id_ref()
-    }
-}
-
-impl Hash for Slot {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.producer_id().hash(state);
-    }
-}
-
-impl PartialEq for Slot {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.producer_id() == other.0.producer_id()
-    }
-}
-
-impl Eq for Slot {}
-
-#[derive(Debug, Clone, Default)]
 pub(crate) struct ProducerTable {
-    entries: HashSet<Slot>,
-    by_last_timestamp: BTreeSet<(i64, i64)>,
+    hasher: ProducerIdHasher,
+    entries: HashTable<ProducerStateEntry>,
+    expiration: ExpirationIndex,
+}
+
+impl Default for ProducerTable {
+    fn default() -> Self {
+        ProducerTable {
+            hasher: ProducerIdHasher::random(),
+            entries: HashTable::new(),
+            expiration: ExpirationIndex::default(),
+        }
+    }
 }
 
 impl ProducerTable {
     pub(crate) fn get(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
-        self.entries.get(&producer_id).map(|slot| &slot.0)
+        self.entries.find(self.hasher.hash(producer_id), |e| {
+            e.producer_id() == producer_id
+        })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -52,66 +64,110 @@ impl ProducerTable {
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &ProducerStateEntry> {
-        self.entries.iter().map(|slot| &slot.0)
+        self.entries.iter()
+    }
+
+    /// Merges an append's result into the producer's entry, in place (`update(nextEntry)`), creating
+    /// the entry if the producer is new.
+    pub(crate) fn update(&mut self, producer_id: i64, merge: impl FnOnce(&mut ProducerStateEntry)) {
+        let hash = self.hasher.hash(producer_id);
+        if let Some(entry) = self
+            .entries
+            .find_mut(hash, |e| e.producer_id() == producer_id)
+        {
+            let before = indexed_key(entry);
+            merge(entry);
+            self.expiration.resync(entry, before);
+            return;
+        }
+        let mut entry = ProducerStateEntry::empty(producer_id);
+        merge(&mut entry);
+        self.insert_new(hash, entry);
+    }
+
+    fn insert_new(&mut self, hash: u64, mut entry: ProducerStateEntry) {
+        self.expiration.resync(&mut entry, None);
+        let hasher = self.hasher;
+        self.entries
+            .insert_unique(hash, entry, |e| hasher.hash(e.producer_id()));
     }
 
     /// Inserts or replaces the producer's entry; returns the entry it replaced.
     pub(crate) fn upsert(&mut self, entry: ProducerStateEntry) -> Option<ProducerStateEntry> {
-        let new_key = entry.expiration_key();
-        let old = self.entries.replace(Slot(entry)).map(|slot| slot.0);
-        if let Some(old_key) = old.as_ref().and_then(ProducerStateEntry::expiration_key) {
-            self.by_last_timestamp.remove(&old_key);
-        }
-        if let Some(key) = new_key {
-            self.by_last_timestamp.insert(key);
-        }
+        let old = self.remove(entry.producer_id());
+        let hash = self.hasher.hash(entry.producer_id());
+        self.insert_new(hash, entry);
         old
     }
 
     pub(crate) fn remove(&mut self, producer_id: i64) -> Option<ProducerStateEntry> {
-        let entry = self.entries.take(&producer_id)?.0;
-        if let Some(key) = entry.expiration_key() {
-            self.by_last_timestamp.remove(&key);
-        }
+        let hash = self.hasher.hash(producer_id);
+        let found = self
+            .entries
+            .find_entry(hash, |e| e.producer_id() == producer_id)
+            .ok()?;
+        let (entry, _) = found.remove();
+        self.expiration.remove(&entry);
         Some(entry)
     }
 
     /// Removes every producer without an open transaction whose last timestamp is expired at `now_ms`.
+    /// Only keys that may belong to an expired producer are visited: a key is at most
+    /// `MAX_STALENESS_MS` below its entry's timestamp, and a stale key visited is moved to the exact one.
     pub(crate) fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
-        let expired: Vec<i64> = expired_timestamp_ranges(now_ms, expiration_ms)
+        let candidates: Vec<(i64, i64)> = expired_timestamp_ranges(now_ms, expiration_ms)
             .flat_map(|(low, high)| {
-                self.by_last_timestamp
-                    .range((low, i64::MIN)..=(high, i64::MAX))
-                    .map(|(_, producer_id)| *producer_id)
+                self.expiration
+                    .keys_in(low.saturating_sub(MAX_STALENESS_MS), high)
             })
             .collect();
-        for producer_id in &expired {
-            self.remove(*producer_id);
+        let mut removed = 0;
+        for (t, producer_id) in candidates {
+            let hash = self.hasher.hash(producer_id);
+            let Some(entry) = self
+                .entries
+                .find_mut(hash, |e| e.producer_id() == producer_id)
+            else {
+                continue;
+            };
+            if indexed_key(entry) != Some((t, producer_id)) {
+                continue;
+            }
+            if is_expired(now_ms, entry.last_timestamp(), expiration_ms) {
+                self.remove(producer_id);
+                removed += 1;
+            } else if t != entry.last_timestamp() {
+                self.expiration.refresh_exact(entry, t);
+            }
         }
-        expired.len()
+        removed
     }
 
     /// Removes the producer without an open transaction that has the oldest last timestamp (the one
     /// expiration would remove first); `None` if every producer has an open transaction.
     pub(crate) fn evict_oldest(&mut self) -> Option<ProducerStateEntry> {
-        let (_, producer_id) = *self.by_last_timestamp.first()?;
-        self.remove(producer_id)
+        loop {
+            let (t, producer_id) = self.expiration.first()?;
+            let hash = self.hasher.hash(producer_id);
+            let entry = self
+                .entries
+                .find_mut(hash, |e| e.producer_id() == producer_id)
+                .expect("every key of the expiration index belongs to an entry");
+            // The smallest key is a lower bound of every indexed timestamp: exact, it is the oldest.
+            if t == entry.last_timestamp() {
+                return self.remove(producer_id);
+            }
+            self.expiration.refresh_exact(entry, t);
+        }
     }
 
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
-        self.by_last_timestamp.clear();
+        self.expiration.clear();
     }
 
     /// Panics unless the index holds exactly the expirable producers.
     pub(crate) fn assert_consistent(&self) {
-        let expected: BTreeSet<(i64, i64)> = self
-            .iter()
-            .filter_map(ProducerStateEntry::expiration_key)
-            .collect();
-        assert_eq!(
-            expected, self.by_last_timestamp,
-            "expiration index out of step"
-        );
+        self.expiration.assert_consistent(self.iter());
     }
 }
