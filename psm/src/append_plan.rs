@@ -71,8 +71,8 @@ impl AppendPlan {
         self.generation
     }
 
-    pub(crate) fn into_steps(self) -> OneOrMany<PlanStep> {
-        self.steps
+    pub(crate) fn steps(&self) -> &[PlanStep] {
+        self.steps.as_slice()
     }
 }
 
@@ -87,9 +87,7 @@ pub(crate) fn plan_append(
         producers,
         origin,
         after_barrier: false,
-        infos: OneOrMany::Empty,
         info_index: HashMap::new(),
-        completed: OneOrMany::Empty,
         steps: OneOrMany::Empty,
     };
     for batch in batches {
@@ -106,7 +104,6 @@ pub(crate) fn plan_append(
             planner.append(batch)?;
         }
     }
-    planner.finish_updates();
     Ok(AppendPlan {
         duplicate: None,
         generation,
@@ -114,16 +111,16 @@ pub(crate) fn plan_append(
     })
 }
 
+/// Builds the steps in place: the group being planned is the last step, opened by the first producer
+/// batch after the start or a barrier.
 struct Planner<'a> {
     producers: &'a ProducerTable,
     origin: AppendOrigin,
     /// After a barrier the stored producers no longer count: every producer starts empty.
     after_barrier: bool,
-    infos: OneOrMany<ProducerAppendInfo>,
-    /// Filled only once an append has more than `LINEAR_SEARCH_LIMIT` producers; below that a scan of
-    /// `infos` is cheaper than hashing (and allocates nothing).
+    /// The open group's producers by id, filled only once it has more than `LINEAR_SEARCH_LIMIT`;
+    /// below that a scan is cheaper than hashing (and allocates nothing).
     info_index: HashMap<i64, usize>,
-    completed: OneOrMany<CompletedTxn>,
     steps: OneOrMany<PlanStep>,
 }
 
@@ -161,31 +158,25 @@ impl Planner<'_> {
             "batches reach the producer state with the offsets the log assigned: {batch:?}"
         );
         let producer_id = batch.producer_id;
+        if !matches!(self.steps.as_slice().last(), Some(PlanStep::Updates(_))) {
+            self.steps.push(PlanStep::Updates(PlanUpdates::default()));
+        }
         let index = match self.info_of(producer_id) {
             Some(index) => index,
-            None => {
-                let info =
-                    ProducerAppendInfo::new(producer_id, self.stored(producer_id), self.origin);
-                self.infos.push(info);
-                let index = self.infos.as_slice().len() - 1;
-                if index == LINEAR_SEARCH_LIMIT {
-                    for (i, info) in self.infos.iter().enumerate() {
-                        self.info_index.insert(info.producer_id(), i);
-                    }
-                } else if index > LINEAR_SEARCH_LIMIT {
-                    self.info_index.insert(producer_id, index);
-                }
-                index
-            }
+            None => self.add_info(producer_id),
         };
-        if let Some(completed) = self.infos.as_mut_slice()[index].append(batch)? {
-            self.completed.push(completed);
+        let group = open_group(&mut self.steps);
+        if let Some(completed) = group.producers.as_mut_slice()[index].append(batch)? {
+            group.completed.push(completed);
         }
         Ok(())
     }
 
     fn info_of(&self, producer_id: i64) -> Option<usize> {
-        let infos = self.infos.as_slice();
+        let Some(PlanStep::Updates(group)) = self.steps.as_slice().last() else {
+            return None;
+        };
+        let infos = group.producers.as_slice();
         if infos.len() > LINEAR_SEARCH_LIMIT {
             self.info_index.get(&producer_id).copied()
         } else {
@@ -193,22 +184,32 @@ impl Planner<'_> {
         }
     }
 
+    fn add_info(&mut self, producer_id: i64) -> usize {
+        let info = ProducerAppendInfo::new(producer_id, self.stored(producer_id), self.origin);
+        let group = open_group(&mut self.steps);
+        group.producers.push(info);
+        let infos = group.producers.as_slice();
+        let index = infos.len() - 1;
+        if index == LINEAR_SEARCH_LIMIT {
+            for (i, info) in infos.iter().enumerate() {
+                self.info_index.insert(info.producer_id(), i);
+            }
+        } else if index > LINEAR_SEARCH_LIMIT {
+            self.info_index.insert(producer_id, index);
+        }
+        index
+    }
+
     fn mirror_pid_reset(&mut self) {
-        self.finish_updates();
+        self.info_index.clear();
         self.steps.push(PlanStep::MirrorPidReset);
         self.after_barrier = true;
     }
+}
 
-    fn finish_updates(&mut self) {
-        if self.infos.is_empty() && self.completed.is_empty() {
-            return;
-        }
-        self.info_index.clear();
-        let producers = std::mem::take(&mut self.infos);
-        let completed = std::mem::take(&mut self.completed);
-        self.steps.push(PlanStep::Updates(PlanUpdates {
-            producers,
-            completed,
-        }));
+fn open_group(steps: &mut OneOrMany<PlanStep>) -> &mut PlanUpdates {
+    match steps.as_mut_slice().last_mut() {
+        Some(PlanStep::Updates(group)) => group,
+        _ => unreachable!("append opens a group first"),
     }
 }

@@ -90,7 +90,7 @@ impl ProducerStateManager {
             return Vec::new();
         }
         let mut completed = Vec::new();
-        for step in plan.into_steps() {
+        for step in plan.steps() {
             match step {
                 PlanStep::Updates(updates) => self.apply_updates(updates, &mut completed),
                 PlanStep::MirrorPidReset => self.clear(),
@@ -102,7 +102,7 @@ impl ProducerStateManager {
     }
 
     /// `update(appendInfo)` for each producer, then, in marker order, `lastStableOffset` and `completeTxn`.
-    fn apply_updates(&mut self, updates: PlanUpdates, completed: &mut Vec<CompletedTxn>) {
+    fn apply_updates(&mut self, updates: &PlanUpdates, completed: &mut Vec<CompletedTxn>) {
         for info in updates.producers.iter() {
             let producer_id = info.producer_id();
             self.producers
@@ -111,7 +111,8 @@ impl ProducerStateManager {
                 self.transactions.start(first_offset, producer_id);
             }
         }
-        for mut txn in updates.completed {
+        for &txn in updates.completed.iter() {
+            let mut txn = txn;
             txn.last_stable_offset = self
                 .transactions
                 .last_stable_offset(txn.producer_id, txn.last_offset);

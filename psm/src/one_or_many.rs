@@ -11,14 +11,17 @@ pub(crate) enum OneOrMany<T> {
 }
 
 impl<T> OneOrMany<T> {
+    #[inline]
     pub(crate) fn push(&mut self, value: T) {
-        match std::mem::take(self) {
+        match self {
             OneOrMany::Empty => *self = OneOrMany::One(value),
-            OneOrMany::One(first) => *self = OneOrMany::Many(vec![first, value]),
-            OneOrMany::Many(mut values) => {
-                values.push(value);
-                *self = OneOrMany::Many(values);
+            OneOrMany::One(_) => {
+                let OneOrMany::One(first) = std::mem::take(self) else {
+                    unreachable!("matched One");
+                };
+                *self = OneOrMany::Many(vec![first, value]);
             }
+            OneOrMany::Many(values) => values.push(value),
         }
     }
 
