@@ -101,15 +101,19 @@ impl ProducerStateManager {
         completed
     }
 
-    /// `update(appendInfo)` for each producer, then, in marker order, `lastStableOffset` and `completeTxn`.
+    /// `update(appendInfo)` for each producer (which starts the transactions the group opened), then, in
+    /// marker order, `lastStableOffset` and `completeTxn`.
     fn apply_updates(&mut self, updates: &PlanUpdates, completed: &mut Vec<CompletedTxn>) {
         for info in updates.producers.iter() {
             let producer_id = info.producer_id();
             self.producers
                 .update(producer_id, |entry| info.merge_into(entry));
-            for &first_offset in info.started_transactions() {
+            if let Some(first_offset) = info.open_transaction() {
                 self.transactions.start(first_offset, producer_id);
             }
+        }
+        for txn in updates.completed.iter() {
+            self.transactions.start(txn.first_offset, txn.producer_id);
         }
         for &txn in updates.completed.iter() {
             let mut txn = txn;

@@ -26,8 +26,6 @@ pub(crate) struct ProducerAppendInfo {
     /// `currentEntry.lastSeq()`.
     current_last_seq: i32,
     updated: UpdatedEntry,
-    /// First offsets of the transactions this append opened.
-    started_transactions: OneOrMany<i64>,
 }
 
 /// Kafka's `updatedEntry` (`withProducerIdAndBatchMetadata(producerId, Optional.empty())` of the
@@ -127,7 +125,6 @@ impl ProducerAppendInfo {
             current_epoch: current.map_or(NO_PRODUCER_EPOCH, ProducerStateEntry::producer_epoch),
             current_last_seq: current.map_or(NO_SEQUENCE, ProducerStateEntry::last_seq),
             updated: UpdatedEntry::of(current),
-            started_transactions: OneOrMany::Empty,
         }
     }
 
@@ -168,9 +165,11 @@ impl ProducerAppendInfo {
         );
     }
 
-    /// The first offsets of the transactions this append opened.
-    pub(crate) fn started_transactions(&self) -> &[i64] {
-        self.started_transactions.as_slice()
+    /// The first offset of the transaction open after the append, if any. With the first offsets of
+    /// the transactions the append's markers ended, it covers every transaction the append opened (the
+    /// rest were open before, so starting them again changes nothing).
+    pub(crate) fn open_transaction(&self) -> Option<i64> {
+        self.updated.current_txn_first_offset()
     }
 
     fn append_data_batch(&mut self, batch: &BatchSummary) -> Result<(), Error> {
@@ -197,7 +196,6 @@ impl ProducerAppendInfo {
             }),
             (None, true) => {
                 self.updated.set_current_txn_first_offset(first_offset);
-                self.started_transactions.push(first_offset);
                 Ok(())
             }
             _ => Ok(()),
