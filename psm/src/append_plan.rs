@@ -159,7 +159,12 @@ impl Planner<'_> {
         );
         let producer_id = batch.producer_id;
         if !matches!(self.steps.as_slice().last(), Some(PlanStep::Updates(_))) {
-            self.steps.push(PlanStep::Updates(PlanUpdates::default()));
+            // The first producer of a group: the step is built with its info in one go.
+            let info = ProducerAppendInfo::new(producer_id, self.stored(producer_id), self.origin);
+            self.steps.push(PlanStep::Updates(PlanUpdates {
+                producers: OneOrMany::One(info),
+                completed: OneOrMany::Empty,
+            }));
         }
         let index = match self.info_of(producer_id) {
             Some(index) => index,
