@@ -232,7 +232,7 @@ impl BatchMetadataQueue {
         let mut record = [0u8; MAX_RECORD_BYTES];
         let record_len = encode(&displaced, newer, &mut record);
         let keep = if older_count == OLDER_CAPACITY {
-            skip_records(&bytes[records..], OLDER_CAPACITY - 1)
+            skip_records(bytes, records, OLDER_CAPACITY - 1)
         } else {
             records_len
         };
@@ -381,21 +381,34 @@ fn read_varint(bytes: &[u8], position: &mut usize) -> u64 {
     }
 }
 
-/// The byte length of the first `records` packed records. Varint lengths vary from record to record,
-/// so instead of branching on every byte this finds the varints' last bytes (high bit clear) at once
-/// and steps over them: three per record, four when the third one's low bit flags a sequence gap.
-fn skip_records(bytes: &[u8], records: usize) -> usize {
-    let mut ends = 0u32;
-    for (i, &byte) in bytes.iter().enumerate().take(PACKED_CAPACITY) {
-        ends |= u32::from(byte < 0x80) << i;
-    }
-    let mut position = 0;
+/// The byte length of the first `records` packed records from `start`. Varint lengths vary from
+/// record to record, so instead of branching on every byte this finds the varints' last bytes (high bit
+/// clear) at once and steps over them: three per record, four when the third one's low bit flags a
+/// sequence gap.
+fn skip_records(bytes: &[u8; PACKED_CAPACITY], start: usize, records: usize) -> usize {
+    let ends = varint_ends(bytes);
+    let mut position = start;
     for _ in 0..records {
         position = after_varints(ends, position, 2);
         let flagged = usize::from(bytes[position] & 1);
         position = after_varints(ends, position, 1 + flagged);
     }
-    position
+    position - start
+}
+
+/// Bit `i` is set when `bytes[i]` ends a varint (its high bit is clear).
+fn varint_ends(bytes: &[u8; PACKED_CAPACITY]) -> u32 {
+    let mut padded = [0x80u8; 32];
+    padded[..PACKED_CAPACITY].copy_from_slice(bytes);
+    let mut continued = 0u32;
+    for (k, word) in padded.chunks_exact(8).enumerate() {
+        let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        // The high bit of each byte, gathered into one byte (the bits land on distinct positions, so
+        // the multiplication carries nothing between them).
+        let high_bits = (word >> 7) & 0x0101_0101_0101_0101;
+        continued |= ((high_bits.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32) << (8 * k);
+    }
+    !continued
 }
 
 /// The position after the next `count` varints from `position`, given the mask of their last bytes.

@@ -171,3 +171,93 @@ impl ProducerTable {
         self.expiration.assert_consistent(self.iter());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch_metadata::BatchMetadata;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// A producer's new last timestamp, with or without an open transaction after it.
+        Update {
+            producer_id: i64,
+            timestamp: i64,
+            open_txn: bool,
+        },
+        Expire {
+            now_ms: i64,
+            expiration_ms: i64,
+        },
+        Evict,
+        Remove(i64),
+    }
+
+    fn timestamp() -> impl Strategy<Value = i64> {
+        prop_oneof![
+            any::<i64>(),
+            (i64::MAX - MAX_STALENESS_MS)..=i64::MAX,
+            i64::MIN..(i64::MIN + MAX_STALENESS_MS),
+            -MAX_STALENESS_MS..MAX_STALENESS_MS,
+            1_800_000_000_000i64..1_800_030_000_000,
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (0i64..6, timestamp(), proptest::bool::weighted(0.2)).prop_map(
+                |(producer_id, timestamp, open_txn)| Op::Update { producer_id, timestamp, open_txn }
+            ),
+            2 => (timestamp(), prop_oneof![0i64..20_000_000, any::<i64>()])
+                .prop_map(|(now_ms, expiration_ms)| Op::Expire { now_ms, expiration_ms }),
+            1 => Just(Op::Evict),
+            1 => (0i64..6).prop_map(Op::Remove),
+        ]
+    }
+
+    fn expirable(table: &ProducerTable) -> Vec<(i64, i64)> {
+        let mut keys: Vec<_> = table
+            .iter()
+            .filter(|e| e.current_txn_first_offset().is_none())
+            .map(|e| (e.last_timestamp(), e.producer_id()))
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    proptest! {
+        /// Whatever the timestamps do (backwards, far forwards, near the ends of i64), expiry and
+        /// eviction with the lazy index remove exactly what an exact scan would.
+        #[test]
+        fn the_lazy_index_expires_and_evicts_exactly(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut table = ProducerTable::default();
+            for op in ops {
+                match op {
+                    Op::Update { producer_id, timestamp, open_txn } => {
+                        let batch = BatchMetadata { last_seq: 0, last_offset: 10, offset_delta: 0, timestamp };
+                        let txn = if open_txn { 10 } else { -1 };
+                        table.update(producer_id, |e| e.update(0, &[batch], 0, txn, timestamp));
+                    }
+                    Op::Expire { now_ms, expiration_ms } => {
+                        let survivors: Vec<_> = expirable(&table)
+                            .into_iter()
+                            .filter(|(t, _)| !is_expired(now_ms, *t, expiration_ms))
+                            .collect();
+                        let expected = expirable(&table).len() - survivors.len();
+                        prop_assert_eq!(table.remove_expired(now_ms, expiration_ms), expected);
+                        prop_assert_eq!(expirable(&table), survivors);
+                    }
+                    Op::Evict => {
+                        let oldest = expirable(&table).first().map(|(_, p)| *p);
+                        prop_assert_eq!(table.evict_oldest().map(|e| e.producer_id()), oldest);
+                    }
+                    Op::Remove(producer_id) => {
+                        table.remove(producer_id);
+                    }
+                }
+                table.assert_consistent();
+            }
+        }
+    }
+}
