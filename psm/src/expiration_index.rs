@@ -141,5 +141,5 @@ fn lag_of(t: i64, last_timestamp: i64) -> Option<u16> {
         return None;
     }
     let lag = (last_timestamp >> SHIFT) - (t >> SHIFT);
-    (lag <= MAX_LAG).then(|| lag as u16)
+    (lag <= MAX_LAG).then_some(lag as u16)
 }
