@@ -239,8 +239,16 @@ impl BatchMetadataQueue {
         if record_len + keep > PACKED_CAPACITY {
             return false;
         }
-        bytes.copy_within(records..records + keep, record_len);
-        bytes[..record_len].copy_from_slice(&record[..record_len]);
+        // Fixed-size copies through scratch space (a few vector moves, no memmove call); the bytes
+        // after `used` are never read, so what lands there does not matter.
+        let mut source = [0u8; PACKED_CAPACITY + MAX_VARINT_BYTES];
+        source[..PACKED_CAPACITY].copy_from_slice(bytes);
+        let mut shifted = [0u8; MAX_RECORD_BYTES + PACKED_CAPACITY];
+        shifted[..MAX_RECORD_BYTES].copy_from_slice(&record);
+        shifted[record_len..record_len + PACKED_CAPACITY]
+            .copy_from_slice(&source[records..records + PACKED_CAPACITY]);
+        shifted[record_len + keep..record_len + keep + PACKED_CAPACITY].fill(0);
+        bytes.copy_from_slice(&shifted[..PACKED_CAPACITY]);
         *used = to_u8(record_len + keep);
         *len &= !TIMESTAMP_GAP_FLAG;
         true
