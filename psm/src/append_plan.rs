@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use crate::batch::{AppendOrigin, BatchSummary};
 use crate::completed_txn::CompletedTxn;
 use crate::error::Error;
+use crate::one_or_many::OneOrMany;
 use crate::producer_append_info::ProducerAppendInfo;
 use crate::producer_state_entry::ProducerStateEntry;
 use crate::producer_table::ProducerTable;
@@ -31,7 +32,7 @@ pub struct DuplicateBatch {
 pub struct AppendPlan {
     pub duplicate: Option<DuplicateBatch>,
     generation: u64,
-    steps: Vec<PlanStep>,
+    steps: OneOrMany<PlanStep>,
 }
 
 /// One step of a plan, in log order.
@@ -47,11 +48,11 @@ pub(crate) enum PlanStep {
 /// offset of an ended transaction sees every transaction the append opened. Within a group we do the same.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PlanUpdates {
-    /// Each producer's entry after the group (to merge into the stored one) and the first offsets of the
-    /// transactions it opened.
-    pub(crate) producers: Vec<(ProducerStateEntry, Vec<i64>)>,
+    /// What the group changes of each producer (merged into the stored entries), with the first offsets
+    /// of the transactions it opened.
+    pub(crate) producers: OneOrMany<ProducerAppendInfo>,
     /// In marker order; `last_stable_offset` is filled in when applied.
-    pub(crate) completed: Vec<CompletedTxn>,
+    pub(crate) completed: OneOrMany<CompletedTxn>,
 }
 
 impl AppendPlan {
@@ -70,8 +71,8 @@ impl AppendPlan {
         self.generation
     }
 
-    pub(crate) fn into_steps(self) -> Vec<PlanStep> {
-        self.steps
+    pub(crate) fn steps(&self) -> &[PlanStep] {
+        self.steps.as_slice()
     }
 }
 
@@ -86,10 +87,8 @@ pub(crate) fn plan_append(
         producers,
         origin,
         after_barrier: false,
-        infos: Vec::new(),
         info_index: HashMap::new(),
-        completed: Vec::new(),
-        steps: Vec::new(),
+        steps: OneOrMany::Empty,
     };
     for batch in batches {
         if batch.is_mirror_pid_reset() && !batch.has_producer_id() {
@@ -99,13 +98,12 @@ pub(crate) fn plan_append(
                 return Ok(AppendPlan {
                     duplicate: Some(duplicate),
                     generation,
-                    steps: Vec::new(),
+                    steps: OneOrMany::Empty,
                 });
             }
             planner.append(batch)?;
         }
     }
-    planner.finish_updates();
     Ok(AppendPlan {
         duplicate: None,
         generation,
@@ -113,16 +111,20 @@ pub(crate) fn plan_append(
     })
 }
 
+/// Builds the steps in place: the group being planned is the last step, opened by the first producer
+/// batch after the start or a barrier.
 struct Planner<'a> {
     producers: &'a ProducerTable,
     origin: AppendOrigin,
     /// After a barrier the stored producers no longer count: every producer starts empty.
     after_barrier: bool,
-    infos: Vec<ProducerAppendInfo>,
+    /// The open group's producers by id, filled only once it has more than `LINEAR_SEARCH_LIMIT`;
+    /// below that a scan is cheaper than hashing (and allocates nothing).
     info_index: HashMap<i64, usize>,
-    completed: Vec<CompletedTxn>,
-    steps: Vec<PlanStep>,
+    steps: OneOrMany<PlanStep>,
 }
+
+const LINEAR_SEARCH_LIMIT: usize = 8;
 
 impl Planner<'_> {
     fn stored(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
@@ -156,42 +158,63 @@ impl Planner<'_> {
             "batches reach the producer state with the offsets the log assigned: {batch:?}"
         );
         let producer_id = batch.producer_id;
-        let index = match self.info_index.get(&producer_id) {
-            Some(&index) => index,
-            None => {
-                let info =
-                    ProducerAppendInfo::new(producer_id, self.stored(producer_id), self.origin);
-                self.infos.push(info);
-                self.info_index.insert(producer_id, self.infos.len() - 1);
-                self.infos.len() - 1
-            }
+        if !matches!(self.steps.as_slice().last(), Some(PlanStep::Updates(_))) {
+            // The first producer of a group: the step is built with its info in one go.
+            let info = ProducerAppendInfo::new(producer_id, self.stored(producer_id), self.origin);
+            self.steps.push(PlanStep::Updates(PlanUpdates {
+                producers: OneOrMany::One(info),
+                completed: OneOrMany::Empty,
+            }));
+        }
+        let index = match self.info_of(producer_id) {
+            Some(index) => index,
+            None => self.add_info(producer_id),
         };
-        if let Some(completed) = self.infos[index].append(batch)? {
-            self.completed.push(completed);
+        let group = open_group(&mut self.steps);
+        if let Some(completed) = group.producers.as_mut_slice()[index].append(batch)? {
+            group.completed.push(completed);
         }
         Ok(())
     }
 
+    fn info_of(&self, producer_id: i64) -> Option<usize> {
+        let Some(PlanStep::Updates(group)) = self.steps.as_slice().last() else {
+            return None;
+        };
+        let infos = group.producers.as_slice();
+        if infos.len() > LINEAR_SEARCH_LIMIT {
+            self.info_index.get(&producer_id).copied()
+        } else {
+            infos.iter().position(|i| i.producer_id() == producer_id)
+        }
+    }
+
+    fn add_info(&mut self, producer_id: i64) -> usize {
+        let info = ProducerAppendInfo::new(producer_id, self.stored(producer_id), self.origin);
+        let group = open_group(&mut self.steps);
+        group.producers.push(info);
+        let infos = group.producers.as_slice();
+        let index = infos.len() - 1;
+        if index == LINEAR_SEARCH_LIMIT {
+            for (i, info) in infos.iter().enumerate() {
+                self.info_index.insert(info.producer_id(), i);
+            }
+        } else if index > LINEAR_SEARCH_LIMIT {
+            self.info_index.insert(producer_id, index);
+        }
+        index
+    }
+
     fn mirror_pid_reset(&mut self) {
-        self.finish_updates();
+        self.info_index.clear();
         self.steps.push(PlanStep::MirrorPidReset);
         self.after_barrier = true;
     }
+}
 
-    fn finish_updates(&mut self) {
-        if self.infos.is_empty() && self.completed.is_empty() {
-            return;
-        }
-        self.info_index.clear();
-        let producers = self
-            .infos
-            .drain(..)
-            .map(ProducerAppendInfo::into_update)
-            .collect();
-        let completed = std::mem::take(&mut self.completed);
-        self.steps.push(PlanStep::Updates(PlanUpdates {
-            producers,
-            completed,
-        }));
+fn open_group(steps: &mut OneOrMany<PlanStep>) -> &mut PlanUpdates {
+    match steps.as_mut_slice().last_mut() {
+        Some(PlanStep::Updates(group)) => group,
+        _ => unreachable!("append opens a group first"),
     }
 }

@@ -105,6 +105,9 @@ impl BatchMetadataQueue {
 
     /// Moves the last timestamp (a marker's), keeping the newest batch's own timestamp.
     pub(crate) fn set_last_timestamp(&mut self, last_timestamp: i64) {
+        if last_timestamp == self.last_timestamp {
+            return;
+        }
         if self.is_empty() || self.is_spilled() {
             self.last_timestamp = last_timestamp;
             return;
@@ -229,15 +232,23 @@ impl BatchMetadataQueue {
         let mut record = [0u8; MAX_RECORD_BYTES];
         let record_len = encode(&displaced, newer, &mut record);
         let keep = if older_count == OLDER_CAPACITY {
-            skip_records(&bytes[records..], OLDER_CAPACITY - 1)
+            skip_records(bytes, records, OLDER_CAPACITY - 1)
         } else {
             records_len
         };
         if record_len + keep > PACKED_CAPACITY {
             return false;
         }
-        bytes.copy_within(records..records + keep, record_len);
-        bytes[..record_len].copy_from_slice(&record[..record_len]);
+        // Fixed-size copies through scratch space (a few vector moves, no memmove call); the bytes
+        // after `used` are never read, so what lands there does not matter.
+        let mut source = [0u8; PACKED_CAPACITY + MAX_VARINT_BYTES];
+        source[..PACKED_CAPACITY].copy_from_slice(bytes);
+        let mut shifted = [0u8; MAX_RECORD_BYTES + PACKED_CAPACITY];
+        shifted[..MAX_RECORD_BYTES].copy_from_slice(&record);
+        shifted[record_len..record_len + PACKED_CAPACITY]
+            .copy_from_slice(&source[records..records + PACKED_CAPACITY]);
+        shifted[record_len + keep..record_len + keep + PACKED_CAPACITY].fill(0);
+        bytes.copy_from_slice(&shifted[..PACKED_CAPACITY]);
         *used = to_u8(record_len + keep);
         *len &= !TIMESTAMP_GAP_FLAG;
         true
@@ -378,15 +389,40 @@ fn read_varint(bytes: &[u8], position: &mut usize) -> u64 {
     }
 }
 
-/// The byte length of the first `records` packed records.
-fn skip_records(bytes: &[u8], records: usize) -> usize {
-    let mut position = 0;
+/// The byte length of the first `records` packed records from `start`. Varint lengths vary from
+/// record to record, so instead of branching on every byte this finds the varints' last bytes (high bit
+/// clear) at once and steps over them: three per record, four when the third one's low bit flags a
+/// sequence gap.
+fn skip_records(bytes: &[u8; PACKED_CAPACITY], start: usize, records: usize) -> usize {
+    let ends = varint_ends(bytes);
+    let mut position = start;
     for _ in 0..records {
-        read_varint(bytes, &mut position);
-        read_varint(bytes, &mut position);
-        if read_varint(bytes, &mut position) & 1 == 1 {
-            read_varint(bytes, &mut position);
-        }
+        position = after_varints(ends, position, 2);
+        let flagged = usize::from(bytes[position] & 1);
+        position = after_varints(ends, position, 1 + flagged);
+    }
+    position - start
+}
+
+/// Bit `i` is set when `bytes[i]` ends a varint (its high bit is clear).
+fn varint_ends(bytes: &[u8; PACKED_CAPACITY]) -> u32 {
+    let mut padded = [0x80u8; 32];
+    padded[..PACKED_CAPACITY].copy_from_slice(bytes);
+    let mut continued = 0u32;
+    for (k, word) in padded.chunks_exact(8).enumerate() {
+        let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        // The high bit of each byte, gathered into one byte (the bits land on distinct positions, so
+        // the multiplication carries nothing between them).
+        let high_bits = (word >> 7) & 0x0101_0101_0101_0101;
+        continued |= ((high_bits.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32) << (8 * k);
+    }
+    !continued
+}
+
+/// The position after the next `count` varints from `position`, given the mask of their last bytes.
+fn after_varints(ends: u32, mut position: usize, count: usize) -> usize {
+    for _ in 0..count {
+        position += (ends >> position).trailing_zeros() as usize + 1;
     }
     position
 }

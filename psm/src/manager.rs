@@ -90,7 +90,7 @@ impl ProducerStateManager {
             return Vec::new();
         }
         let mut completed = Vec::new();
-        for step in plan.into_steps() {
+        for step in plan.steps() {
             match step {
                 PlanStep::Updates(updates) => self.apply_updates(updates, &mut completed),
                 PlanStep::MirrorPidReset => self.clear(),
@@ -101,21 +101,22 @@ impl ProducerStateManager {
         completed
     }
 
-    /// `update(appendInfo)` for each producer, then, in marker order, `lastStableOffset` and `completeTxn`.
-    fn apply_updates(&mut self, updates: PlanUpdates, completed: &mut Vec<CompletedTxn>) {
-        for (updated, started_transactions) in updates.producers {
-            let producer_id = updated.producer_id();
-            let mut entry = self
-                .producers
-                .remove(producer_id)
-                .unwrap_or_else(|| ProducerStateEntry::empty(producer_id));
-            entry.update(&updated);
-            self.producers.upsert(entry);
-            for first_offset in started_transactions {
+    /// `update(appendInfo)` for each producer (which starts the transactions the group opened), then, in
+    /// marker order, `lastStableOffset` and `completeTxn`.
+    fn apply_updates(&mut self, updates: &PlanUpdates, completed: &mut Vec<CompletedTxn>) {
+        for info in updates.producers.iter() {
+            let producer_id = info.producer_id();
+            self.producers
+                .update(producer_id, |entry| info.merge_into(entry));
+            if let Some(first_offset) = info.open_transaction() {
                 self.transactions.start(first_offset, producer_id);
             }
         }
-        for mut txn in updates.completed {
+        for txn in updates.completed.iter() {
+            self.transactions.start(txn.first_offset, txn.producer_id);
+        }
+        for &txn in updates.completed.iter() {
+            let mut txn = txn;
             txn.last_stable_offset = self
                 .transactions
                 .last_stable_offset(txn.producer_id, txn.last_offset);

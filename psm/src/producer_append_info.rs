@@ -1,13 +1,16 @@
 //! `ProducerAppendInfo`: validates one producer's batches of one append against the state the append
 //! started from, and accumulates what the append will change.
 //!
-//! As in Kafka, two views are kept: the stored entry as it was (`current_*`), and `updated`, a copy
-//! without cached batches that collects this append's batches. The sequence rules read both.
+//! As in Kafka, two views are kept: the stored entry as it was (`current_*`), and `updated`, its
+//! epochs, transaction and timestamp without cached batches, which collects this append's batches. The
+//! sequence rules read both. `updated` is not a whole `ProducerStateEntry`: the plan carries only what
+//! the append changes, and applying it merges that into the stored entry in place.
 
 use crate::batch::{AppendOrigin, BatchSummary, ControlKind, NO_PRODUCER_EPOCH};
 use crate::batch_metadata::BatchMetadata;
 use crate::completed_txn::CompletedTxn;
 use crate::error::Error;
+use crate::one_or_many::OneOrMany;
 use crate::producer_state_entry::ProducerStateEntry;
 use crate::sequence::{in_sequence, NO_SEQUENCE};
 
@@ -22,9 +25,91 @@ pub(crate) struct ProducerAppendInfo {
     current_epoch: i16,
     /// `currentEntry.lastSeq()`.
     current_last_seq: i32,
-    updated: ProducerStateEntry,
-    /// First offsets of the transactions this append opened.
-    started_transactions: Vec<i64>,
+    updated: UpdatedEntry,
+}
+
+/// Kafka's `updatedEntry` (`withProducerIdAndBatchMetadata(producerId, Optional.empty())` of the
+/// current entry), with the batches of this append since its last epoch change.
+#[derive(Debug, Clone)]
+struct UpdatedEntry {
+    /// `-1` when no transaction is open.
+    current_txn_first_offset: i64,
+    last_timestamp: i64,
+    coordinator_epoch: i32,
+    producer_epoch: i16,
+    /// Oldest first; only the last five reach the stored entry.
+    batches: OneOrMany<BatchMetadata>,
+}
+
+impl UpdatedEntry {
+    fn of(current: Option<&ProducerStateEntry>) -> Self {
+        match current {
+            Some(entry) => UpdatedEntry {
+                current_txn_first_offset: entry.current_txn_first_offset().unwrap_or(-1),
+                last_timestamp: entry.last_timestamp(),
+                coordinator_epoch: entry.coordinator_epoch(),
+                producer_epoch: entry.producer_epoch(),
+                batches: OneOrMany::Empty,
+            },
+            None => UpdatedEntry {
+                current_txn_first_offset: -1,
+                last_timestamp: -1,
+                coordinator_epoch: -1,
+                producer_epoch: NO_PRODUCER_EPOCH,
+                batches: OneOrMany::Empty,
+            },
+        }
+    }
+
+    fn producer_epoch(&self) -> i16 {
+        self.producer_epoch
+    }
+
+    fn coordinator_epoch(&self) -> i32 {
+        self.coordinator_epoch
+    }
+
+    fn current_txn_first_offset(&self) -> Option<i64> {
+        (self.current_txn_first_offset >= 0).then_some(self.current_txn_first_offset)
+    }
+
+    fn set_current_txn_first_offset(&mut self, first_offset: i64) {
+        self.current_txn_first_offset = first_offset;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    fn last_seq(&self) -> i32 {
+        self.batches
+            .as_slice()
+            .last()
+            .map_or(NO_SEQUENCE, |b| b.last_seq)
+    }
+
+    /// `maybeUpdateProducerEpoch`: a new epoch forgets the batches.
+    fn maybe_update_producer_epoch(&mut self, producer_epoch: i16) {
+        if self.producer_epoch != producer_epoch {
+            self.batches = OneOrMany::Empty;
+            self.producer_epoch = producer_epoch;
+        }
+    }
+
+    /// `addBatch`.
+    fn add_batch(&mut self, producer_epoch: i16, batch: BatchMetadata) {
+        self.maybe_update_producer_epoch(producer_epoch);
+        self.batches.push(batch);
+        self.last_timestamp = batch.timestamp;
+    }
+
+    /// `update(epoch, coordinatorEpoch, lastTimestamp)` after a marker.
+    fn end_transaction(&mut self, producer_epoch: i16, coordinator_epoch: i32, timestamp: i64) {
+        self.maybe_update_producer_epoch(producer_epoch);
+        self.coordinator_epoch = coordinator_epoch;
+        self.current_txn_first_offset = -1;
+        self.last_timestamp = timestamp;
+    }
 }
 
 impl ProducerAppendInfo {
@@ -39,12 +124,12 @@ impl ProducerAppendInfo {
             origin,
             current_epoch: current.map_or(NO_PRODUCER_EPOCH, ProducerStateEntry::producer_epoch),
             current_last_seq: current.map_or(NO_SEQUENCE, ProducerStateEntry::last_seq),
-            updated: current.map_or_else(
-                || ProducerStateEntry::empty(producer_id),
-                ProducerStateEntry::without_batches,
-            ),
-            started_transactions: Vec::new(),
+            updated: UpdatedEntry::of(current),
         }
+    }
+
+    pub(crate) fn producer_id(&self) -> i64 {
+        self.producer_id
     }
 
     /// `append(batch)`: a data batch or a control batch of this producer.
@@ -67,9 +152,24 @@ impl ProducerAppendInfo {
         }
     }
 
-    /// The entry to merge into the stored one, and the first offsets of the transactions it opened.
-    pub(crate) fn into_update(self) -> (ProducerStateEntry, Vec<i64>) {
-        (self.updated, self.started_transactions)
+    /// Merges the append into the producer's stored entry (`update(nextEntry)`; a new producer's
+    /// entry starts empty).
+    pub(crate) fn merge_into(&self, entry: &mut ProducerStateEntry) {
+        let updated = &self.updated;
+        entry.update(
+            updated.producer_epoch,
+            updated.batches.as_slice(),
+            updated.coordinator_epoch,
+            updated.current_txn_first_offset,
+            updated.last_timestamp,
+        );
+    }
+
+    /// The first offset of the transaction open after the append, if any. With the first offsets of
+    /// the transactions the append's markers ended, it covers every transaction the append opened (the
+    /// rest were open before, so starting them again changes nothing).
+    pub(crate) fn open_transaction(&self) -> Option<i64> {
+        self.updated.current_txn_first_offset()
     }
 
     fn append_data_batch(&mut self, batch: &BatchSummary) -> Result<(), Error> {
@@ -96,7 +196,6 @@ impl ProducerAppendInfo {
             }),
             (None, true) => {
                 self.updated.set_current_txn_first_offset(first_offset);
-                self.started_transactions.push(first_offset);
                 Ok(())
             }
             _ => Ok(()),

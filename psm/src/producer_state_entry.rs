@@ -3,28 +3,45 @@
 use crate::batch::NO_PRODUCER_EPOCH;
 use crate::batch_metadata::BatchMetadata;
 use crate::batch_metadata_queue::BatchMetadataQueue;
+use crate::expiration_index::NOT_INDEXED;
 use crate::sequence::NO_SEQUENCE;
 use crate::snapshot::SnapshotEntry;
 
 /// `-1`, Kafka's "none" for offsets, timestamps and coordinator epochs.
 const NONE: i64 = -1;
 
-/// 22 bytes of fields and the 56-byte batch queue: the per-producer memory budget rests on this.
+/// 24 bytes of fields and the 56-byte batch queue: the per-producer memory budget rests on this.
 const _: () = assert!(core::mem::size_of::<ProducerStateEntry>() == 80);
 
 /// The state of one producer id (`ProducerStateEntry`): its epoch, the epoch of the last transaction
 /// coordinator that wrote a marker for it, its last timestamp, its open transaction and its last five
 /// batches. Read-only outside this crate: the manager keeps its indexes in step with these fields.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ProducerStateEntry {
     producer_id: i64,
     /// `NONE` when no transaction is open (offsets are never negative).
     current_txn_first_offset: i64,
     coordinator_epoch: i32,
     producer_epoch: i16,
+    /// Where the producer table's expiration index holds this entry (see `expiration_index.rs`); it
+    /// lives in what would be padding, and is not part of the producer's state.
+    expiration_lag: u16,
     /// The cached batches and `lastTimestamp`, which share storage.
     batch_metadata: BatchMetadataQueue,
 }
+
+/// Equal producer state; where the expiration index keeps the entry does not count.
+impl PartialEq for ProducerStateEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.producer_id == other.producer_id
+            && self.current_txn_first_offset == other.current_txn_first_offset
+            && self.coordinator_epoch == other.coordinator_epoch
+            && self.producer_epoch == other.producer_epoch
+            && self.batch_metadata == other.batch_metadata
+    }
+}
+
+impl Eq for ProducerStateEntry {}
 
 impl ProducerStateEntry {
     /// `ProducerStateEntry.empty`: epoch −1, coordinator epoch −1, timestamp −1, no batches, no txn.
@@ -34,16 +51,8 @@ impl ProducerStateEntry {
             current_txn_first_offset: NONE,
             coordinator_epoch: -1,
             producer_epoch: NO_PRODUCER_EPOCH,
+            expiration_lag: NOT_INDEXED,
             batch_metadata: BatchMetadataQueue::new(NONE),
-        }
-    }
-
-    /// Kafka's `withProducerIdAndBatchMetadata(producerId, Optional.empty())`: the same epochs, timestamp
-    /// and transaction, no batches. A `ProducerAppendInfo` starts from this.
-    pub(crate) fn without_batches(&self) -> Self {
-        ProducerStateEntry {
-            batch_metadata: BatchMetadataQueue::new(self.last_timestamp()),
-            ..self.clone()
         }
     }
 
@@ -51,8 +60,12 @@ impl ProducerStateEntry {
         self.producer_id
     }
 
-    pub(crate) fn producer_id_ref(&self) -> &i64 {
-        &self.producer_id
+    pub(crate) fn expiration_lag(&self) -> u16 {
+        self.expiration_lag
+    }
+
+    pub(crate) fn set_expiration_lag(&mut self, lag: u16) {
+        self.expiration_lag = lag;
     }
 
     pub fn producer_epoch(&self) -> i16 {
@@ -141,13 +154,6 @@ impl ProducerStateEntry {
         self.batch_metadata.is_spilled()
     }
 
-    /// Records a data batch (`addBatch`).
-    pub(crate) fn add_batch(&mut self, producer_epoch: i16, batch: BatchMetadata) {
-        self.maybe_update_producer_epoch(producer_epoch);
-        // Sets the last timestamp too.
-        self.batch_metadata.push(batch);
-    }
-
     /// A new epoch forgets the cached batches (`maybeUpdateProducerEpoch`).
     pub(crate) fn maybe_update_producer_epoch(&mut self, producer_epoch: i16) -> bool {
         if self.producer_epoch == producer_epoch {
@@ -158,42 +164,25 @@ impl ProducerStateEntry {
         true
     }
 
-    pub(crate) fn set_current_txn_first_offset(&mut self, first_offset: i64) {
-        self.current_txn_first_offset = first_offset;
-    }
-
-    /// What a transaction marker leaves behind (`update(epoch, coordinatorEpoch, lastTimestamp)`).
-    pub(crate) fn end_transaction(
+    /// Merges an append's result into the stored entry (`update(ProducerStateEntry nextEntry)`): the
+    /// new epoch (clearing the cache if it changed), the append's batches (oldest first) after the
+    /// cached ones, and the append's coordinator epoch, transaction (`-1`: none) and timestamp.
+    pub(crate) fn update(
         &mut self,
         producer_epoch: i16,
+        batches: &[BatchMetadata],
         coordinator_epoch: i32,
-        timestamp: i64,
+        current_txn_first_offset: i64,
+        last_timestamp: i64,
     ) {
         self.maybe_update_producer_epoch(producer_epoch);
-        self.coordinator_epoch = coordinator_epoch;
-        self.current_txn_first_offset = NONE;
-        self.batch_metadata.set_last_timestamp(timestamp);
-    }
-
-    /// Merges an append's result into the stored entry (`update(ProducerStateEntry nextEntry)`): the
-    /// new epoch (clearing the cache if it changed), the append's batches after the cached ones, and the
-    /// append's coordinator epoch, transaction and timestamp.
-    pub(crate) fn update(&mut self, next: &ProducerStateEntry) {
-        self.maybe_update_producer_epoch(next.producer_epoch);
-        for batch in next.batch_metadata() {
-            self.batch_metadata.push(batch);
+        let skip = batches.len().saturating_sub(crate::NUM_BATCHES_TO_RETAIN);
+        for batch in &batches[skip..] {
+            self.batch_metadata.push(*batch);
         }
-        self.coordinator_epoch = next.coordinator_epoch;
-        self.current_txn_first_offset = next.current_txn_first_offset;
-        self.batch_metadata
-            .set_last_timestamp(next.last_timestamp());
-    }
-
-    /// The key of the expiration index: present only when no transaction is open, since Kafka never
-    /// expires a producer with an open transaction.
-    pub(crate) fn expiration_key(&self) -> Option<(i64, i64)> {
-        (self.current_txn_first_offset().is_none())
-            .then_some((self.last_timestamp(), self.producer_id))
+        self.coordinator_epoch = coordinator_epoch;
+        self.current_txn_first_offset = current_txn_first_offset.max(NONE);
+        self.batch_metadata.set_last_timestamp(last_timestamp);
     }
 
     /// An entry read from a snapshot: the batch only if `last_offset >= 0`, the transaction only if its
@@ -213,6 +202,7 @@ impl ProducerStateEntry {
             current_txn_first_offset: entry.current_txn_first_offset.max(NONE),
             coordinator_epoch: entry.coordinator_epoch,
             producer_epoch: entry.producer_epoch,
+            expiration_lag: NOT_INDEXED,
             batch_metadata,
         }
     }

@@ -5,7 +5,8 @@
 //! - the producer set: 131,072 slots of an 80-byte `ProducerStateEntry` plus one control byte, 76% full:
 //!   106 bytes per producer. The entry keeps all five cached batches inline (see
 //!   `batch_metadata_queue.rs`), so one batch or five cost the same;
-//! - the expiration index, a `BTreeSet<(last_timestamp, producer_id)>` of 16-byte keys whose leaves stay
+//! - the expiration index, a `BTreeSet<(timestamp lower bound, producer_id)>` of 16-byte keys (see
+//!   `expiration_index.rs`; where an entry's key is lives in its former padding) whose leaves stay
 //!   about half full when timestamps grow: about 34 bytes.
 //!
 //! The set doubles when it is 7/8 full, so at other counts its share lies between about 93 and 185
