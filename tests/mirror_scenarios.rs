@@ -647,8 +647,14 @@ fn s12_delete_mirror_failed_retry_and_source_topic_deletion() {
     env.clock.advance(first_retry);
     b.connect_source("m", switch.clone());
     let r = b.tick();
-    let states: Vec<_> = r.transitions.iter().map(|t| t.3).collect();
-    assert_eq!(states, [MirrorState::Mirroring, MirrorState::Failed]);
+    let steps: Vec<_> = r.transitions.iter().map(|t| (t.2, t.3)).collect();
+    assert_eq!(
+        steps,
+        [
+            (MirrorState::Failed, MirrorState::Mirroring),
+            (MirrorState::Mirroring, MirrorState::Failed)
+        ]
+    );
     assert_eq!(b.describe()[0].retry_attempt, Some(2));
     let second = r.next_retry_ms.unwrap() - env.clock.now_ms();
     assert!((1600..=2400).contains(&second), "backoff doubles: {second}");

@@ -473,21 +473,14 @@ impl Cluster {
         if matches!(error, Error::Source { .. }) {
             self.drop_source(&w.key.mirror);
         }
-        let from = w
-            .stored
-            .as_ref()
-            .map_or(MirrorState::Unknown, |(v, _)| v.state);
-        let current = if from == MirrorState::Failed {
-            MirrorState::Failed
-        } else {
-            previous
-        };
+        // `previous` is the state whose action failed: the state the partition is in now (a retry
+        // persisted it before running the action).
         report
             .errors
             .push((w.topic.clone(), w.partition, error.to_string()));
         self.transition(
             w,
-            current,
+            previous,
             MirrorState::Failed,
             Some((previous, attempt, error.to_string())),
             report,
