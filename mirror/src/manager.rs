@@ -353,9 +353,10 @@ impl Cluster {
             self.transition(w, current, target, None, report)?;
         } else if rt.entered && matches!(target, Paused | Stopped) {
             return Ok(());
-        } else if !rt.entered {
-            // Re-entering the recorded state after open: its actions run again (no rewrite).
         }
+        // Otherwise the state's actions run: every tick for MIRRORING (one fetch), and once after open
+        // for a recorded state being re-entered (no rewrite: PREPARING truncates again, STOPPING redoes
+        // its idempotent steps).
         self.update_runtime(w, |r| r.entered = true);
         match target {
             Preparing => match self.prepare(w) {
