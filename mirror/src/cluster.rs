@@ -224,7 +224,8 @@ impl Cluster {
         let mut logs = BTreeMap::new();
         let mut state_logs = Vec::new();
         let mut reports = Vec::new();
-        let internal = LogLoader::new(Arc::clone(&storage), LogConfig::default())
+        // `__mirror_state` is never trimmed by time or size: only compaction removes its records.
+        let internal = LogLoader::new(Arc::clone(&storage), mirror_state_config()?)
             .with_clock(Arc::clone(&clock));
         let ensure_dir = |name: &str| {
             let dir = root.join(name);
@@ -1188,6 +1189,14 @@ fn lock_dir(storage: &dyn Storage, root: &Path) -> Result<Option<std::fs::File>,
         ))),
         Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
     }
+}
+
+/// `__mirror_state`'s log configuration: `retention.ms=-1`, `retention.bytes=-1`.
+fn mirror_state_config() -> Result<LogConfig, Error> {
+    Ok(LogConfig::from_pairs([
+        "retention.ms=-1",
+        "retention.bytes=-1",
+    ])?)
 }
 
 /// A topic's log configuration from its configs (Kafka's topic-level names).

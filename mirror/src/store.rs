@@ -2,6 +2,12 @@
 //! and `LastMirrorEpoch` records (KIP-1279 §4). A write is appended to the key's coordinator partition and
 //! flushed before it returns, so a state is on disk before its actions run. Opening replays every
 //! partition from its start; tombstones remove keys.
+//!
+//! Compaction: when a partition holds at least [`COMPACT_MIN_RECORDS`] records and four times as many as
+//! it has live keys, the live records are appended again in their original order into a fresh segment,
+//! the log start moves to them and the older segments are deleted. A crash anywhere in between leaves
+//! either both copies (replay keeps the later, identical one) or only the new one. Relative order is
+//! kept, so "an LME written after the STOPPING state" still reads the same after compaction.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,7 +35,12 @@ pub struct MirrorStateStore {
     lmes: BTreeMap<MirrorKey, Stored<i32>>,
     now: Arc<dyn Fn() -> i64 + Send + Sync>,
     sync: bool,
+    /// Records (tombstones included) in each partition's log since its start.
+    records: Vec<u64>,
 }
+
+/// Below this many records a partition is never compacted.
+pub const COMPACT_MIN_RECORDS: u64 = 1024;
 
 impl std::fmt::Debug for MirrorStateStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -52,14 +63,18 @@ impl MirrorStateStore {
             lmes: BTreeMap::new(),
             now,
             sync: true,
+            records: Vec::new(),
         };
         for p in 0..store.partitions.len() {
-            store.replay(p)?;
+            let n = store.replay(p)?;
+            store.records.push(n);
         }
         Ok(store)
     }
 
-    fn replay(&mut self, p: usize) -> Result<(), Error> {
+    /// Replays partition `p`; returns how many records it holds.
+    fn replay(&mut self, p: usize) -> Result<u64, Error> {
+        let mut count = 0;
         let log = Arc::clone(&self.partitions[p]);
         let mut offset = log.log_start_offset();
         let end = log.log_end_offset();
@@ -85,11 +100,12 @@ impl MirrorStateStore {
                     let decoded = MirrorRecord::decode(record.key, record.value)
                         .map_err(|e| Error::corrupt_state(p, record.offset, e))?;
                     self.apply(decoded, record.offset);
+                    count += 1;
                 }
             }
             offset = read.next_offset;
         }
-        Ok(())
+        Ok(count)
     }
 
     fn apply(&mut self, record: MirrorRecord, offset: i64) {
@@ -128,25 +144,91 @@ impl MirrorStateStore {
                 .or_default()
                 .push(r);
         }
-        let now = (self.now)();
         for (p, records) in by_partition {
-            let log = Arc::clone(&self.partitions[p as usize]);
-            let mut b = BatchBuilder::new(Compression::None);
-            for r in &records {
-                let (k, v) = r.encode();
-                b.append(now, Some(&k), v.as_deref(), &[])?;
-            }
-            let mut bytes = b.build()?;
-            let info = log.append_as_leader(&mut bytes, 0)?;
-            log.update_high_watermark(log.log_end_offset());
-            if self.sync {
-                log.flush(log.log_end_offset())?;
-            }
+            let first = self.append(p as usize, &records)?;
+            self.records[p as usize] += records.len() as u64;
             for (i, r) in records.into_iter().enumerate() {
-                self.apply(r, info.first_offset + i as i64);
+                self.apply(r, first + i as i64);
             }
+            self.maybe_compact(p as usize)?;
         }
         Ok(())
+    }
+
+    /// Appends `records` to partition `p` as one batch, synced (unless syncing is off); returns the first
+    /// offset.
+    fn append(&self, p: usize, records: &[MirrorRecord]) -> Result<i64, Error> {
+        let log = &self.partitions[p];
+        let now = (self.now)();
+        let mut b = BatchBuilder::new(Compression::None);
+        for r in records {
+            let (k, v) = r.encode();
+            b.append(now, Some(&k), v.as_deref(), &[])?;
+        }
+        let mut bytes = b.build()?;
+        let info = log.append_as_leader(&mut bytes, 0)?;
+        log.update_high_watermark(log.log_end_offset());
+        if self.sync {
+            log.flush(log.log_end_offset())?;
+        }
+        Ok(info.first_offset)
+    }
+
+    /// The live records of partition `p`, in the order they were written.
+    fn live_records(&self, p: usize) -> Vec<(i64, MirrorRecord)> {
+        let n = self.partition_count();
+        let mut live: Vec<(i64, MirrorRecord)> = self
+            .states
+            .iter()
+            .filter(|(k, _)| k.coordinator_partition(n) as usize == p)
+            .map(|(k, s)| {
+                (
+                    s.offset,
+                    MirrorRecord::State(k.clone(), Some(s.value.clone())),
+                )
+            })
+            .chain(
+                self.lmes
+                    .iter()
+                    .filter(|(k, _)| k.coordinator_partition(n) as usize == p)
+                    .map(|(k, s)| {
+                        (
+                            s.offset,
+                            MirrorRecord::LastMirrorEpoch(k.clone(), Some(s.value)),
+                        )
+                    }),
+            )
+            .collect();
+        live.sort_by_key(|(offset, _)| *offset);
+        live
+    }
+
+    fn maybe_compact(&mut self, p: usize) -> Result<(), Error> {
+        let live = self.live_records(p);
+        let records = self.records[p];
+        if records < COMPACT_MIN_RECORDS || records < 4 * live.len() as u64 {
+            return Ok(());
+        }
+        let log = Arc::clone(&self.partitions[p]);
+        log.roll()?;
+        let records: Vec<MirrorRecord> = live.into_iter().map(|(_, r)| r).collect();
+        let first = if records.is_empty() {
+            log.log_end_offset()
+        } else {
+            self.append(p, &records)?
+        };
+        log.increment_log_start_offset(first)?;
+        log.delete_old_segments()?;
+        self.records[p] = records.len() as u64;
+        for (i, r) in records.into_iter().enumerate() {
+            self.apply(r, first + i as i64);
+        }
+        Ok(())
+    }
+
+    /// Records (tombstones included) in partition `p`'s log.
+    pub fn records_in(&self, p: usize) -> u64 {
+        self.records[p]
     }
 
     pub fn state(&self, key: &MirrorKey) -> Option<&Stored<PartitionStateValue>> {
@@ -187,5 +269,174 @@ impl MirrorStateStore {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::MirrorState;
+    use klog_log::checkpoint::TopicId;
+    use klog_log::clock::ManualClock;
+    use klog_log::io::{SimStorage, Storage};
+    use klog_log::partition_log::OpenOptions;
+    use std::path::Path;
+
+    fn key(p: i32) -> MirrorKey {
+        MirrorKey {
+            mirror: "m".into(),
+            topic_id: TopicId::parse("AAAAAAAAAAAAAAAAAAAAAQ").unwrap(),
+            partition: p,
+        }
+    }
+
+    fn open(storage: &Arc<dyn Storage>) -> MirrorStateStore {
+        let config =
+            klog_log::config::LogConfig::from_pairs(["retention.ms=-1", "segment.bytes=65536"])
+                .unwrap();
+        let (log, _) = PartitionLog::open_with_clock(
+            Arc::clone(storage),
+            Path::new("/sim/__mirror_state-0"),
+            config,
+            OpenOptions::default(),
+            Arc::new(ManualClock::new(1_700_000_000_000)),
+        )
+        .unwrap();
+        MirrorStateStore::open(vec![Arc::new(log)], Arc::new(|| 1_700_000_000_000)).unwrap()
+    }
+
+    fn state(s: MirrorState) -> Option<PartitionStateValue> {
+        Some(PartitionStateValue::new(s))
+    }
+
+    #[test]
+    fn compaction_keeps_the_live_records_in_order_and_bounds_the_log() {
+        let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(7));
+        let mut store = open(&storage);
+        for i in 0..5000 {
+            let s = if i % 2 == 0 {
+                MirrorState::Paused
+            } else {
+                MirrorState::Mirroring
+            };
+            store
+                .write(vec![MirrorRecord::State(key(i % 4), state(s))])
+                .unwrap();
+        }
+        store
+            .write(vec![MirrorRecord::State(key(3), None)])
+            .unwrap();
+        store
+            .write(vec![MirrorRecord::State(
+                key(1),
+                state(MirrorState::Stopping),
+            )])
+            .unwrap();
+        store
+            .write(vec![MirrorRecord::LastMirrorEpoch(key(1), Some(5))])
+            .unwrap();
+        assert!(
+            store.records_in(0) < COMPACT_MIN_RECORDS,
+            "{}",
+            store.records_in(0)
+        );
+        let log = Arc::clone(&store.partitions[0]);
+        assert!(log.log_start_offset() > 4000, "{}", log.log_start_offset());
+        assert!(
+            log.segment_base_offsets().len() <= 3,
+            "{:?}",
+            log.segment_base_offsets()
+        );
+        let expect = |s: &MirrorStateStore| {
+            let states: Vec<_> = (0..4)
+                .map(|p| s.state(&key(p)).map(|v| v.value.state))
+                .collect();
+            assert_eq!(
+                states,
+                [
+                    Some(MirrorState::Paused),
+                    Some(MirrorState::Stopping),
+                    Some(MirrorState::Paused),
+                    None
+                ]
+            );
+            let (st, lme) = (
+                s.state(&key(1)).unwrap().offset,
+                s.last_mirror_epoch(&key(1)).unwrap(),
+            );
+            assert_eq!(lme.value, 5);
+            assert!(lme.offset > st, "the LME still follows its STOPPING record");
+        };
+        expect(&store);
+        drop((store, log));
+        // Replaying the compacted log gives the same state.
+        let store = open(&storage);
+        expect(&store);
+        assert!(store.records_in(0) < COMPACT_MIN_RECORDS);
+    }
+
+    /// Power off at every storage operation of the write that triggers a compaction: after the crash the
+    /// replayed state is the state before that write or after it, never anything else.
+    #[test]
+    fn a_crash_during_compaction_loses_nothing_that_was_written() {
+        let mut crashed = 0;
+        for k in 1.. {
+            let sim = Arc::new(SimStorage::new(k));
+            let storage: Arc<dyn Storage> = sim.clone();
+            let mut store = open(&storage);
+            store
+                .write(vec![MirrorRecord::State(
+                    key(1),
+                    state(MirrorState::Stopping),
+                )])
+                .unwrap();
+            store
+                .write(vec![MirrorRecord::LastMirrorEpoch(key(1), Some(9))])
+                .unwrap();
+            for i in 0..COMPACT_MIN_RECORDS - 3 {
+                let s = if i % 2 == 0 {
+                    MirrorState::Paused
+                } else {
+                    MirrorState::Mirroring
+                };
+                store
+                    .write(vec![MirrorRecord::State(key(0), state(s))])
+                    .unwrap();
+            }
+            let before = store.state(&key(0)).unwrap().value.state;
+            let start = sim.ops();
+            sim.power_off_at(start + k);
+            let result = store.write(vec![MirrorRecord::State(
+                key(0),
+                state(MirrorState::Stopped),
+            )]);
+            let finished = sim.ops() < start + k;
+            if finished {
+                result.unwrap();
+                assert!(store.records_in(0) < 10, "the write compacted the log");
+            }
+            drop(store);
+            sim.crash(true);
+            sim.clear_faults();
+            let store = open(&storage);
+            let after = store.state(&key(0)).unwrap().value.state;
+            assert!(
+                after == before || after == MirrorState::Stopped,
+                "k={k}: {after:?}"
+            );
+            assert_eq!(
+                store.state(&key(1)).unwrap().value.state,
+                MirrorState::Stopping,
+                "k={k}"
+            );
+            let lme = store.last_mirror_epoch(&key(1)).unwrap();
+            assert_eq!(lme.value, 9, "k={k}");
+            assert!(lme.offset > store.state(&key(1)).unwrap().offset, "k={k}");
+            if finished {
+                break;
+            }
+            crashed += 1;
+        }
+        assert!(crashed >= 5, "{crashed}");
     }
 }
