@@ -21,9 +21,9 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use klog::log::io::{StdStorage, Storage};
 
-fn test_mode() -> bool {
-    std::env::args().any(|a| a == "--test") || !std::env::args().any(|a| a == "--bench")
-}
+mod common;
+
+use common::{alternating, quartiles, CriterionArgs};
 
 fn scratch() -> PathBuf {
     let base = std::env::var_os("KLOG_BENCH_DIR")
@@ -40,16 +40,19 @@ fn scratch() -> PathBuf {
 
 fn bench(c: &mut Criterion) {
     let storage: Arc<dyn Storage> = Arc::new(StdStorage);
-    let count = if test_mode() { 16 } else { 1024 }; // 16 MiB in a real run
+    let args = CriterionArgs::from_env();
+    // `cargo test --benches`: run everything once at a small size.
+    let test_mode = !args.has("--bench") || args.has("--test");
+    let count = if test_mode { 16 } else { 1024 }; // 16 MiB in a real run
     let batches = bench_mirror::build_batches(count, 15, 1024);
     let bytes: u64 = batches.iter().map(|b| b.len() as u64).sum();
     let dir = scratch();
     let (source, _) =
         bench_mirror::append_run(&storage, &dir.join("source"), "t", &batches).unwrap();
-    let mut n = 0u64;
-    let mut next = |what: &str| {
-        n += 1;
-        dir.join(format!("{what}-{n}"))
+    let n = std::cell::Cell::new(0u64);
+    let next = |what: &str| {
+        n.set(n.get() + 1);
+        dir.join(format!("{what}-{}", n.get()))
     };
     let mut g = c.benchmark_group("mirror");
     g.throughput(Throughput::Bytes(bytes));
@@ -82,47 +85,33 @@ fn bench(c: &mut Criterion) {
     });
     g.finish();
 
-    if std::env::var("KLOG_BENCH_PAIRED").is_ok_and(|v| v == "0") {
+    let rounds = args.paired_rounds(7, 3);
+    if rounds == 0 {
         return;
     }
-    let rounds = if test_mode() {
-        1
-    } else if std::env::args().any(|a| a == "--quick") {
-        3
-    } else {
-        7
+    let run_append = || {
+        let root = next("pa");
+        let (c, t) = bench_mirror::append_run(&storage, &root, "t", &batches).unwrap();
+        c.close().unwrap();
+        std::fs::remove_dir_all(&root).ok();
+        t
     };
-    let mut ratios = Vec::new();
-    for round in 0..rounds {
-        let (a_root, m_root) = (next("pa"), next("pm"));
-        let run_append = || {
-            let (c, t) = bench_mirror::append_run(&storage, &a_root, "t", &batches).unwrap();
-            c.close().unwrap();
-            t
-        };
-        let run_mirror = || {
-            bench_mirror::mirror_run(&storage, &m_root, &source, "t")
-                .unwrap()
-                .0
-        };
-        let (ta, tm) = if round % 2 == 0 {
-            let ta = run_append();
-            (ta, run_mirror())
-        } else {
-            let tm = run_mirror();
-            (run_append(), tm)
-        };
-        ratios.push(ta.as_secs_f64() / tm.as_secs_f64());
-        std::fs::remove_dir_all(&a_root).ok();
-        std::fs::remove_dir_all(&m_root).ok();
-    }
-    ratios.sort_by(f64::total_cmp);
+    let run_mirror = || {
+        let root = next("pm");
+        let (t, _) = bench_mirror::mirror_run(&storage, &root, &source, "t").unwrap();
+        std::fs::remove_dir_all(&root).ok();
+        t
+    };
+    let ratios: Vec<f64> = alternating(rounds, run_append, run_mirror)
+        .into_iter()
+        .map(|(ta, tm)| ta.as_secs_f64() / tm.as_secs_f64())
+        .collect();
     eprintln!(
         "paired/mirror_vs_leader_append: {:.3} (mirror rate / append rate, median of {rounds}, {} MiB)",
-        ratios[ratios.len() / 2],
+        quartiles(ratios).1,
         bytes >> 20
     );
-    let (parts, per) = if test_mode() { (2, 2) } else { (16, 64) };
+    let (parts, per) = if test_mode { (2, 2) } else { (16, 64) };
     let small = &batches[..per.min(batches.len())];
     for fsync in [true, false] {
         let d = next(if fsync { "fo-sync" } else { "fo-nosync" });

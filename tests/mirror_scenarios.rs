@@ -126,11 +126,7 @@ fn s1_initial_sync_is_byte_identical_and_read_only() {
 #[test]
 fn s2_failover_writes_the_barrier_and_clears_producers() {
     let env = Env::new();
-    let a = s1_source(&env, "a");
-    let b = env.cluster("b");
-    link(&b, "m", &a);
-    all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
-    b.run_until_idle(100);
+    let (a, b) = synced_pair(&env);
     all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
     let report = b.run_until_idle(100);
     let states: Vec<_> = report.transitions.iter().map(|t| t.3).collect();
@@ -181,11 +177,7 @@ fn s2_failover_writes_the_barrier_and_clears_producers() {
 fn s3_failback_truncates_by_lme_in_both_cases() {
     for case_b in [false, true] {
         let env = Env::new();
-        let a = s1_source(&env, "a");
-        let b = env.cluster("b");
-        link(&b, "m", &a);
-        all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
-        b.run_until_idle(100);
+        let (a, b) = synced_pair(&env);
         all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
         b.run_until_idle(100);
         b.produce("t", 0, &mut plain(1, "b-primary")).unwrap(); // offset 7 at e(3)

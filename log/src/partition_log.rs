@@ -258,6 +258,17 @@ impl PartitionLog {
         self.epochs.lock().expect("epoch cache lock poisoned")
     }
 
+    /// The segment holding `offset` (or the first one, when `offset` is below every base) and every
+    /// segment after it.
+    fn segments_from(&self, offset: i64) -> Vec<Arc<LogSegment>> {
+        let map = self.segments.read().expect("segments lock poisoned");
+        let floor = map
+            .range(..=offset)
+            .next_back()
+            .map_or(i64::MIN, |(b, _)| *b);
+        map.range(floor..).map(|(_, s)| s.clone()).collect()
+    }
+
     fn segment_list(&self) -> Vec<Arc<LogSegment>> {
         self.segments
             .read()
@@ -988,15 +999,7 @@ impl PartitionLog {
         if start_offset >= bound {
             return Ok(info(SegmentBytes::Owned(Vec::new()), start_offset));
         }
-        let segments: Vec<Arc<LogSegment>> = {
-            let map = self.segments.read().expect("segments lock poisoned");
-            let floor = map
-                .range(..=start_offset)
-                .next_back()
-                .map_or(i64::MIN, |(b, _)| *b);
-            map.range(floor..).map(|(_, s)| s.clone()).collect()
-        };
-        for seg in segments {
+        for seg in self.segments_from(start_offset) {
             let Some(found) = seg.translate_offset(start_offset, 0)? else {
                 continue;
             };
@@ -1409,15 +1412,7 @@ impl PartitionLog {
         let upper = info.next_offset;
         let mut aborted = Vec::new();
         if upper > start_offset {
-            let segments: Vec<Arc<LogSegment>> = {
-                let map = self.segments.read().expect("segments lock poisoned");
-                let floor = map
-                    .range(..=start_offset)
-                    .next_back()
-                    .map_or(i64::MIN, |(b, _)| *b);
-                map.range(floor..).map(|(_, s)| s.clone()).collect()
-            };
-            for seg in segments {
+            for seg in self.segments_from(start_offset) {
                 let (found, complete) = seg.collect_aborted(start_offset, upper);
                 aborted.extend(found);
                 if complete {

@@ -455,12 +455,11 @@ impl Cluster {
     /// Kafka marks them for deletion (`<topic>-<p>.<id>-delete`); their files are left for the operator.
     pub fn delete_topic(&self, name: &str) -> Result<(), Error> {
         let mut guard = lock(&self.meta);
-        let t = guard.topics.get(name).cloned().ok_or_else(|| {
-            Error::mirror(
-                MirrorError::UnknownTopicOrPartition,
-                format!("no topic {name}"),
-            )
-        })?;
+        let t = guard
+            .topics
+            .get(name)
+            .cloned()
+            .ok_or_else(|| unknown_topic(name))?;
         let mut meta = guard.clone();
         meta.topics.remove(name);
         self.save_meta(&mut guard, meta)?;
@@ -490,12 +489,7 @@ impl Cluster {
     /// CreatePartitions: grows `topic` to `total` partitions (never shrinks); the new ones start empty at
     /// leader epoch 0 with the topic's id.
     pub fn create_partitions(&self, topic: &str, total: i32) -> Result<(), Error> {
-        let current = self.topic(topic).ok_or_else(|| {
-            Error::mirror(
-                MirrorError::UnknownTopicOrPartition,
-                format!("no topic {topic}"),
-            )
-        })?;
+        let current = self.topic(topic).ok_or_else(|| unknown_topic(topic))?;
         if total <= current.partitions || total > 10_000 {
             return Err(Error::mirror(
                 MirrorError::InvalidRequest,
@@ -586,12 +580,10 @@ impl Cluster {
     ) -> Result<Option<T>, Error> {
         let mut guard = lock(&self.meta);
         let mut meta = guard.clone();
-        let t = meta.topics.get_mut(topic).ok_or_else(|| {
-            Error::mirror(
-                MirrorError::UnknownTopicOrPartition,
-                format!("no topic {topic}"),
-            )
-        })?;
+        let t = meta
+            .topics
+            .get_mut(topic)
+            .ok_or_else(|| unknown_topic(topic))?;
         let changed = change(t)?;
         if changed.is_some() {
             self.save_meta(&mut guard, meta)?;
@@ -1189,6 +1181,13 @@ fn lock_dir(storage: &dyn Storage, root: &Path) -> Result<Option<std::fs::File>,
         ))),
         Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
     }
+}
+
+fn unknown_topic(topic: &str) -> Error {
+    Error::mirror(
+        MirrorError::UnknownTopicOrPartition,
+        format!("no topic {topic}"),
+    )
 }
 
 /// `__mirror_state`'s log configuration: `retention.ms=-1`, `retention.bytes=-1`.

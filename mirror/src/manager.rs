@@ -110,7 +110,9 @@ impl Cluster {
     /// The source of `mirror`, connected on first use; its cluster id is learned then and checked after.
     pub(crate) fn source_for(&self, mirror: &str) -> Result<Arc<dyn MirrorSource>, SourceError> {
         let mirror_meta = self
-            .metadata()
+            .meta
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .mirrors
             .get(mirror)
             .cloned()
@@ -702,7 +704,9 @@ impl Cluster {
         }
         // 5. The barrier, through the leader path (STOPPING admits exactly this append), then flushed.
         let source_cluster_id = self
-            .metadata()
+            .meta
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .mirrors
             .get(&w.key.mirror)
             .and_then(|m| m.source_cluster_id.clone());
