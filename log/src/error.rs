@@ -38,6 +38,27 @@ pub enum Error {
         line: usize,
         reason: String,
     },
+    /// Another process (or another writer in this one) holds the log directory's `.lock`: one writer per
+    /// log directory, as Kafka's `LogManager` enforces. Readers open without it.
+    #[error(
+        "Failed to acquire lock on file .lock in {dir}: {} is using this directory \
+         (Kafka, or a klog writer: append, recover, mirror run, cluster admin); readers (dump, read, verify, \
+         producers, recover --dry-run) need no lock", holder.map_or("another process".to_string(), |p| format!("another process (pid {p})"))
+    )]
+    LogDirLocked {
+        dir: std::path::PathBuf,
+        /// The holder's pid, when its lock file names one.
+        holder: Option<u32>,
+    },
+    /// A second writable open of a partition directory in this process.
+    #[error("{dir} is already open for writing in this process: one writer per partition")]
+    PartitionInUse { dir: std::path::PathBuf },
+    /// A change asked of a log opened read-only (a reader's open never writes, recovers or locks).
+    #[error("{dir}: {operation} refused: the log was opened read-only")]
+    ReadOnly {
+        dir: std::path::PathBuf,
+        operation: &'static str,
+    },
     /// An invalid configuration value, named by its Kafka key.
     #[error("invalid value {value:?} for configuration {key}: {reason}")]
     Config {

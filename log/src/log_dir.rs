@@ -14,14 +14,17 @@ use crate::checkpoint::{
     RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::config::LogConfig;
+use crate::dir_lock::DirLock;
 use crate::error::IoContext;
 use crate::io::Storage;
-use crate::partition_log::{parse_dir_name, OpenOptions, OpenReport, PartitionLog};
+use crate::partition_log::{parse_dir_name, read_only_view, OpenOptions, OpenReport, PartitionLog};
 use crate::Error;
 
 #[derive(Debug)]
 pub struct LogDir {
     storage: Arc<dyn Storage>,
+    /// Kafka's `.lock`, held while this writer lives (None for a read-only open).
+    lock: Option<Arc<DirLock>>,
     root: PathBuf,
     had_clean_shutdown: bool,
     recovery_points: OffsetMap,
@@ -30,9 +33,19 @@ pub struct LogDir {
 }
 
 impl LogDir {
-    /// Opens the log directory `root` (created if missing) and takes down its clean-shutdown marker.
+    /// Opens the log directory `root` (created if missing) as its writer: takes its `.lock` (refused at once
+    /// with [`Error::LogDirLocked`] while another process holds it) and takes down its clean-shutdown
+    /// marker. Through a [`crate::io::ReadOnlyStorage`] this is [`LogDir::open_read_only`].
     pub fn open(storage: Arc<dyn Storage>, root: &Path) -> Result<Self, Error> {
-        storage.create_dir_all(root).at(root)?;
+        let lock = if storage.is_read_only() {
+            if storage.list(root).is_err() {
+                return Err(Error::io(root, std::io::ErrorKind::NotFound.into()));
+            }
+            None
+        } else {
+            storage.create_dir_all(root).at(root)?;
+            Some(DirLock::acquire(storage.as_ref(), root)?)
+        };
         let marker = root.join(CLEAN_SHUTDOWN_FILE);
         let had_clean_shutdown = match storage.remove(&marker) {
             Ok(()) => true,
@@ -50,9 +63,21 @@ impl LogDir {
             log_start_offsets: read(LOG_START_OFFSET_CHECKPOINT),
             high_watermarks: read(REPLICATION_OFFSET_CHECKPOINT),
             storage,
+            lock,
             root: root.to_owned(),
             had_clean_shutdown,
         })
+    }
+
+    /// Opens the existing log directory `root` for reading: no lock, nothing on disk changed (the marker,
+    /// checkpoints and every partition's files stay as they are); partitions opened from it are read-only
+    /// (see [`PartitionLog::open_read_only`]). Checkpoints and `close` do nothing.
+    pub fn open_read_only(storage: Arc<dyn Storage>, root: &Path) -> Result<Self, Error> {
+        Self::open(read_only_view(storage), root)
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.lock.is_none() && self.storage.is_read_only()
     }
 
     pub fn root(&self) -> &Path {
@@ -105,6 +130,9 @@ impl LogDir {
 
     /// Records a partition's offsets in the directory's checkpoint files (after a flush or a close).
     pub fn checkpoint(&mut self, log: &PartitionLog) -> Result<(), Error> {
+        if self.storage.is_read_only() {
+            return Ok(());
+        }
         let key = (log.topic().to_owned(), log.partition());
         self.recovery_points
             .insert(key.clone(), log.recovery_point());
@@ -142,7 +170,7 @@ impl LogDir {
 
     /// Ends the session: the clean-shutdown marker goes back only if it was there at open.
     pub fn close(self) -> Result<(), Error> {
-        if self.had_clean_shutdown {
+        if self.had_clean_shutdown && !self.storage.is_read_only() {
             checkpoint::write_clean_shutdown(self.storage.as_ref(), &self.root, -1)?;
         }
         Ok(())

@@ -11,9 +11,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use crate::checkpoint::{self, TopicId};
 use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
+use crate::dir_lock::{DirLock, PartitionClaim};
 use crate::error::IoContext;
 use crate::format::{Batches, RecordBatchMut, Tail, TimestampType};
-use crate::io::Storage;
+use crate::io::{ReadOnlyStorage, Storage};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{self as snapshots, summarize};
 use crate::segment::{parse_base_offset, LogSegment, SegmentBytes, SegmentRecovery};
@@ -21,6 +22,15 @@ use crate::txn_index::AbortedTxn;
 use crate::validator::{validate, AppendOrigin, ValidatedBatches};
 use crate::{Error, KafkaError};
 use klog_psm::{BatchSummary, ProducerStateEntry, ProducerStateManager, PsmConfig};
+
+/// `storage` as a reader's view: a [`ReadOnlyStorage`] over it, unless it is one already.
+pub fn read_only_view(storage: Arc<dyn Storage>) -> Arc<dyn Storage> {
+    if storage.is_read_only() {
+        storage
+    } else {
+        Arc::new(ReadOnlyStorage::new(storage))
+    }
+}
 
 /// Where a log starts when it is opened (from the log directory's checkpoint files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,6 +124,11 @@ pub struct PartitionLog {
     failed: std::sync::atomic::AtomicBool,
     /// [`WriteMode`] as a byte.
     write_mode: std::sync::atomic::AtomicU8,
+    /// Opened through a [`ReadOnlyStorage`]: every change is refused, nothing is locked.
+    read_only: bool,
+    /// This process's claim on the directory, then the log directory's `.lock` (writers only).
+    _claim: Option<PartitionClaim>,
+    dir_lock: Option<Arc<DirLock>>,
 }
 
 impl std::fmt::Debug for PartitionLog {
@@ -197,6 +212,25 @@ impl PartitionLog {
         Self::open_with_clock(storage, dir, config, options, Arc::new(SystemClock))
     }
 
+    /// Opens `dir` for reading only: no lock, and nothing on disk is created, recovered, truncated or
+    /// rewritten. The open runs as a writer's would (a torn tail found, indexes rebuilt, producer state
+    /// replayed) but in memory ([`ReadOnlyStorage`]), so reads see the log a writer would see after
+    /// recovery, and [`OpenReport`] says what recovery would do. Works on a read-only file system and
+    /// beside a running writer (whose unflushed tail is read as it is). Every change is refused.
+    pub fn open_read_only(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        config: LogConfig,
+        options: OpenOptions,
+    ) -> Result<(Self, OpenReport), Error> {
+        let storage = read_only_view(storage);
+        Self::open_with_clock(storage, dir, config, options, Arc::new(SystemClock))
+    }
+
+    /// Opens `dir` as its writer (or, through a [`ReadOnlyStorage`], as a reader: see
+    /// [`PartitionLog::open_read_only`]). A writer holds the log directory's `.lock` (shared with the
+    /// `LogDir` and the other partitions this process opened there) and refuses a second writable open
+    /// of the same partition in this process.
     pub fn open_with_clock(
         storage: Arc<dyn Storage>,
         dir: &Path,
@@ -209,7 +243,23 @@ impl PartitionLog {
             value: dir.display().to_string(),
             reason: "a partition directory is named <topic>-<partition>",
         })?;
-        storage.create_dir_all(dir).at(dir)?;
+        let read_only = storage.is_read_only();
+        let (dir_lock, claim) = if read_only {
+            if storage.list(dir).is_err() {
+                return Err(Error::io(dir, std::io::ErrorKind::NotFound.into()));
+            }
+            (None, None)
+        } else {
+            let root = dir
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            storage.create_dir_all(root).at(root)?;
+            let lock = DirLock::acquire(storage.as_ref(), root)?;
+            storage.create_dir_all(dir).at(dir)?;
+            let claim = lock.claim_partition(dir)?;
+            (Some(lock), Some(claim))
+        };
         let epochs = LeaderEpochCache::open(
             storage.clone(),
             dir.join(checkpoint::LEADER_EPOCH_CHECKPOINT),
@@ -243,6 +293,9 @@ impl PartitionLog {
             dir_dirty: std::sync::atomic::AtomicBool::new(true),
             failed: std::sync::atomic::AtomicBool::new(false),
             write_mode: std::sync::atomic::AtomicU8::new(0),
+            read_only,
+            _claim: claim,
+            dir_lock,
         };
         let report = log.load(options)?;
         log.last_flush_ms
@@ -612,6 +665,7 @@ impl PartitionLog {
 
     /// Writes `partition.metadata` (before the first append, as Kafka does).
     pub fn set_topic_id(&self, topic_id: TopicId) -> Result<(), Error> {
+        self.writable("writing partition.metadata")?;
         checkpoint::write_partition_metadata(self.storage.as_ref(), &self.dir, topic_id)
     }
 
@@ -1225,6 +1279,7 @@ impl PartitionLog {
         leader_epoch: i32,
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo, Error> {
+        self.writable("append")?;
         let info = self
             .guarded(|| self.append_as_leader_with_origin_inner(batches, leader_epoch, origin))?;
         self.flush_if_messages_due()?;
@@ -1290,6 +1345,7 @@ impl PartitionLog {
     /// batch starts below its start (the source's log start fell inside a batch) restarts at that batch,
     /// as Kafka's follower does. The high watermark follows the log end: a mirror has no replicas to wait on.
     pub fn append_as_mirror(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
+        self.writable("append")?;
         let leo = self.log_end_offset();
         if leo == self.log_start_offset() {
             if let Ok((first, _)) = crate::format::RecordBatch::parse_unchecked_crc(batches, 0) {
@@ -1307,6 +1363,7 @@ impl PartitionLog {
     /// Appends a follower's (or mirror's) batches unchanged: offsets, epochs and bytes as they are. The
     /// first batch must not start below the log end offset.
     pub fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
+        self.writable("append")?;
         let info = self.guarded(|| self.append_as_follower_inner(batches))?;
         self.flush_if_messages_due()?;
         Ok(info)
@@ -1314,27 +1371,34 @@ impl PartitionLog {
 
     /// Rolls a new active segment at the log end offset.
     pub fn roll(&self) -> Result<(), Error> {
+        self.writable("roll")?;
         self.guarded(|| self.roll_inner())
     }
 
     /// Syncs everything up to at least `offset` and moves the recovery point. Concurrent callers share one
     /// sync (group commit): whoever syncs covers every append published before it started.
     pub fn flush(&self, offset: i64) -> Result<(), Error> {
+        if self.read_only {
+            return Ok(()); // nothing of a reader's is ever written
+        }
         self.guarded(|| self.flush_inner(offset))
     }
 
     /// Removes every batch at or after `offset` (a follower truncating to its leader).
     pub fn truncate_to(&self, offset: i64) -> Result<(), Error> {
+        self.writable("truncate")?;
         self.guarded(|| self.truncate_to_inner(offset))
     }
 
     /// Deletes every segment and starts an empty log at `offset`.
     pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), Error> {
+        self.writable("truncate")?;
         self.guarded(|| self.truncate_fully_and_start_at_inner(offset))
     }
 
     /// Raises the log start offset (DeleteRecords, or a mirror following its source); never above the HW.
     pub fn increment_log_start_offset(&self, offset: i64) -> Result<bool, Error> {
+        self.writable("raising the log start offset")?;
         self.guarded(|| self.increment_log_start_offset_inner(offset))
     }
 
@@ -1342,12 +1406,36 @@ impl PartitionLog {
     /// (`retention.bytes`), then by time (`retention.ms`). Never the active segment's data past the high
     /// watermark. Returns the deleted base offsets.
     pub fn delete_old_segments(&self) -> Result<Vec<i64>, Error> {
+        self.writable("retention")?;
         self.guarded(|| self.delete_old_segments_inner())
     }
 
     /// Clean close: everything flushed, the active segment's closing time-index entry written.
     pub fn close(&self) -> Result<(), Error> {
+        if self.read_only {
+            return Ok(());
+        }
         self.guarded(|| self.close_inner())
+    }
+
+    /// Whether this log was opened read-only ([`PartitionLog::open_read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The log directory lock this writer holds (None for a reader).
+    pub fn dir_lock(&self) -> Option<&Arc<DirLock>> {
+        self.dir_lock.as_ref()
+    }
+
+    fn writable(&self, operation: &'static str) -> Result<(), Error> {
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                dir: self.dir.clone(),
+                operation,
+            });
+        }
+        Ok(())
     }
 
     fn guarded<T>(&self, op: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
@@ -1586,6 +1674,7 @@ impl PartitionLog {
     /// Writes a synced producer snapshot at the log end unless one is there (Kafka's `takeSnapshot` at the
     /// end of loading). Returns whether a file was written.
     pub fn take_snapshot(&self) -> Result<bool, Error> {
+        self.writable("taking a producer snapshot")?;
         let _writer = self.writer();
         let leo = self.log_end_offset();
         if snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?.contains(&leo) {

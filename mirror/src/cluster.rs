@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use klog_log::checkpoint::{self, TopicId};
 use klog_log::clock::Clock;
 use klog_log::config::LogConfig;
+use klog_log::dir_lock::DirLock;
 use klog_log::io::{read_file, write_atomic, Storage};
 use klog_log::log_dir::LogDir;
 use klog_log::partition_log::{LogAppendInfo, PartitionLog, WriteMode};
@@ -121,7 +122,7 @@ pub struct Cluster {
     closed: AtomicBool,
     open_reports: Vec<RecoveryReport>,
     /// Kafka's `.lock` in the log directory, held while the cluster is open (real file systems only).
-    dir_lock: Mutex<Option<std::fs::File>>,
+    dir_lock: Mutex<Option<Arc<DirLock>>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -219,7 +220,7 @@ impl Cluster {
                 ))
             })?;
         let meta = ClusterMeta::decode(&bytes, &path)?;
-        let dir_lock = lock_dir(storage.as_ref(), root)?;
+        let dir_lock = Some(DirLock::acquire(storage.as_ref(), root)?);
         let log_dir = LogDir::open(Arc::clone(&storage), root)?;
         let mut logs = BTreeMap::new();
         let mut state_logs = Vec::new();
@@ -1161,28 +1162,6 @@ impl Cluster {
 
 /// Takes Kafka's `.lock` in the log directory, so a second process (a `klog mirror run` of another
 /// cluster opening this one as its source, say) cannot write the same files at the same time.
-fn lock_dir(storage: &dyn Storage, root: &Path) -> Result<Option<std::fs::File>, Error> {
-    if storage.name() == "sim" {
-        return Ok(None); // an in-memory disk: nothing else can open it
-    }
-    let path = root.join(".lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
-    match file.try_lock() {
-        Ok(()) => Ok(Some(file)),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Refused(format!(
-            "{} is in use: another process (or another open of it here) holds {}",
-            root.display(),
-            path.display()
-        ))),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
-    }
-}
-
 fn unknown_topic(topic: &str) -> Error {
     Error::mirror(
         MirrorError::UnknownTopicOrPartition,

@@ -29,7 +29,8 @@ pub fn run(args: &ProducersArgs) -> anyhow::Result<ExitCode> {
         args.dir.display()
     );
     let (root, name) = split_partition_dir(&args.dir)?;
-    let log_dir = LogDir::open(Arc::new(StdStorage), &root)?;
+    // A reader: no lock, producer state replayed in memory, no snapshot written.
+    let log_dir = LogDir::open_read_only(Arc::new(StdStorage), &root)?;
     let (log, _) = log_dir.open_partition(&name, LogConfig::default())?;
     let producers: Vec<serde_json::Value> = log
         .producers()

@@ -36,7 +36,8 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
         "{}: no such partition directory",
         args.dir.display()
     );
-    let log_dir = LogDir::open(std::sync::Arc::new(StdStorage), &root)?;
+    // A reader: no lock, nothing on disk changed (a torn tail is read around, not cut).
+    let log_dir = LogDir::open_read_only(std::sync::Arc::new(StdStorage), &root)?;
     let (log, _) = log_dir.open_partition(&name, LogConfig::default())?;
     let read = log.read(
         args.offset,

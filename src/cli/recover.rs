@@ -5,10 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
 use clap::Args;
 use klog::log::config::LogConfig;
-use klog::log::io::{SimStorage, StdStorage, Storage};
+use klog::log::io::{ReadOnlyStorage, StdStorage, Storage};
 use klog::log::log_dir::LogDir;
 use klog::log::partition_log::parse_dir_name;
 use klog::recovery::{verify_partition, LogLoader, RecoveryReport};
@@ -22,7 +21,8 @@ pub struct RecoverArgs {
     /// One JSON object per partition.
     #[arg(long)]
     json: bool,
-    /// Recover a copy in memory: report what recovery would do, write nothing.
+    /// Report what recovery would do, write nothing: a read-only open (no lock; works on a read-only file
+    /// system and beside a running writer).
     #[arg(long)]
     dry_run: bool,
 }
@@ -48,40 +48,6 @@ fn targets(dir: &Path) -> anyhow::Result<(PathBuf, Option<String>)> {
         return Ok((root, Some(name)));
     }
     Ok((dir.to_owned(), None))
-}
-
-/// Copies a log directory (the chosen partition, or all) into simulated storage at the same path.
-fn copy_to_sim(root: &Path, only: Option<&str>) -> anyhow::Result<SimStorage> {
-    let sim = SimStorage::new(1);
-    sim.create_dir_all(root)?;
-    for entry in std::fs::read_dir(root)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        if path.is_dir() {
-            if only.is_some_and(|o| o != name) {
-                continue;
-            }
-            sim.create_dir_all(&path)?;
-            for f in std::fs::read_dir(&path)? {
-                let f = f?.path();
-                copy_file(&sim, &f)?;
-            }
-            sim.sync_dir(&path)?;
-        } else {
-            copy_file(&sim, &path)?;
-        }
-    }
-    sim.sync_dir(root)?;
-    Ok(sim)
-}
-
-fn copy_file(sim: &SimStorage, path: &Path) -> anyhow::Result<()> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let file = sim.create(path)?;
-    file.write_at(&bytes, 0)?;
-    file.sync()?;
-    Ok(())
 }
 
 fn report_json(r: &RecoveryReport) -> serde_json::Value {
@@ -111,8 +77,10 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     for dir in &args.dirs {
         let (root, only) = targets(dir)?;
+        // A dry run is a reader: the same recovery, in memory over the files opened read-only (no lock,
+        // nothing written, no segment copied: memory is the rebuilt indexes and snapshots).
         let storage: Arc<dyn Storage> = if args.dry_run {
-            Arc::new(copy_to_sim(&root, only.as_deref())?)
+            Arc::new(ReadOnlyStorage::new(Arc::new(StdStorage)))
         } else {
             Arc::new(StdStorage)
         };
@@ -215,7 +183,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         };
         partitions.sort();
         for name in partitions {
-            let problems = verify_partition(&StdStorage, &root.join(&name))?;
+            let storage = ReadOnlyStorage::new(Arc::new(StdStorage));
+            let problems = verify_partition(&storage, &root.join(&name))?;
             ok &= problems.is_empty();
             if args.json {
                 let list: Vec<_> = problems

@@ -41,6 +41,10 @@ pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
     let mut out = stdout.lock();
     writeln!(out, "opened {}", log.log_end_offset())?;
     out.flush()?;
+    // Timestamps near now: Kafka's `message.timestamp.after.max.ms` refuses the far future.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
     let mut n = 0u64;
     while args.batches.is_none_or(|max| n < max) {
         let mut b = BatchBuilder::new(
@@ -51,7 +55,7 @@ pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
             let len = (next() % 2000) as usize;
             let value: Vec<u8> = (0..len).map(|j| (j as u64 ^ n ^ i) as u8).collect();
             b.append(
-                1_800_000_000_000 + n as i64,
+                now_ms + n as i64 % 1000,
                 Some(&n.to_be_bytes()),
                 Some(&value),
                 &[],

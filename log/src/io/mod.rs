@@ -5,6 +5,7 @@
 //! backends sit behind it: `std` (pread/pwrite/fdatasync), `uring` (io_uring, see `uring.rs`) and `sim`
 //! (in memory, with a live and a durable image and fault injection, for deterministic crash tests).
 
+mod read_only;
 mod sim;
 mod std_fs;
 #[cfg(target_os = "linux")]
@@ -14,6 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use read_only::ReadOnlyStorage;
 pub use sim::{Fault, SimStorage};
 pub use std_fs::StdStorage;
 #[cfg(target_os = "linux")]
@@ -65,8 +67,50 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// The names of the entries in `dir`, sorted.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
-    /// The backend's name, for reports ("std", "uring", "sim").
+    /// The backend's name, for reports ("std", "uring", "sim", "read-only").
     fn name(&self) -> &'static str;
+    /// Opens an existing file for reading only (`O_RDONLY` on a real file system): works on a read-only
+    /// file system and cannot change the file.
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
+        self.open(path)
+    }
+    /// Takes Kafka's `.lock` in the log directory `dir` for this process: an exclusive advisory lock
+    /// (`flock`), tried once, never waited for; `WouldBlock` when another process (or another open file
+    /// description in this one) holds it. `None` where no other process can reach the files (simulated
+    /// storage). The lock lasts as long as the returned file is open.
+    fn lock_dir(&self, dir: &Path) -> io::Result<Option<std::fs::File>> {
+        flock_dir(dir).map(Some)
+    }
+    /// Whether this storage refuses every change to the disk (a reader's view, [`ReadOnlyStorage`]).
+    fn is_read_only(&self) -> bool {
+        false
+    }
+}
+
+/// The name of Kafka's log-directory lock file.
+pub const LOCK_FILE: &str = ".lock";
+
+/// Opens `<dir>/.lock` and tries the exclusive lock once. On success the holder's pid is written into it
+/// (Kafka's file is empty and Kafka only locks it, so the content is free for a helpful error).
+fn flock_dir(dir: &Path) -> io::Result<std::fs::File> {
+    use std::io::Write;
+    let path = dir.join(LOCK_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(io::Error::from(io::ErrorKind::WouldBlock))
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    file.set_len(0)?;
+    file.write_all(std::process::id().to_string().as_bytes())?;
+    Ok(file)
 }
 
 /// Which backend to use (`io_backend` in the config).
@@ -123,7 +167,7 @@ pub fn write_atomic(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> io::Res
 
 /// Reads a whole file; `Ok(None)` when it does not exist.
 pub fn read_file(storage: &dyn Storage, path: &Path) -> io::Result<Option<Vec<u8>>> {
-    let file = match storage.open(path) {
+    let file = match storage.open_read(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),

@@ -402,4 +402,8 @@ impl Storage for SimStorage {
     fn name(&self) -> &'static str {
         "sim"
     }
+
+    fn lock_dir(&self, _dir: &Path) -> io::Result<Option<std::fs::File>> {
+        Ok(None) // an in-memory disk: no other process can open it
+    }
 }

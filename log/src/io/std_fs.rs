@@ -73,6 +73,14 @@ impl Storage for StdStorage {
         }))
     }
 
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
+        let file = OpenOptions::new().read(true).open(path)?;
+        Ok(Arc::new(StdFile {
+            file,
+            path: path.to_owned(),
+        }))
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
     }

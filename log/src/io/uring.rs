@@ -204,6 +204,14 @@ impl Storage for UringStorage {
         }))
     }
 
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
+        let file = OpenOptions::new().read(true).open(path)?;
+        Ok(Arc::new(UringFile {
+            file,
+            path: path.to_owned(),
+        }))
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.dirs.rename(from, to)
     }

@@ -1,0 +1,109 @@
+//! One writer per log directory: Kafka's `.lock` (`LogManager.lockLogDirs`), an exclusive `flock` held for
+//! the writer's whole life and tried once, never waited for.
+//!
+//! Inside one process the lock is shared: a `LogDir`, the partitions it opens and a cluster on top of them
+//! are one writer, and they hold one `Arc<DirLock>` (a second `flock` of the same file from this process
+//! would refuse the process itself). A second writable open of the same *partition* in this process is
+//! refused by [`PartitionClaim`]. Readers take neither: they open through [`crate::io::ReadOnlyStorage`].
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::error::IoContext;
+use crate::io::{Storage, LOCK_FILE};
+use crate::Error;
+
+/// The held lock of a log directory; released when the last holder in this process drops it.
+#[derive(Debug)]
+pub struct DirLock {
+    dir: PathBuf,
+    /// The open `.lock` file holding the `flock` (None on simulated storage).
+    _file: Option<std::fs::File>,
+}
+
+/// The locks this process holds, by canonical directory.
+static HELD: Mutex<Option<HashMap<PathBuf, Weak<DirLock>>>> = Mutex::new(None);
+
+impl DirLock {
+    /// Takes the lock of the log directory `dir` (which must exist), or shares the one this process holds.
+    pub fn acquire(storage: &dyn Storage, dir: &Path) -> Result<Arc<DirLock>, Error> {
+        if storage.is_read_only() {
+            return Err(Error::ReadOnly {
+                dir: dir.to_owned(),
+                operation: "locking the log directory",
+            });
+        }
+        let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        let held = held.get_or_insert_with(HashMap::new);
+        if let Some(lock) = held.get(&key).and_then(Weak::upgrade) {
+            return Ok(lock);
+        }
+        let file = match storage.lock_dir(dir) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let holder = std::fs::read_to_string(dir.join(LOCK_FILE))
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok());
+                return Err(Error::LogDirLocked {
+                    dir: dir.to_owned(),
+                    holder,
+                });
+            }
+            Err(e) => return Err(Error::io(&dir.join(LOCK_FILE), e)),
+        };
+        let lock = Arc::new(DirLock {
+            dir: dir.to_owned(),
+            _file: file,
+        });
+        if lock._file.is_some() {
+            held.retain(|_, w| w.strong_count() > 0);
+            held.insert(key, Arc::downgrade(&lock));
+        }
+        Ok(lock)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// The partition directories open for writing in this process, by canonical path.
+static CLAIMED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+
+/// This process's claim on a partition directory: one writable open at a time. Released on drop.
+#[derive(Debug)]
+pub struct PartitionClaim {
+    key: Option<PathBuf>,
+}
+
+impl DirLock {
+    /// Claims the partition directory `dir` (inside this log directory; it must exist) for one writable
+    /// open in this process. Simulated storage has no claims: its tests open and "crash" logs freely, and
+    /// nothing outside the simulation can reach its files.
+    pub fn claim_partition(&self, dir: &Path) -> Result<PartitionClaim, Error> {
+        if self._file.is_none() {
+            return Ok(PartitionClaim { key: None });
+        }
+        let key = std::fs::canonicalize(dir).at(dir)?;
+        let mut claimed = CLAIMED.lock().unwrap_or_else(|e| e.into_inner());
+        if !claimed.get_or_insert_with(HashSet::new).insert(key.clone()) {
+            return Err(Error::PartitionInUse {
+                dir: dir.to_owned(),
+            });
+        }
+        Ok(PartitionClaim { key: Some(key) })
+    }
+}
+
+impl Drop for PartitionClaim {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            let mut claimed = CLAIMED.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(set) = claimed.as_mut() {
+                set.remove(&key);
+            }
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! Safe under real use (issue #12): one writer per log directory, readers that change nothing, a
+//! read-only file system, and clean shutdown on SIGTERM. Each test drives the real binary as a user
+//! in two shell windows would.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{klog, scratch_dir, stderr, stdout};
+use klog::log::format::{BatchBuilder, Compression};
+
+/// `n` producer batches of 3 records with timestamps near now (Kafka's timestamp bounds accept them).
+fn producer_batches(n: usize) -> Vec<u8> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut out = Vec::new();
+    for i in 0..n {
+        let mut b = BatchBuilder::new(Compression::None);
+        for j in 0..3 {
+            b.append(
+                now + j,
+                Some(format!("k{i}").as_bytes()),
+                Some(&vec![b'v'; 700]),
+                &[],
+            )
+            .unwrap();
+        }
+        b.build_into(&mut out).unwrap();
+    }
+    out
+}
+
+/// A running `klog torture DIR`: it holds the log directory as its writer until killed.
+struct Writer {
+    child: Child,
+    lines: BufReader<ChildStdout>,
+    flushed: i64,
+}
+
+impl Writer {
+    fn start(dir: &Path, seed: u64) -> Writer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_klog"))
+            .args([
+                "torture",
+                dir.to_str().unwrap(),
+                "--seed",
+                &seed.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn klog torture");
+        let mut lines = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        lines.read_line(&mut first).unwrap();
+        assert!(first.starts_with("opened"), "torture said {first:?}");
+        Writer {
+            child,
+            lines,
+            flushed: -1,
+        }
+    }
+
+    /// Waits for `n` more `flushed <offset>` lines.
+    fn wait_flushes(&mut self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut seen = 0;
+        let mut line = String::new();
+        while seen < n && Instant::now() < deadline {
+            line.clear();
+            assert!(
+                self.lines.read_line(&mut line).unwrap() > 0,
+                "torture ended"
+            );
+            if let Some(o) = line.trim().strip_prefix("flushed ") {
+                self.flushed = o.parse().unwrap();
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, n, "torture flushed while the test watched");
+    }
+
+    fn kill(mut self) -> i64 {
+        // Read what it reported up to now, so `flushed` is the last offset it vouched for.
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self.lines, &mut rest);
+        for l in rest.lines() {
+            if let Some(o) = l.trim().strip_prefix("flushed ") {
+                self.flushed = o.parse().unwrap();
+            }
+        }
+        self.flushed
+    }
+}
+
+fn assert_no_panic(o: &Output, what: &str) {
+    assert_ne!(o.status.code(), Some(101), "{what} panicked: {}", stderr(o));
+    assert!(
+        !stderr(o).contains("panicked"),
+        "{what} panicked: {}",
+        stderr(o)
+    );
+}
+
+#[test]
+fn a_second_writer_is_refused_at_once_naming_the_directory() {
+    let root = scratch_dir("safety-two-writers");
+    let dir = root.join("logs/orders-0");
+    let mut writer = Writer::start(&dir, 7);
+    writer.wait_flushes(2);
+    let input = root.join("in.bin");
+    std::fs::write(&input, producer_batches(5)).unwrap();
+
+    let started = Instant::now();
+    let append = klog(&["append", dir.to_str().unwrap(), input.to_str().unwrap()]);
+    assert_no_panic(&append, "append");
+    assert!(!append.status.success(), "a second writer was let in");
+    let err = stderr(&append);
+    let logs = root.join("logs");
+    assert!(
+        err.contains(".lock") && err.contains(logs.to_str().unwrap()),
+        "the refusal names the lock and the directory: {err}"
+    );
+    assert!(
+        err.contains(&format!("pid {}", writer.child.id())),
+        "the refusal names the holder: {err}"
+    );
+    // Refused at once, not after waiting for the holder (a generous bound: this is not a timing test of
+    // speed, only that it does not block until the writer ends, which here is never).
+    assert!(started.elapsed() < Duration::from_secs(60));
+
+    for args in [
+        vec!["recover", logs.to_str().unwrap()],
+        vec!["recover", dir.to_str().unwrap()],
+    ] {
+        let o = klog(&args);
+        assert_no_panic(&o, "recover");
+        assert!(!o.status.success(), "{args:?} ran beside the writer");
+        assert!(stderr(&o).contains(".lock"), "{}", stderr(&o));
+    }
+    writer.wait_flushes(1);
+    let flushed = writer.kill();
+
+    // Nothing was lost: the writer's flushed data is all there after recovery.
+    let o = klog(&["recover", logs.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert!(r["log_end_offset"].as_i64().unwrap() >= flushed, "{r}");
+    // And once the writer is gone, an append goes through.
+    let append = klog(&["append", dir.to_str().unwrap(), input.to_str().unwrap()]);
+    assert!(append.status.success(), "{}", stderr(&append));
+}
+
+/// Every file under `dir` with its bytes and modification time, and the directories' own listings.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, Option<std::time::SystemTime>)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let meta = std::fs::metadata(&d).unwrap();
+        out.insert(d.clone(), (Vec::new(), meta.modified().ok()));
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let m = std::fs::metadata(&p).unwrap();
+                out.insert(p.clone(), (std::fs::read(&p).unwrap(), m.modified().ok()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn readers_beside_a_running_writer_change_nothing_and_lose_nothing() {
+    let root = scratch_dir("safety-readers-beside-writer");
+    let logs = root.join("logs");
+    let dir = logs.join("events-0");
+    let d = dir.to_str().unwrap();
+    for round in 0..3u64 {
+        let mut writer = Writer::start(&dir, 11 + round);
+        writer.wait_flushes(2);
+        for args in [
+            vec![
+                "read",
+                d,
+                "--offset",
+                "0",
+                "--max-bytes",
+                "100000",
+                "--json",
+            ],
+            vec!["producers", d, "--json"],
+            vec!["verify", d, "--json"],
+            vec!["recover", logs.to_str().unwrap(), "--dry-run", "--json"],
+            vec!["dump", d],
+        ] {
+            let o = klog(&args);
+            assert_no_panic(&o, args[0]);
+            assert!(
+                !stderr(&o).contains(".lock"),
+                "{} is a reader and needs no lock: {}",
+                args[0],
+                stderr(&o)
+            );
+            if args[0] == "read" || args[0] == "producers" {
+                assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+            }
+        }
+        writer.wait_flushes(2);
+        let flushed = writer.kill();
+        let o = klog(&["read", d, "--offset", "0", "--max-bytes", "1", "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let r: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert!(
+            r["log_end_offset"].as_i64().unwrap() >= flushed,
+            "round {round}: a reader lost flushed data: {r}, flushed {flushed}"
+        );
+    }
+}
+
+/// A read-only bind mount of `src` at `dst`, unmounted on drop; None where this process may not mount.
+struct ReadOnlyMount(PathBuf);
+
+impl ReadOnlyMount {
+    fn new(src: &Path, dst: &Path) -> Option<ReadOnlyMount> {
+        std::fs::create_dir_all(dst).unwrap();
+        let ok = |args: &[&str]| {
+            Command::new("mount")
+                .args(args)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if !ok(&["--bind", src.to_str()?, dst.to_str()?]) {
+            return None;
+        }
+        let m = ReadOnlyMount(dst.to_owned());
+        ok(&["-o", "remount,bind,ro", dst.to_str()?]).then_some(m)
+    }
+}
+
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).output();
+    }
+}
+
+#[test]
+fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
+    let root = scratch_dir("safety-read-only");
+    let logs = root.join("logs");
+    let dir = logs.join("orders-0");
+    let input = root.join("in.bin");
+    std::fs::write(&input, producer_batches(60)).unwrap();
+    let o = klog(&[
+        "append",
+        dir.to_str().unwrap(),
+        input.to_str().unwrap(),
+        "--config",
+        "segment.bytes=40000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The state after a crash: no clean-shutdown marker, one index gone, a torn batch at the end.
+    let _ = std::fs::remove_file(logs.join(".kafka_cleanshutdown"));
+    let _ = std::fs::remove_file(logs.join("recovery-point-offset-checkpoint"));
+    let index = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "index"))
+        .unwrap();
+    std::fs::remove_file(&index).unwrap();
+    let last_log = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max()
+        .unwrap();
+    let torn = producer_batches(1);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&last_log)
+        .unwrap();
+    std::io::Write::write_all(&mut f, &torn[..torn.len() / 2]).unwrap();
+    drop(f);
+
+    let mount = ReadOnlyMount::new(&logs, &root.join("ro"));
+    if mount.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root and must test a real read-only file system"
+        );
+        eprintln!("no read-only bind mount here (not root): checking the tree is unchanged only");
+    }
+    let ro_logs = if mount.is_some() {
+        root.join("ro")
+    } else {
+        logs.clone()
+    };
+    let ro_dir = ro_logs.join("orders-0");
+    let rd = ro_dir.to_str().unwrap();
+    let before = tree(&logs);
+
+    let read = klog(&[
+        "read",
+        rd,
+        "--offset",
+        "0",
+        "--max-bytes",
+        "1000000",
+        "--json",
+    ]);
+    assert!(read.status.success(), "read: {}", stderr(&read));
+    let r: serde_json::Value = serde_json::from_str(stdout(&read).trim()).unwrap();
+    assert_eq!(r["log_end_offset"], 180, "{r}");
+    assert!(!r["batches"].as_array().unwrap().is_empty());
+
+    let p = klog(&["producers", rd, "--json"]);
+    assert!(p.status.success(), "producers: {}", stderr(&p));
+
+    let dry = klog(&["recover", ro_logs.to_str().unwrap(), "--dry-run", "--json"]);
+    assert!(dry.status.success(), "recover --dry-run: {}", stderr(&dry));
+    let rep: serde_json::Value =
+        serde_json::from_str(stdout(&dry).lines().next().unwrap()).unwrap();
+    assert_eq!(rep["log_end_offset"], 180, "{rep}");
+    assert!(
+        rep.to_string().contains(&format!("{}", torn.len() / 2)),
+        "the dry run reports the torn tail it would cut: {rep}"
+    );
+
+    let v = klog(&["verify", rd, "--json"]);
+    assert_no_panic(&v, "verify");
+    assert!(
+        !stderr(&v).contains("Read-only file system"),
+        "{}",
+        stderr(&v)
+    );
+    let dump = klog(&["dump", last_log.to_str().unwrap()]);
+    assert!(dump.status.success() || dump.status.code() == Some(1));
+
+    // A writer on the read-only mount fails cleanly.
+    if mount.is_some() {
+        let a = klog(&["append", rd, input.to_str().unwrap()]);
+        assert_no_panic(&a, "append on a read-only file system");
+        assert!(!a.status.success());
+    }
+    drop(mount);
+    assert!(before == tree(&logs), "a reader changed the log directory");
+}
