@@ -354,3 +354,93 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
     drop(mount);
     assert!(before == tree(&logs), "a reader changed the log directory");
 }
+
+fn ok(args: &[&str]) -> String {
+    let o = klog(args);
+    assert!(
+        o.status.success(),
+        "klog {args:?}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+#[test]
+fn sigterm_stops_mirror_run_cleanly() {
+    let root = scratch_dir("safety-sigterm-mirror");
+    let (a, b) = (root.join("A"), root.join("B"));
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    ok(&["cluster", "init", a_s]);
+    ok(&["cluster", "init", b_s]);
+    ok(&["topic", "create", a_s, "t", "--partitions", "2"]);
+    let input = root.join("in.bin");
+    std::fs::write(&input, producer_batches(40)).unwrap();
+    for p in 0..2 {
+        ok(&[
+            "append",
+            a.join(format!("t-{p}")).to_str().unwrap(),
+            input.to_str().unwrap(),
+        ]);
+    }
+    ok(&["mirror", "create", b_s, "m", "--source", a_s]);
+    ok(&["mirror", "add", b_s, "m", "t"]);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_klog"))
+        .args(["mirror", "run", b_s])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn klog mirror run");
+    let mut lines = BufReader::new(child.stdout.take().unwrap());
+    let mut mirroring = 0;
+    let mut line = String::new();
+    while mirroring < 2 {
+        line.clear();
+        assert!(
+            lines.read_line(&mut line).unwrap() > 0,
+            "mirror run ended early"
+        );
+        if line.contains("-> MIRRORING") {
+            mirroring += 1;
+        }
+    }
+    // While it runs, the cluster is its: a second writer is refused.
+    let second = klog(&[
+        "append",
+        b.join("t-0").to_str().unwrap(),
+        input.to_str().unwrap(),
+    ]);
+    assert!(stderr(&second).contains(".lock"), "{}", stderr(&second));
+    assert!(!b.join(".kafka_cleanshutdown").exists(), "open: no marker");
+
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(
+        status.success(),
+        "mirror run after SIGTERM: {status:?} {err}"
+    );
+    assert!(err.contains("closing cleanly"), "{err}");
+
+    // Clean: the marker is down, every partition is checkpointed, the lock is free, and the next open
+    // rescans nothing.
+    assert!(b.join(".kafka_cleanshutdown").exists());
+    let rp = std::fs::read_to_string(b.join("recovery-point-offset-checkpoint")).unwrap();
+    for p in 0..2 {
+        assert!(rp.contains(&format!("t {p} 120")), "{rp}");
+    }
+    let reports = ok(&["recover", b_s, "--json"]);
+    for l in reports.lines() {
+        let r: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(r["clean_shutdown"], true, "{r}");
+        assert_eq!(r["segments_scanned"], 0, "{r}");
+    }
+    let v = klog(&["verify", b_s]);
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+}

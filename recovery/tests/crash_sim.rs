@@ -6,6 +6,10 @@
 //! - the log is a prefix of what was appended, every batch whole and byte-identical;
 //! - producer state after recovery equals a fresh replay of the recovered log.
 //!
+//! A reader runs beside the writer: between steps it opens the partition read-only over the same disk and
+//! must see exactly what the writer has appended (bytes, log end, producers), refuse every change, and
+//! leave the disk untouched (not one simulated write, sync, resize or directory change).
+//!
 //! `cargo test` runs a fast subset. `KLOG_SIM_ITERATIONS=N` runs N crash points (the long mode);
 //! `KLOG_SEED=S` replays one seed. A failure prints the seed and crash point.
 
@@ -199,6 +203,57 @@ fn step(
     Ok(())
 }
 
+/// A reader's open beside the live writer: the same log, and not one operation on the disk.
+fn check_reader(
+    sim: &SimStorage,
+    dir: &Path,
+    writer: &PartitionLog,
+    appended: &[Vec<u8>],
+    ctx: &str,
+) {
+    let ops = sim.ops();
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let options = OpenOptions {
+        recovery_point: 0,
+        log_start_offset: writer.log_start_offset(),
+        clean_shutdown: false,
+    };
+    let (reader, _) = PartitionLog::open_read_only(storage, dir, config(), options)
+        .unwrap_or_else(|e| panic!("{ctx}: a reader could not open beside the writer: {e}"));
+    assert_eq!(
+        reader.log_end_offset(),
+        writer.log_end_offset(),
+        "{ctx}: reader's log end"
+    );
+    reader.update_high_watermark(reader.log_end_offset());
+    let mut got = Vec::new();
+    let mut offset = reader.log_start_offset();
+    while offset < reader.log_end_offset() {
+        let r = reader.read(offset, 1 << 20, None, true).unwrap();
+        for b in Batches::new(r.records.as_slice()) {
+            let b = b.unwrap_or_else(|e| panic!("{ctx}: reader saw an invalid batch: {e}"));
+            offset = b.last_offset() + 1;
+            got.push(b.as_bytes().to_vec());
+        }
+    }
+    assert!(
+        got == appended,
+        "{ctx}: the reader's batches differ from the writer's"
+    );
+    assert_eq!(
+        view(reader.producers().into_iter()),
+        view(writer.producers().into_iter()),
+        "{ctx}: the reader's producer state differs from the writer's"
+    );
+    let refused = reader.append_as_follower(appended.last().map_or(&[][..], |b| b));
+    assert!(
+        matches!(refused, Err(klog_log::Error::ReadOnly { .. })),
+        "{ctx}: a reader appended: {refused:?}"
+    );
+    drop(reader);
+    assert_eq!(sim.ops(), ops, "{ctx}: the reader changed the disk");
+}
+
 /// Returns whether the power went out during the workload, and whether recovery lost unflushed batches.
 fn iteration(seed: u64, crash_at: u64, steps: usize) -> (bool, bool) {
     let sim = SimStorage::new(seed);
@@ -217,10 +272,19 @@ fn iteration(seed: u64, crash_at: u64, steps: usize) -> (bool, bool) {
     let mut appended = Vec::new();
     let mut flushed = 0;
     let mut power_failed = false;
-    for _ in 0..steps {
+    // The reader's own random stream, so the workload is the same with or without it.
+    let mut reader_rng = Rng(seed
+        .wrapping_add(crash_at)
+        .wrapping_mul(0x2545_F491_4F6C_DD1D)
+        | 1);
+    for i in 0..steps {
         if step(&log, &mut rng, &mut producers, &mut appended, &mut flushed).is_err() {
             power_failed = true;
             break;
+        }
+        if reader_rng.below(10) == 0 {
+            let ctx = format!("seed {seed} crash at op +{crash_at}, step {i}");
+            check_reader(&sim, &dir, &log, &appended, &ctx);
         }
     }
     drop(log);

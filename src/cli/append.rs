@@ -91,8 +91,15 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut clean = true;
+    // SIGTERM/SIGINT: stop between batches, then flush and close as on success.
+    super::shutdown::install()?;
+    let mut interrupted = None;
     let mut batches = Batches::new(&data).without_crc();
     for batch in batches.by_ref() {
+        if let Some(signal) = super::shutdown::requested() {
+            interrupted = Some(signal);
+            break;
+        }
         let (result, position) = match batch {
             Ok(b) => {
                 let mut bytes = b.as_bytes().to_vec();
@@ -136,7 +143,7 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(tail) = batches
         .tail()
-        .filter(|t| *t != klog::log::format::Tail::Clean)
+        .filter(|t| *t != klog::log::format::Tail::Clean && interrupted.is_none())
     {
         clean = false;
         let message = format!(
@@ -154,6 +161,12 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
         }
     }
     target.close()?;
+    if let Some(signal) = interrupted {
+        eprintln!(
+            "klog: append interrupted by signal {signal}: the batches before it were appended, flushed and closed"
+        );
+        return Ok(super::shutdown::exit_code(signal));
+    }
     Ok(if clean {
         ExitCode::SUCCESS
     } else {

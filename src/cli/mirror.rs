@@ -389,6 +389,8 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let deadline = args.timeout.map(Duration::from_secs_f64);
     let (mut ticks, mut batches, mut bytes, mut truncations) = (0u64, 0u64, 0u64, 0u64);
     let mut errors = 0u64;
+    // SIGTERM/SIGINT end the run like a timeout: the pass in progress finishes, then a clean close.
+    super::shutdown::install()?;
     loop {
         let r = cluster.tick();
         ticks += 1;
@@ -420,8 +422,18 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         if timed_out || (args.until_idle && !r.progressed()) {
             break;
         }
+        if let Some(signal) = super::shutdown::requested() {
+            eprintln!("klog: mirror run: signal {signal}: closing cleanly");
+            break;
+        }
         if !r.progressed() {
-            std::thread::sleep(Duration::from_millis(100));
+            // Short naps so a signal is answered within a tenth of a second.
+            for _ in 0..10 {
+                if super::shutdown::requested().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
     }
     let rows = cluster.describe();

@@ -10,6 +10,7 @@ mod mirror;
 mod producers;
 mod read;
 mod recover;
+mod shutdown;
 mod torture;
 
 use std::path::PathBuf;

@@ -75,6 +75,10 @@ fn report_json(r: &RecoveryReport) -> serde_json::Value {
 
 pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
     let mut ok = true;
+    // SIGTERM/SIGINT: the partition in progress finishes and is closed, the checkpoints are written,
+    // the rest is left for the next run.
+    super::shutdown::install()?;
+    let mut interrupted = None;
     for dir in &args.dirs {
         let (root, only) = targets(dir)?;
         // A dry run is a reader: the same recovery, in memory over the files opened read-only (no lock,
@@ -92,6 +96,10 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         };
         let progress = progress_bar(names.len() as u64);
         for name in names {
+            if let Some(signal) = super::shutdown::requested() {
+                interrupted = Some(signal);
+                break;
+            }
             progress.set_message(name.clone());
             let outcome = loader.load_partition_isolated(&log_dir, &name, !args.dry_run);
             progress.inc(1);
@@ -116,6 +124,13 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         if !args.dry_run {
             log_dir.close()?;
         }
+        if interrupted.is_some() {
+            break;
+        }
+    }
+    if let Some(signal) = interrupted {
+        eprintln!("klog: recover interrupted by signal {signal}: the partitions reported were recovered and closed; run it again for the rest");
+        return Ok(super::shutdown::exit_code(signal));
     }
     Ok(if ok {
         ExitCode::SUCCESS

@@ -27,7 +27,7 @@ pub struct TortureArgs {
 
 pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
     let (root, name) = split_partition_dir(&args.dir)?;
-    let log_dir = LogDir::open(Arc::new(StdStorage), &root)?;
+    let mut log_dir = LogDir::open(Arc::new(StdStorage), &root)?;
     let config = LogConfig::from_pairs(["segment.bytes=262144", "index.interval.bytes=1024"])?;
     let (log, _) = log_dir.open_partition(&name, config)?;
     let mut rng = args.seed | 1;
@@ -46,7 +46,8 @@ pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
     let mut n = 0u64;
-    while args.batches.is_none_or(|max| n < max) {
+    super::shutdown::install()?;
+    while args.batches.is_none_or(|max| n < max) && super::shutdown::requested().is_none() {
         let mut b = BatchBuilder::new(
             Compression::from_id((next() % 5) as u8).unwrap_or(Compression::None),
         );
@@ -69,5 +70,8 @@ pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
     }
+    // Stopped by a signal or the batch limit: a clean close (flush, checkpoints, marker, lock released).
+    log_dir.close_partition(log)?;
+    log_dir.close()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -209,7 +209,7 @@ impl Content {
     }
 
     /// Turns a (small) disk file into memory so it can be written.
-    fn to_memory(&mut self, path: &Path) -> io::Result<&mut Vec<u8>> {
+    fn make_memory(&mut self, path: &Path) -> io::Result<&mut Vec<u8>> {
         if let Content::Disk { file, cut } = self {
             let len = file.len()?;
             let len = cut.map_or(len, |c| c.min(len));
@@ -247,7 +247,7 @@ impl StorageFile for OverlayFile {
 
     fn write_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
         let mut content = self.content();
-        let v = content.to_memory(&self.path)?;
+        let v = content.make_memory(&self.path)?;
         let end = position as usize + buf.len();
         if v.len() < end {
             v.resize(end, 0);
@@ -269,7 +269,7 @@ impl StorageFile for OverlayFile {
                 Ok(())
             }
             _ => {
-                let v = content.to_memory(&self.path)?;
+                let v = content.make_memory(&self.path)?;
                 v.resize(len as usize, 0);
                 Ok(())
             }

@@ -646,7 +646,18 @@ pub(super) fn read(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     };
     let cfg = config(rl.segment_bytes)?;
     let mut opened = Vec::new();
-    for b in &ctx.backends {
+    let mut linked = Vec::new();
+    for (i, b) in ctx.backends.iter().enumerate() {
+        // One writable open per partition directory: each further backend opens the same files (the same
+        // inodes and page cache) through a directory of hard links.
+        let dir = if i == 0 {
+            dir.clone()
+        } else {
+            let copy = ctx.scratch.join(format!("read-links-{i}")).join("read-0");
+            link_dir(&dir, &copy)?;
+            linked.push(copy.parent().expect("has a parent").to_owned());
+            copy
+        };
         let (log, _) = PartitionLog::open(b.storage.clone(), &dir, cfg.clone(), reopen)?;
         if log.log_end_offset() != rl.log_end_offset {
             bail!(
@@ -666,7 +677,25 @@ pub(super) fn read(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
         log.close()?;
     }
     std::fs::remove_dir_all(&rl.dir)?;
+    for d in linked {
+        std::fs::remove_dir_all(d)?;
+    }
     Ok(reports)
+}
+
+/// `to` (created anew) with a hard link to every file of `from`.
+fn link_dir(from: &std::path::Path, to: &std::path::Path) -> anyhow::Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            std::fs::hard_link(entry.path(), to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
 }
 
 fn sequential(ctx: &Ctx, rl: &ReadLog, opened: &[PartitionLog]) -> anyhow::Result<Report> {
