@@ -412,6 +412,20 @@ fn sigterm_stops_mirror_run_cleanly() {
         input.to_str().unwrap(),
     ]);
     assert!(stderr(&second).contains(".lock"), "{}", stderr(&second));
+    let recover = klog(&["recover", b_s]);
+    assert!(!recover.status.success(), "recover ran beside mirror run");
+    assert!(stderr(&recover).contains(".lock"), "{}", stderr(&recover));
+    let admin = klog(&["topic", "create", b_s, "other"]);
+    assert!(stderr(&admin).contains(".lock"), "{}", stderr(&admin));
+    // Readers are welcome.
+    let read = klog(&[
+        "read",
+        b.join("t-1").to_str().unwrap(),
+        "--offset",
+        "0",
+        "--json",
+    ]);
+    assert!(read.status.success(), "{}", stderr(&read));
     assert!(!b.join(".kafka_cleanshutdown").exists(), "open: no marker");
 
     let sent = std::process::Command::new("kill")

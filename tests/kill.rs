@@ -1,6 +1,8 @@
 //! The real-process kill test: a child `klog torture` appends and flushes; it is SIGKILLed at random
 //! moments, 25 rounds on one partition directory; after every kill a reopen (with recovery) must hold
-//! everything the child reported flushed, every batch whole and valid, offsets contiguous.
+//! everything the child reported flushed, every batch whole and valid, offsets contiguous. While the child
+//! writes, a reader opens the directory read-only (no lock, nothing changed) and must see the same: every
+//! flushed batch, whole, contiguous; its open must not cost the writer a byte.
 
 mod common;
 
@@ -13,6 +15,34 @@ use klog::log::config::LogConfig;
 use klog::log::format::Batches;
 use klog::log::io::StdStorage;
 use klog::log::log_dir::LogDir;
+use klog::log::partition_log::{OpenOptions, PartitionLog};
+
+/// A read-only open beside the running writer: the flushed prefix whole and contiguous.
+fn read_beside_the_writer(dir: &std::path::Path, flushed: i64, round: usize) {
+    let options = OpenOptions {
+        recovery_point: 0,
+        log_start_offset: 0,
+        clean_shutdown: false,
+    };
+    let (log, _) =
+        PartitionLog::open_read_only(Arc::new(StdStorage), dir, LogConfig::default(), options)
+            .unwrap_or_else(|e| panic!("round {round}: a reader beside the writer failed: {e}"));
+    assert!(
+        log.log_end_offset() >= flushed,
+        "round {round}: the reader sees {} but {flushed} was flushed",
+        log.log_end_offset()
+    );
+    log.update_high_watermark(log.log_end_offset());
+    let mut offset = 0;
+    while offset < log.log_end_offset() {
+        let r = log.read(offset, 1 << 22, None, true).unwrap();
+        for b in Batches::new(r.records.as_slice()) {
+            let b = b.unwrap_or_else(|e| panic!("round {round}: reader saw an invalid batch: {e}"));
+            assert_eq!(b.base_offset(), offset, "round {round}: reader: contiguous");
+            offset = b.last_offset() + 1;
+        }
+    }
+}
 
 #[test]
 fn sigkill_never_loses_a_flushed_batch() {
@@ -51,6 +81,9 @@ fn sigkill_never_loses_a_flushed_batch() {
                 flushed = o.parse().unwrap();
                 seen += 1;
             }
+        }
+        if flushed >= 0 {
+            read_beside_the_writer(&dir, flushed, round);
         }
         // Let it run a little further past the last flush we saw, then kill it mid-write.
         std::thread::sleep(Duration::from_millis(seed % 20));

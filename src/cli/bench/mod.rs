@@ -705,7 +705,20 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let started = Instant::now();
     let mut reports = Vec::new();
+    // SIGTERM/SIGINT: the workload in progress finishes (its logs closed cleanly), then the scratch
+    // directory is removed and the run ends with what it measured.
+    super::shutdown::install()?;
     for (i, w) in workloads.iter().enumerate() {
+        if let Some(signal) = super::shutdown::requested() {
+            ctx.progress.done();
+            eprintln!(
+                "klog bench: signal {signal}: stopped after {i} of {} workloads; scratch removed",
+                workloads.len()
+            );
+            drop(ctx);
+            drop(scratch);
+            return Ok(super::shutdown::exit_code(signal));
+        }
         ctx.progress
             .workload
             .set((i + 1, workloads.len(), w.name()));
