@@ -458,3 +458,43 @@ fn sigterm_stops_mirror_run_cleanly() {
     let v = klog(&["verify", b_s]);
     assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
 }
+
+#[test]
+fn sigterm_closes_a_writer_cleanly_and_the_next_open_rescans_nothing() {
+    let root = scratch_dir("safety-sigterm-writer");
+    let logs = root.join("logs");
+    let dir = logs.join("w-0");
+    let mut writer = Writer::start(&dir, 3);
+    writer.wait_flushes(3);
+    let sent = Command::new("kill")
+        .args(["-TERM", &writer.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = writer.child.wait().unwrap();
+    assert!(status.success(), "torture after SIGTERM: {status:?}");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut writer.lines, &mut rest).unwrap();
+    assert!(logs.join(".kafka_cleanshutdown").exists());
+    let o = ok(&["recover", logs.to_str().unwrap(), "--json"]);
+    let r: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
+    assert_eq!(r["clean_shutdown"], true, "{r}");
+    assert_eq!(r["segments_scanned"], 0, "{r}");
+    assert!(
+        r["log_end_offset"].as_i64().unwrap() >= writer.flushed,
+        "{r}"
+    );
+
+    // `klog append` to a fresh directory closes it the same way.
+    let fresh = root.join("fresh/f-0");
+    let input = root.join("in.bin");
+    std::fs::write(&input, producer_batches(3)).unwrap();
+    ok(&["append", fresh.to_str().unwrap(), input.to_str().unwrap()]);
+    let o = ok(&["recover", root.join("fresh").to_str().unwrap(), "--json"]);
+    let r: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
+    assert_eq!(
+        (r["clean_shutdown"].clone(), r["segments_scanned"].clone()),
+        (true.into(), 0.into()),
+        "{r}"
+    );
+}

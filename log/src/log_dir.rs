@@ -27,6 +27,9 @@ pub struct LogDir {
     lock: Option<Arc<DirLock>>,
     root: PathBuf,
     had_clean_shutdown: bool,
+    /// Partition directories this writer closed cleanly (and has not reopened since): if they are all the
+    /// directory holds, it may vouch for the whole directory at close.
+    closed_cleanly: std::sync::Mutex<std::collections::BTreeSet<String>>,
     recovery_points: OffsetMap,
     log_start_offsets: OffsetMap,
     high_watermarks: OffsetMap,
@@ -64,6 +67,7 @@ impl LogDir {
             high_watermarks: read(REPLICATION_OFFSET_CHECKPOINT),
             storage,
             lock,
+            closed_cleanly: Default::default(),
             root: root.to_owned(),
             had_clean_shutdown,
         })
@@ -108,6 +112,10 @@ impl LogDir {
         config: LogConfig,
         clock: Arc<dyn crate::clock::Clock>,
     ) -> Result<(PartitionLog, OpenReport), Error> {
+        self.closed_cleanly
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
         let dir = self.root.join(name);
         let (topic, partition) = parse_dir_name(&dir).ok_or_else(|| Error::Config {
             key: "(directory)",
@@ -165,14 +173,42 @@ impl LogDir {
     /// Closes a partition cleanly and checkpoints it.
     pub fn close_partition(&mut self, log: PartitionLog) -> Result<(), Error> {
         log.close()?;
-        self.checkpoint(&log)
+        self.checkpoint(&log)?;
+        if let Some(name) = log.dir().file_name() {
+            self.closed_cleanly
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(name.to_string_lossy().into_owned());
+        }
+        Ok(())
     }
 
-    /// Ends the session: the clean-shutdown marker goes back only if it was there at open.
+    /// Ends the session. The clean-shutdown marker goes down if it was there at open, or if this writer
+    /// closed cleanly every partition directory the log directory holds (Kafka's rule: a directory whose
+    /// logs all finished loading and were closed), so the next open rescans nothing.
     pub fn close(self) -> Result<(), Error> {
-        if self.had_clean_shutdown && !self.storage.is_read_only() {
+        if self.storage.is_read_only() {
+            return Ok(());
+        }
+        if self.had_clean_shutdown || self.closed_everything()? {
             checkpoint::write_clean_shutdown(self.storage.as_ref(), &self.root, -1)?;
         }
         Ok(())
+    }
+
+    fn closed_everything(&self) -> Result<bool, Error> {
+        let closed = self
+            .closed_cleanly
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if closed.is_empty() {
+            return Ok(false);
+        }
+        let names = self.storage.list(&self.root).at(&self.root)?;
+        Ok(names
+            .iter()
+            .filter(|n| parse_dir_name(&self.root.join(n)).is_some())
+            .filter(|n| self.storage.list(&self.root.join(n)).is_ok())
+            .all(|n| closed.contains(n)))
     }
 }
