@@ -7,8 +7,21 @@ use common::{fixtures, klog, scratch_dir, stderr, stdout};
 use klog::log::format::BatchBuilder;
 use serde_json::Value;
 
+/// The fixtures' producers last wrote when the fixtures were recorded, longer ago than Kafka's default
+/// `producer.id.expiration.ms` (one day). Each command closes the directory cleanly, so the next open loads
+/// the producer snapshot, which expires them as Kafka's `loadFromSnapshot` does: the test remembers them
+/// for ten years instead.
+const KEEP_PRODUCERS: &str = "producer.id.expiration.ms=315360000000";
+
 fn append(dir: &str, file: &std::path::Path) -> Vec<Value> {
-    let out = klog(&["append", dir, file.to_str().unwrap(), "--json"]);
+    let out = klog(&[
+        "append",
+        dir,
+        file.to_str().unwrap(),
+        "--json",
+        "--config",
+        KEEP_PRODUCERS,
+    ]);
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     stdout(&out)
         .lines()
@@ -17,7 +30,7 @@ fn append(dir: &str, file: &std::path::Path) -> Vec<Value> {
 }
 
 fn producers(dir: &str) -> Value {
-    let out = klog(&["producers", dir, "--json"]);
+    let out = klog(&["producers", dir, "--json", "--config", KEEP_PRODUCERS]);
     assert!(out.status.success(), "{}", stderr(&out));
     serde_json::from_str(&stdout(&out)).unwrap()
 }
@@ -108,6 +121,8 @@ fn producers_show_idempotent_and_transactional_state_and_the_barrier_clears_it()
             .to_str()
             .unwrap(),
         "--json",
+        "--config",
+        KEEP_PRODUCERS,
     ]);
     let v: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
     assert_eq!(

@@ -124,7 +124,9 @@ fn build_log(root: &Path, name: &str) -> PathBuf {
 fn corruption_in_the_middle_is_cut_and_reported_with_its_position() {
     let root = scratch_dir("recover-corrupt").join("logs");
     let dir = build_log(&root, "c-0");
-    // Forget the recovery point so the last segment is rescanned, and flip a byte in its third batch.
+    // A crash (no clean-shutdown marker), the recovery point forgotten so the last segment is rescanned,
+    // and a byte flipped in its third batch.
+    std::fs::remove_file(root.join(".kafka_cleanshutdown")).unwrap();
     std::fs::remove_file(root.join("recovery-point-offset-checkpoint")).unwrap();
     let mut segs: Vec<PathBuf> = common::sorted_entries(&dir)
         .into_iter()

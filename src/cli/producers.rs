@@ -20,6 +20,10 @@ pub struct ProducersArgs {
     /// One JSON object (see docs/cli.md).
     #[arg(long)]
     json: bool,
+    /// A topic configuration, `key=value` with Kafka's names (repeatable), e.g. `producer.id.expiration.ms`,
+    /// which decides which producers a snapshot load keeps.
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    configs: Vec<String>,
 }
 
 pub fn run(args: &ProducersArgs) -> anyhow::Result<ExitCode> {
@@ -31,7 +35,8 @@ pub fn run(args: &ProducersArgs) -> anyhow::Result<ExitCode> {
     let (root, name) = split_partition_dir(&args.dir)?;
     // A reader: no lock, producer state replayed in memory, no snapshot written.
     let log_dir = LogDir::open_read_only(Arc::new(StdStorage), &root)?;
-    let (log, _) = log_dir.open_partition(&name, LogConfig::default())?;
+    let config = LogConfig::from_pairs(args.configs.iter().map(String::as_str))?;
+    let (log, _) = log_dir.open_partition(&name, config)?;
     let producers: Vec<serde_json::Value> = log
         .producers()
         .iter()
