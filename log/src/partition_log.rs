@@ -126,9 +126,10 @@ pub struct PartitionLog {
     write_mode: std::sync::atomic::AtomicU8,
     /// Opened through a [`ReadOnlyStorage`]: every change is refused, nothing is locked.
     read_only: bool,
-    /// This process's claim on the directory, then the log directory's `.lock` (writers only).
-    _claim: Option<PartitionClaim>,
-    dir_lock: Option<Arc<DirLock>>,
+    /// This process's claim on the directory, then the log directory's `.lock` (writers only); both are
+    /// released by a clean close, after which the log refuses changes.
+    claim: Mutex<Option<(PartitionClaim, Arc<DirLock>)>>,
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for PartitionLog {
@@ -244,11 +245,11 @@ impl PartitionLog {
             reason: "a partition directory is named <topic>-<partition>",
         })?;
         let read_only = storage.is_read_only();
-        let (dir_lock, claim) = if read_only {
+        let claim = if read_only {
             if storage.list(dir).is_err() {
                 return Err(Error::io(dir, std::io::ErrorKind::NotFound.into()));
             }
-            (None, None)
+            None
         } else {
             let root = dir
                 .parent()
@@ -257,8 +258,7 @@ impl PartitionLog {
             storage.create_dir_all(root).at(root)?;
             let lock = DirLock::acquire(storage.as_ref(), root)?;
             storage.create_dir_all(dir).at(dir)?;
-            let claim = lock.claim_partition(dir)?;
-            (Some(lock), Some(claim))
+            Some((lock.claim_partition(dir)?, lock))
         };
         let epochs = LeaderEpochCache::open(
             storage.clone(),
@@ -294,8 +294,8 @@ impl PartitionLog {
             failed: std::sync::atomic::AtomicBool::new(false),
             write_mode: std::sync::atomic::AtomicU8::new(0),
             read_only,
-            _claim: claim,
-            dir_lock,
+            claim: Mutex::new(claim),
+            closed: std::sync::atomic::AtomicBool::new(false),
         };
         let report = log.load(options)?;
         log.last_flush_ms
@@ -1378,7 +1378,7 @@ impl PartitionLog {
     /// Syncs everything up to at least `offset` and moves the recovery point. Concurrent callers share one
     /// sync (group commit): whoever syncs covers every append published before it started.
     pub fn flush(&self, offset: i64) -> Result<(), Error> {
-        if self.read_only {
+        if self.read_only || self.is_closed() {
             return Ok(()); // nothing of a reader's is ever written
         }
         self.guarded(|| self.flush_inner(offset))
@@ -1411,11 +1411,16 @@ impl PartitionLog {
     }
 
     /// Clean close: everything flushed, the active segment's closing time-index entry written.
+    /// A closed log refuses changes, and its directory may be opened again (the claim and the log
+    /// directory's lock are released).
     pub fn close(&self) -> Result<(), Error> {
-        if self.read_only {
+        if self.read_only || self.closed.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.guarded(|| self.close_inner())
+        self.guarded(|| self.close_inner())?;
+        self.closed.store(true, Ordering::Release);
+        self.claim.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Ok(())
     }
 
     /// Whether this log was opened read-only ([`PartitionLog::open_read_only`]).
@@ -1423,9 +1428,9 @@ impl PartitionLog {
         self.read_only
     }
 
-    /// The log directory lock this writer holds (None for a reader).
-    pub fn dir_lock(&self) -> Option<&Arc<DirLock>> {
-        self.dir_lock.as_ref()
+    /// Whether [`PartitionLog::close`] has run.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     fn writable(&self, operation: &'static str) -> Result<(), Error> {
@@ -1434,6 +1439,15 @@ impl PartitionLog {
                 dir: self.dir.clone(),
                 operation,
             });
+        }
+        if self.is_closed() {
+            return Err(Error::rejected(
+                KafkaError::KafkaStorageError,
+                format!(
+                    "{}: {operation} refused: the log is closed",
+                    self.dir.display()
+                ),
+            ));
         }
         Ok(())
     }
