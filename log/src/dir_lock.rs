@@ -1,8 +1,8 @@
-//! One writer per log directory: Kafka's `.lock` (`LogManager.lockLogDirs`), an exclusive `flock` held for
-//! the writer's whole life and tried once, never waited for.
+//! One writer per log directory: Kafka's `.lock` (`LogManager.lockLogDirs`), an exclusive lock held for the
+//! writer's whole life and tried once, never waited for (see `io/lock.rs` for why it is an `fcntl` lock).
 //!
 //! Inside one process the lock is shared: a `LogDir`, the partitions it opens and a cluster on top of them
-//! are one writer, and they hold one `Arc<DirLock>` (a second `flock` of the same file from this process
+//! are one writer, and they hold one `Arc<DirLock>` (a second lock of the same file from this process
 //! would refuse the process itself). A second writable open of the same *partition* in this process is
 //! refused by [`PartitionClaim`]. Readers take neither: they open through [`crate::io::ReadOnlyStorage`].
 
@@ -18,7 +18,7 @@ use crate::Error;
 #[derive(Debug)]
 pub struct DirLock {
     dir: PathBuf,
-    /// The open `.lock` file holding the `flock` (None on simulated storage).
+    /// The open `.lock` file holding the lock (None on simulated storage).
     _file: Option<std::fs::File>,
 }
 
@@ -43,9 +43,12 @@ impl DirLock {
         let file = match storage.lock_dir(dir) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                let holder = std::fs::read_to_string(dir.join(LOCK_FILE))
-                    .ok()
-                    .and_then(|s| s.trim().parse().ok());
+                // A Kafka broker's POSIX lock names its pid; a klog writer wrote its pid into the file.
+                let holder = crate::io::posix_lock_holder(dir).or_else(|| {
+                    std::fs::read_to_string(dir.join(LOCK_FILE))
+                        .ok()
+                        .and_then(|s| s.trim().parse().ok())
+                });
                 return Err(Error::LogDirLocked {
                     dir: dir.to_owned(),
                     holder,

@@ -5,6 +5,7 @@
 //! backends sit behind it: `std` (pread/pwrite/fdatasync), `uring` (io_uring, see `uring.rs`) and `sim`
 //! (in memory, with a live and a durable image and fault injection, for deterministic crash tests).
 
+mod lock;
 mod read_only;
 mod sim;
 mod std_fs;
@@ -15,6 +16,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub(crate) use lock::posix_lock_holder;
 pub use read_only::ReadOnlyStorage;
 pub use sim::{Fault, SimStorage};
 pub use std_fs::StdStorage;
@@ -74,12 +76,12 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
         self.open(path)
     }
-    /// Takes Kafka's `.lock` in the log directory `dir` for this process: an exclusive advisory lock
-    /// (`flock`), tried once, never waited for; `WouldBlock` when another process (or another open file
-    /// description in this one) holds it. `None` where no other process can reach the files (simulated
+    /// Takes Kafka's `.lock` in the log directory `dir` for this process: an exclusive advisory lock of the
+    /// `fcntl` family (the one Java's `FileChannel.tryLock` takes, so a Kafka broker and klog exclude each
+    /// other), tried once, never waited for; `WouldBlock` when another process holds it. `None` where no other process can reach the files (simulated
     /// storage). The lock lasts as long as the returned file is open.
     fn lock_dir(&self, dir: &Path) -> io::Result<Option<std::fs::File>> {
-        flock_dir(dir).map(Some)
+        lock::lock_dir(dir).map(Some)
     }
     /// Whether this storage refuses every change to the disk (a reader's view, [`ReadOnlyStorage`]).
     fn is_read_only(&self) -> bool {
@@ -89,29 +91,6 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
 
 /// The name of Kafka's log-directory lock file.
 pub const LOCK_FILE: &str = ".lock";
-
-/// Opens `<dir>/.lock` and tries the exclusive lock once. On success the holder's pid is written into it
-/// (Kafka's file is empty and Kafka only locks it, so the content is free for a helpful error).
-fn flock_dir(dir: &Path) -> io::Result<std::fs::File> {
-    use std::io::Write;
-    let path = dir.join(LOCK_FILE);
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(io::Error::from(io::ErrorKind::WouldBlock))
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(e),
-    }
-    file.set_len(0)?;
-    file.write_all(std::process::id().to_string().as_bytes())?;
-    Ok(file)
-}
 
 /// Which backend to use (`io_backend` in the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
