@@ -772,12 +772,7 @@ impl PartitionLog {
     ) -> Result<LogAppendInfo, Error> {
         let first_offset = v.batches[0].base_offset;
         let last_offset = v.batches.last().expect("non-empty").last_offset;
-        let (mut max_ts, mut offset_of_max) = (-1i64, -1i64);
-        for b in &v.batches {
-            if b.max_timestamp > max_ts {
-                (max_ts, offset_of_max) = (b.max_timestamp, b.last_offset);
-            }
-        }
+        let max_ts = v.batches.iter().map(|b| b.max_timestamp).fold(-1, i64::max);
         let segment = self.maybe_roll(
             bytes.len() as u64,
             max_ts,
@@ -786,7 +781,7 @@ impl PartitionLog {
             now,
             psm,
         )?;
-        segment.append(last_offset, max_ts, offset_of_max, bytes)?;
+        segment.append(last_offset, bytes)?;
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
         Ok(LogAppendInfo {

@@ -1,9 +1,10 @@
 //! `LogSegment`: one `.log` file and its `.index`, `.timeindex` and `.txnindex` (`LogSegment.java`).
 //!
 //! One writer appends; readers may read concurrently and never see past the published size, which moves
-//! only after the bytes are written. Index entries follow Kafka's rule exactly: before an append, if more
-//! than `index.interval.bytes` were appended since the last entry, map the append's last offset to its start
-//! position, and offer the running max timestamp to the time index.
+//! only after the bytes are written. Index entries follow Kafka 4.x's rule exactly, batch by batch in every
+//! append and in recovery: before a batch, if more than `index.interval.bytes` were appended since the last
+//! entry, map the batch's last offset to the batch's position, and offer the running max timestamp to the
+//! time index.
 #![allow(unsafe_code)]
 
 use std::path::{Path, PathBuf};
@@ -405,15 +406,13 @@ impl LogSegment {
         Ok(None)
     }
 
-    /// Appends `bytes` (whole, validated batches) ending at `largest_offset`. `offset_of_max_timestamp` is the
-    /// last offset of the earliest batch holding `largest_timestamp`. Returns the position written at.
-    pub fn append(
-        &self,
-        largest_offset: i64,
-        largest_timestamp: i64,
-        offset_of_max_timestamp: i64,
-        bytes: &[u8],
-    ) -> Result<u64, Error> {
+    /// Appends `bytes` (whole, validated batches) ending at `largest_offset`. Returns the position written at.
+    ///
+    /// Kafka 4.x's `LogSegment.append`: the batches of the set are walked after the write and each is
+    /// indexed on its own (see [`LogSegment::index_batch`]), so an append of a whole fetch (a follower, a
+    /// mirror, the coordinator's several batches) leaves the indexes a leader appending the batches one at
+    /// a time would.
+    pub fn append(&self, largest_offset: i64, bytes: &[u8]) -> Result<u64, Error> {
         if bytes.is_empty() {
             return Ok(self.size());
         }
@@ -427,25 +426,44 @@ impl LogSegment {
         log.write_at(bytes, position)
             .map_err(|e| Error::io(&self.log_path_of(), e))?;
         let mut state = self.state();
-        if position == 0 {
-            state.rolling_based_timestamp = Some(largest_timestamp);
-        }
         self.load_max_timestamp(&mut state)?;
-        let (max_ts, _) = state.max_timestamp_so_far.expect("loaded");
-        if largest_timestamp > max_ts {
-            state.max_timestamp_so_far = Some((largest_timestamp, offset_of_max_timestamp));
+        // The CRCs were checked by the validator: only the headers are read here.
+        for batch in Batches::at(bytes, position).without_crc() {
+            let batch = batch?;
+            if batch.position() == 0 {
+                state.rolling_based_timestamp = Some(batch.max_timestamp());
+            }
+            self.index_batch(&mut state, &batch)?;
         }
-        if state.bytes_since_last_index_entry > self.index_interval_bytes {
-            state.offset_index.append(largest_offset, position as u32)?;
-            let (ts, off) = state.max_timestamp_so_far.expect("loaded");
-            state.time_index.maybe_append(ts, off, false)?;
-            state.bytes_since_last_index_entry = 0;
-        }
-        state.bytes_since_last_index_entry += bytes.len() as u64;
         drop(state);
         self.size
             .store(position + bytes.len() as u64, Ordering::Release);
         Ok(position)
+    }
+
+    /// Kafka's per-batch index rule, the same in `append` and `recover`: the running max timestamp (with
+    /// the last offset of the earliest batch holding it); then, if more than `index.interval.bytes` were
+    /// appended since the last entry, an offset-index entry of this batch's last offset at this batch's
+    /// position and the running max offered to the time index.
+    fn index_batch(
+        &self,
+        state: &mut State,
+        batch: &crate::format::AnyBatch<'_>,
+    ) -> Result<(), Error> {
+        let (max_ts, _) = state.max_timestamp_so_far.expect("loaded");
+        if batch.max_timestamp() > max_ts {
+            state.max_timestamp_so_far = Some((batch.max_timestamp(), batch.last_offset()));
+        }
+        if state.bytes_since_last_index_entry > self.index_interval_bytes {
+            state
+                .offset_index
+                .append(batch.last_offset(), batch.position() as u32)?;
+            let (ts, off) = state.max_timestamp_so_far.expect("loaded");
+            state.time_index.maybe_append(ts, off, false)?;
+            state.bytes_since_last_index_entry = 0;
+        }
+        state.bytes_since_last_index_entry += batch.size_in_bytes() as u64;
+        Ok(())
     }
 
     fn load_max_timestamp(&self, state: &mut State) -> Result<(), Error> {
@@ -558,19 +576,8 @@ impl LogSegment {
     }
 
     /// Writes the `.log` bytes and syncs them in one call (one io_uring round trip where available).
-    pub fn append_durable(
-        &self,
-        largest_offset: i64,
-        largest_timestamp: i64,
-        offset_of_max_timestamp: i64,
-        bytes: &[u8],
-    ) -> Result<u64, Error> {
-        let position = self.append(
-            largest_offset,
-            largest_timestamp,
-            offset_of_max_timestamp,
-            bytes,
-        )?;
+    pub fn append_durable(&self, largest_offset: i64, bytes: &[u8]) -> Result<u64, Error> {
+        let position = self.append(largest_offset, bytes)?;
         self.sync_log()?;
         Ok(position)
     }
@@ -689,8 +696,8 @@ impl LogSegment {
         state.time_index.file().reset()?;
         state.txn_index.truncate_to(i64::MIN)?;
         state.max_timestamp_so_far = Some((-1, -1));
+        state.bytes_since_last_index_entry = 0;
         let mut valid = 0u64;
-        let mut last_index_entry = 0u64;
         let mut epochs = Vec::new();
         let mut next_offset = self.base_offset;
         let mut corruption = None;
@@ -733,7 +740,7 @@ impl LogSegment {
                     });
                     break;
                 }
-                self.index_recovered_batch(&mut state, &batch, valid, &mut last_index_entry)?;
+                self.index_batch(&mut state, &batch)?;
                 on_batch(&batch);
                 if let crate::format::AnyBatch::V2(b) = &batch {
                     if b.partition_leader_epoch() >= 0 {
@@ -756,7 +763,6 @@ impl LogSegment {
         let mut state = self.state();
         let (ts, off) = state.max_timestamp_so_far.expect("set above");
         state.time_index.maybe_append(ts, off, true)?;
-        state.bytes_since_last_index_entry = valid - last_index_entry;
         Ok(SegmentRecovery {
             valid_bytes: valid,
             truncated_bytes: size - valid,
@@ -765,28 +771,6 @@ impl LogSegment {
             epochs,
             next_offset,
         })
-    }
-
-    fn index_recovered_batch(
-        &self,
-        state: &mut State,
-        b: &crate::format::AnyBatch<'_>,
-        position: u64,
-        last_index_entry: &mut u64,
-    ) -> Result<(), Error> {
-        let (max_ts, _) = state.max_timestamp_so_far.expect("set");
-        if b.max_timestamp() > max_ts {
-            state.max_timestamp_so_far = Some((b.max_timestamp(), b.last_offset()));
-        }
-        if position - *last_index_entry > self.index_interval_bytes {
-            state
-                .offset_index
-                .append(b.last_offset(), position as u32)?;
-            let (ts, off) = state.max_timestamp_so_far.expect("set");
-            state.time_index.maybe_append(ts, off, false)?;
-            *last_index_entry = position;
-        }
-        Ok(())
     }
 
     fn cut(&self, valid: u64, size: u64) -> Result<(), Error> {
