@@ -33,8 +33,12 @@ fn varied_batches(n: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// (offset, position) of every `.index` entry and (timestamp, offset) of every `.timeindex` entry.
-fn entries(dir: &Path) -> (Vec<(i32, u32)>, Vec<(i64, i32)>) {
+/// (relative offset, position) of every `.index` entry.
+type OffsetEntries = Vec<(i32, u32)>;
+/// (timestamp, relative offset) of every `.timeindex` entry.
+type TimeEntries = Vec<(i64, i32)>;
+
+fn entries(dir: &Path) -> (OffsetEntries, TimeEntries) {
     let index = std::fs::read(dir.join(format!("{SEGMENT}.index"))).unwrap();
     let time = std::fs::read(dir.join(format!("{SEGMENT}.timeindex"))).unwrap();
     (
