@@ -12,7 +12,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::IoContext;
-use crate::format::{Batches, Tail, RECORD_BATCH_OVERHEAD};
+use crate::format::{
+    Batches, Tail, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_RECORD_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+};
 use crate::index::IndexFile;
 use crate::io::{Storage, StorageFile};
 use crate::offset_index::OffsetIndex;
@@ -367,18 +370,25 @@ impl LogSegment {
         Ok(Some(map))
     }
 
+    /// (base offset, last offset, size) of the batch at `position`, read from its header; None past the
+    /// data or where no batch can be. The magic byte (at 16 in every format) decides the layout: a v2
+    /// batch's last offset is `base + last_offset_delta`; a legacy (v0/v1) entry's is its own offset (a
+    /// compressed wrapper carries its last inner offset), and it may be shorter than a v2 header.
     fn header_at(&self, position: u64) -> Result<Option<(i64, i64, u32)>, Error> {
         let bytes = self.read_bytes(position, RECORD_BATCH_OVERHEAD)?;
-        if bytes.len() < 27 {
+        if bytes.len() < HEADER_SIZE_UP_TO_MAGIC {
             return Ok(None);
         }
         let base = i64::from_be_bytes(bytes[0..8].try_into().expect("8"));
         let len = i32::from_be_bytes(bytes[8..12].try_into().expect("4"));
-        let delta = i32::from_be_bytes(bytes[23..27].try_into().expect("4"));
-        if len < 49 {
-            return Ok(None);
-        }
-        Ok(Some((base, base + delta as i64, 12 + len as u32)))
+        let last = match bytes[16] {
+            2 if bytes.len() >= 27 && len >= 49 => {
+                base + i32::from_be_bytes(bytes[23..27].try_into().expect("4")) as i64
+            }
+            0 | 1 if len >= MIN_RECORD_OVERHEAD => base,
+            _ => return Ok(None),
+        };
+        Ok(Some((base, last, LOG_OVERHEAD as u32 + len as u32)))
     }
 
     /// Kafka's `translateOffset`: the first batch whose last offset is >= `offset`, scanning from the index.
@@ -503,11 +513,21 @@ impl LogSegment {
         let mut state = self.state();
         if size > 0 {
             if state.rolling_based_timestamp.is_none() {
+                // The first batch's max timestamp (Kafka's `loadFirstBatchTimestamp`): where it sits
+                // depends on the magic; a v0 message has none.
                 let first = self.read_bytes(0, RECORD_BATCH_OVERHEAD)?;
-                if first.len() >= 43 {
-                    state.rolling_based_timestamp =
-                        Some(i64::from_be_bytes(first[35..43].try_into().expect("8")));
-                }
+                let at = match first.get(16) {
+                    Some(2) => Some(35..43),
+                    Some(1) => Some(18..26),
+                    _ => None,
+                };
+                state.rolling_based_timestamp = match at {
+                    Some(r) if first.len() >= r.end => {
+                        Some(i64::from_be_bytes(first[r].try_into().expect("8")))
+                    }
+                    Some(_) => None,
+                    None => Some(-1),
+                };
             }
             let waited = match state.rolling_based_timestamp {
                 Some(ts) if ts >= 0 => max_timestamp_in_messages - ts,
