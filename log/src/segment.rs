@@ -716,7 +716,11 @@ impl LogSegment {
         state.time_index.file().reset()?;
         state.txn_index.truncate_to(i64::MIN)?;
         state.max_timestamp_so_far = Some((-1, -1));
-        state.bytes_since_last_index_entry = 0;
+        // The pass counts from 0 like Kafka's local `lastIndexEntry`; the segment's own counter is left as
+        // it was (Kafka's `recover` never touches `bytesSinceLastIndexEntry`: after a restart the next
+        // entry is placed as if the segment had just been created).
+        let bytes_since_last_index_entry =
+            std::mem::replace(&mut state.bytes_since_last_index_entry, 0);
         let mut valid = 0u64;
         let mut epochs = Vec::new();
         let mut next_offset = self.base_offset;
@@ -783,6 +787,7 @@ impl LogSegment {
         let mut state = self.state();
         let (ts, off) = state.max_timestamp_so_far.expect("set above");
         state.time_index.maybe_append(ts, off, true)?;
+        state.bytes_since_last_index_entry = bytes_since_last_index_entry;
         Ok(SegmentRecovery {
             valid_bytes: valid,
             truncated_bytes: size - valid,

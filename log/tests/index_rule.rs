@@ -168,3 +168,63 @@ fn appended_indexes_equal_rebuilt_indexes() {
     log.close().unwrap();
     assert_eq!(index_files(&dir), appended);
 }
+
+/// Kafka's rule as a model over (last offset, size) of each batch: the counter of bytes since the last
+/// entry starts at 0, and again at batch `restart` (a new `LogSegment` object after a restart).
+fn model_entries(batches: &[(i64, u64)], interval: u64, restart: usize) -> Vec<(i32, u32)> {
+    let (mut entries, mut since, mut position) = (Vec::new(), 0u64, 0u64);
+    for (i, &(last_offset, size)) in batches.iter().enumerate() {
+        if i == restart {
+            since = 0;
+        }
+        if since > interval {
+            entries.push((last_offset as i32, position as u32));
+            since = 0;
+        }
+        since += size;
+        position += size;
+    }
+    entries
+}
+
+/// After an unclean restart the active segment is recovered (its indexes rebuilt by the same rule), and
+/// the next entry is placed as Kafka places it: counting from the restart, as for a new segment.
+#[test]
+fn after_recovery_the_next_entry_counts_from_the_restart() {
+    let dir = temp_dir("index-rule-restart").join("t-0");
+    let batches = varied_batches(0, 80);
+    let log = open(&dir, &config());
+    for b in &batches[..40] {
+        log.append_as_follower(b).unwrap();
+    }
+    drop(log); // no close: the next open recovers the active segment from its `.log`
+    let log = open(&dir, &config());
+    for b in &batches[40..] {
+        log.append_as_follower(b).unwrap();
+    }
+    log.close().unwrap();
+    let shape: Vec<(i64, u64)> = batches
+        .iter()
+        .map(|b| match Batches::new(b).next().unwrap().unwrap() {
+            AnyBatch::V2(v) => (v.last_offset(), v.size_in_bytes() as u64),
+            AnyBatch::Legacy(_) => unreachable!("v2 batches"),
+        })
+        .collect();
+    let expected = model_entries(&shape, config().index_interval_bytes as u64, 40);
+    let (index, _) = index_files(&dir);
+    let entries: Vec<(i32, u32)> = index
+        .chunks(8)
+        .map(|e| {
+            (
+                i32::from_be_bytes(e[0..4].try_into().unwrap()),
+                u32::from_be_bytes(e[4..8].try_into().unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(entries, expected);
+    assert_ne!(
+        expected,
+        model_entries(&shape, config().index_interval_bytes as u64, usize::MAX),
+        "the restart moves an entry (else this test shows nothing)"
+    );
+}
