@@ -81,7 +81,9 @@ fn kafka_directories_recover_to_the_same_end_with_byte_identical_indexes() {
     );
     assert!(reports
         .iter()
-        .all(|r| r["truncated"].is_null() && r["clean_shutdown"] == false));
+        .all(|r| r["truncated"] == serde_json::json!([])
+            && r["bytes_truncated"] == 0
+            && r["clean_shutdown"] == false));
     for (p, bytes) in &originals {
         assert_eq!(
             &std::fs::read(p).unwrap(),
@@ -168,11 +170,84 @@ fn corruption_in_the_middle_is_cut_and_reported_with_its_position() {
     assert!(out.status.success(), "{}", stderr(&out));
     let r: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(r["truncated"], dry["truncated"], "the dry run predicted it");
-    let t = &r["truncated"];
+    assert_eq!(r["truncated"].as_array().unwrap().len(), 1, "{r}");
+    let t = &r["truncated"][0];
     assert_eq!(t["position"], third as u64);
+    assert_eq!(t["bytes"], (bytes.len() - third) as u64);
+    assert_eq!(r["bytes_truncated"], t["bytes"]);
     assert!(t["reason"].as_str().unwrap().contains("crc"), "{t}");
     assert_eq!(r["log_end_offset"], t["offset"]);
     assert_eq!(r["producers"], 1);
+    let out = klog(&["verify", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stdout(&out));
+}
+
+/// The `.log` files of a partition directory: (path, bytes).
+fn log_sizes(dir: &Path) -> Vec<(PathBuf, u64)> {
+    common::sorted_entries(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .map(|p| {
+            let len = std::fs::metadata(&p).unwrap().len();
+            (p, len)
+        })
+        .collect()
+}
+
+/// With the indexes gone (as after a crash of Kafka, or deleted by an operator), a corrupt batch in a
+/// middle segment: `truncated` lists the cut and every later segment deleted, and the bytes it reports
+/// are the bytes that left the `.log` files.
+#[test]
+fn recover_json_reports_every_cut_and_deleted_segment_with_indexes_missing() {
+    let root = scratch_dir("recover-report-missing").join("logs");
+    let dir = build_log(&root, "m-0");
+    std::fs::remove_file(root.join("recovery-point-offset-checkpoint")).unwrap();
+    for p in common::sorted_entries(&dir) {
+        if p.extension()
+            .is_some_and(|e| e == "index" || e == "timeindex")
+        {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let before = log_sizes(&dir);
+    assert!(before.len() >= 4, "{before:?}");
+    let (second, _) = &before[1];
+    let mut bytes = std::fs::read(second).unwrap();
+    let first_len = i32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize + 12;
+    bytes[first_len + 100] ^= 0xff;
+    std::fs::write(second, &bytes).unwrap();
+
+    let out = klog(&["recover", dir.to_str().unwrap(), "--json", "--dry-run"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dry: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let out = klog(&["recover", dir.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(r["truncated"], dry["truncated"], "the dry run predicted it");
+
+    let after = log_sizes(&dir);
+    let total = |v: &[(PathBuf, u64)]| v.iter().map(|(_, n)| n).sum::<u64>();
+    let cuts = r["truncated"].as_array().unwrap();
+    let reported: u64 = cuts.iter().map(|t| t["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(reported, total(&before) - total(&after), "{r}");
+    assert_eq!(r["bytes_truncated"], reported);
+    assert_eq!(r["bytes_validated"], total(&after), "{r}");
+    assert_eq!(
+        cuts.len(),
+        before.len() - 1,
+        "the cut and each later segment: {r}"
+    );
+    assert_eq!(cuts[0]["position"], first_len as u64);
+    assert_eq!(cuts[0]["offset"], r["log_end_offset"]);
+    assert!(cuts[0]["reason"].as_str().unwrap().contains("crc"), "{r}");
+    for (cut, (path, size)) in cuts[1..].iter().zip(&before[2..]) {
+        assert!(!path.exists(), "{} deleted", path.display());
+        assert_eq!(cut["bytes"], *size, "{r}");
+        assert!(cut["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("segment deleted"));
+    }
     let out = klog(&["verify", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stdout(&out));
 }

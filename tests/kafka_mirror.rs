@@ -411,6 +411,10 @@ fn live_mirror_from_kafka_follows_deletes_restarts_and_fails_over() {
         .unwrap();
     assert_eq!(before, theirs[at..at + before.len()]);
     m.cluster.close().unwrap();
+    // The mirrored segments' indexes (whole fetches appended at once) pass `klog verify`'s checks.
+    let problems =
+        klog::recovery::verify_partition(&klog::log::io::StdStorage, local.dir()).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
     broker.stop();
     eprintln!("kafka_mirror: {:?}", started.elapsed());
 }

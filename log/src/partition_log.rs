@@ -79,6 +79,81 @@ pub struct OpenReport {
     /// Batches replayed into the producer state after the snapshot, and MIRROR_PID_RESET barriers among them.
     pub batches_replayed: u64,
     pub mirror_pid_resets: u64,
+    /// Every cut this open made, in the order made: the end of a segment cut at its first invalid batch
+    /// (while rescanning or while rebuilding its indexes) and every segment deleted after a cut or a gap.
+    pub truncations: Vec<SegmentTruncation>,
+    /// Bytes of whole batches checked by the scans of this open and still in the log (a scanned segment
+    /// deleted afterwards no longer counts).
+    pub bytes_validated: u64,
+}
+
+impl OpenReport {
+    /// A segment was scanned (rescanned, or its indexes rebuilt): its valid bytes, and its cut if any.
+    fn record_scan(&mut self, segment: i64, recovery: &SegmentRecovery) {
+        self.bytes_validated += recovery.valid_bytes;
+        if recovery.truncated_bytes == 0 {
+            return;
+        }
+        let reason = match (&recovery.corruption, recovery.tail) {
+            (Some(c), _) => TruncationReason::Corrupt(c.clone()),
+            (None, Tail::ZeroFilled { .. }) => TruncationReason::ZeroFilledTail,
+            (None, _) => TruncationReason::TornWrite,
+        };
+        self.truncations.push(SegmentTruncation {
+            segment,
+            offset: recovery.next_offset,
+            position: recovery.valid_bytes,
+            bytes: recovery.truncated_bytes,
+            reason,
+        });
+    }
+}
+
+/// One cut recovery made: bytes removed from the end of a segment's `.log`, or a whole segment deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentTruncation {
+    /// The segment's base offset.
+    pub segment: i64,
+    /// The first offset that is gone (a deleted segment: its base offset).
+    pub offset: i64,
+    /// Where the cut starts in the segment's `.log` (0 for a deleted segment).
+    pub position: u64,
+    /// Bytes that left the disk.
+    pub bytes: u64,
+    pub reason: TruncationReason,
+}
+
+/// Why recovery removed bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TruncationReason {
+    /// The segment ended in an incomplete batch.
+    TornWrite,
+    /// The segment ended in zeros: a preallocated tail never written.
+    ZeroFilledTail,
+    /// A batch failed this check: it and everything after it in the segment went.
+    Corrupt(crate::Corruption),
+    /// The whole segment went: an earlier segment was cut, and the log stays a prefix of what was written.
+    AfterCut { cut_segment: i64 },
+    /// The whole segment went: the segment before it ends at `log_end`, below this one's base (unflushed
+    /// data lost while this segment's directory entry survived).
+    AfterGap { log_end: i64 },
+}
+
+impl std::fmt::Display for TruncationReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TruncationReason::TornWrite => f.write_str("torn write"),
+            TruncationReason::ZeroFilledTail => f.write_str("zero-filled tail"),
+            TruncationReason::Corrupt(c) => write!(f, "{c}"),
+            TruncationReason::AfterCut { cut_segment } => {
+                write!(f, "segment deleted: after the cut in segment {cut_segment}")
+            }
+            TruncationReason::AfterGap { log_end } => write!(
+                f,
+                "segment deleted: lost data before it (the previous segment ends at offset {log_end})"
+            ),
+        }
+    }
 }
 
 /// Who may append as leader (KIP-1279's read-only rule for mirror partitions).
@@ -472,6 +547,7 @@ impl PartitionLog {
         };
         let recovery = recovered.recover(&seg)?;
         self.assign_epochs(&recovery)?;
+        report.record_scan(base, &recovery);
         recovered.rebuilt.insert(base, recovery);
         report.rebuilt_indexes.push(base);
         if !active {
@@ -525,8 +601,18 @@ impl PartitionLog {
             let gap = segments
                 .get(i + 1)
                 .is_some_and(|n| recovery.next_offset < n.base_offset());
-            let truncated = recovery.truncated_bytes > 0 || recovery.corruption.is_some() || gap;
+            let cut = recovery.truncated_bytes > 0 || recovery.corruption.is_some();
+            let reason = if cut {
+                TruncationReason::AfterCut {
+                    cut_segment: seg.base_offset(),
+                }
+            } else {
+                TruncationReason::AfterGap {
+                    log_end: recovery.next_offset,
+                }
+            };
             if !was_rebuilt {
+                report.record_scan(seg.base_offset(), &recovery);
                 report
                     .recovered_segments
                     .push((seg.base_offset(), recovery));
@@ -534,19 +620,45 @@ impl PartitionLog {
                     seg.on_become_inactive()?;
                 }
             }
-            if truncated {
+            if cut || gap {
                 seg.make_active();
                 for later in &segments[i + 1..] {
-                    later.delete()?;
-                    self.segments
-                        .write()
-                        .expect("segments lock poisoned")
-                        .remove(&later.base_offset());
-                    report.deleted_segments.push(later.base_offset());
+                    self.delete_after_cut(later, reason.clone(), report, recovered)?;
                 }
                 break;
             }
         }
+        Ok(())
+    }
+
+    /// Deletes a segment after a cut or a gap before it, reporting the bytes its `.log` held.
+    fn delete_after_cut(
+        &self,
+        seg: &LogSegment,
+        reason: TruncationReason,
+        report: &mut OpenReport,
+        recovered: &mut RecoveredBatches,
+    ) -> Result<(), Error> {
+        let base = seg.base_offset();
+        let path = seg.log_path_of();
+        let bytes = self.storage.open(&path).at(&path)?.len().at(&path)?;
+        // Scanned when its indexes were rebuilt: those bytes were checked but are not kept.
+        if let Some(scanned) = recovered.rebuilt.remove(&base) {
+            report.bytes_validated -= scanned.valid_bytes;
+        }
+        seg.delete()?;
+        self.segments
+            .write()
+            .expect("segments lock poisoned")
+            .remove(&base);
+        report.deleted_segments.push(base);
+        report.truncations.push(SegmentTruncation {
+            segment: base,
+            offset: base,
+            position: 0,
+            bytes,
+            reason,
+        });
         Ok(())
     }
 
@@ -826,12 +938,7 @@ impl PartitionLog {
     ) -> Result<LogAppendInfo, Error> {
         let first_offset = v.batches[0].base_offset;
         let last_offset = v.batches.last().expect("non-empty").last_offset;
-        let (mut max_ts, mut offset_of_max) = (-1i64, -1i64);
-        for b in &v.batches {
-            if b.max_timestamp > max_ts {
-                (max_ts, offset_of_max) = (b.max_timestamp, b.last_offset);
-            }
-        }
+        let max_ts = v.batches.iter().map(|b| b.max_timestamp).fold(-1, i64::max);
         let segment = self.maybe_roll(
             bytes.len() as u64,
             max_ts,
@@ -840,7 +947,7 @@ impl PartitionLog {
             now,
             psm,
         )?;
-        segment.append(last_offset, max_ts, offset_of_max, bytes)?;
+        segment.append(last_offset, bytes)?;
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
         Ok(LogAppendInfo {

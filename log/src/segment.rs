@@ -1,9 +1,10 @@
 //! `LogSegment`: one `.log` file and its `.index`, `.timeindex` and `.txnindex` (`LogSegment.java`).
 //!
 //! One writer appends; readers may read concurrently and never see past the published size, which moves
-//! only after the bytes are written. Index entries follow Kafka's rule exactly: before an append, if more
-//! than `index.interval.bytes` were appended since the last entry, map the append's last offset to its start
-//! position, and offer the running max timestamp to the time index.
+//! only after the bytes are written. Index entries follow Kafka 4.x's rule exactly, batch by batch in every
+//! append and in recovery: before a batch, if more than `index.interval.bytes` were appended since the last
+//! entry, map the batch's last offset to the batch's position, and offer the running max timestamp to the
+//! time index.
 #![allow(unsafe_code)]
 
 use std::path::{Path, PathBuf};
@@ -11,7 +12,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::IoContext;
-use crate::format::{Batches, Tail, RECORD_BATCH_OVERHEAD};
+use crate::format::{
+    Batches, Tail, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_RECORD_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+};
 use crate::index::IndexFile;
 use crate::io::{Storage, StorageFile};
 use crate::offset_index::OffsetIndex;
@@ -366,18 +370,25 @@ impl LogSegment {
         Ok(Some(map))
     }
 
+    /// (base offset, last offset, size) of the batch at `position`, read from its header; None past the
+    /// data or where no batch can be. The magic byte (at 16 in every format) decides the layout: a v2
+    /// batch's last offset is `base + last_offset_delta`; a legacy (v0/v1) entry's is its own offset (a
+    /// compressed wrapper carries its last inner offset), and it may be shorter than a v2 header.
     fn header_at(&self, position: u64) -> Result<Option<(i64, i64, u32)>, Error> {
         let bytes = self.read_bytes(position, RECORD_BATCH_OVERHEAD)?;
-        if bytes.len() < 27 {
+        if bytes.len() < HEADER_SIZE_UP_TO_MAGIC {
             return Ok(None);
         }
         let base = i64::from_be_bytes(bytes[0..8].try_into().expect("8"));
         let len = i32::from_be_bytes(bytes[8..12].try_into().expect("4"));
-        let delta = i32::from_be_bytes(bytes[23..27].try_into().expect("4"));
-        if len < 49 {
-            return Ok(None);
-        }
-        Ok(Some((base, base + delta as i64, 12 + len as u32)))
+        let last = match bytes[16] {
+            2 if bytes.len() >= 27 && len >= 49 => {
+                base + i32::from_be_bytes(bytes[23..27].try_into().expect("4")) as i64
+            }
+            0 | 1 if len >= MIN_RECORD_OVERHEAD => base,
+            _ => return Ok(None),
+        };
+        Ok(Some((base, last, LOG_OVERHEAD as u32 + len as u32)))
     }
 
     /// Kafka's `translateOffset`: the first batch whose last offset is >= `offset`, scanning from the index.
@@ -405,15 +416,13 @@ impl LogSegment {
         Ok(None)
     }
 
-    /// Appends `bytes` (whole, validated batches) ending at `largest_offset`. `offset_of_max_timestamp` is the
-    /// last offset of the earliest batch holding `largest_timestamp`. Returns the position written at.
-    pub fn append(
-        &self,
-        largest_offset: i64,
-        largest_timestamp: i64,
-        offset_of_max_timestamp: i64,
-        bytes: &[u8],
-    ) -> Result<u64, Error> {
+    /// Appends `bytes` (whole, validated batches) ending at `largest_offset`. Returns the position written at.
+    ///
+    /// Kafka 4.x's `LogSegment.append`: the batches of the set are walked after the write and each is
+    /// indexed on its own (see [`LogSegment::index_batch`]), so an append of a whole fetch (a follower, a
+    /// mirror, the coordinator's several batches) leaves the indexes a leader appending the batches one at
+    /// a time would.
+    pub fn append(&self, largest_offset: i64, bytes: &[u8]) -> Result<u64, Error> {
         if bytes.is_empty() {
             return Ok(self.size());
         }
@@ -427,25 +436,44 @@ impl LogSegment {
         log.write_at(bytes, position)
             .map_err(|e| Error::io(&self.log_path_of(), e))?;
         let mut state = self.state();
-        if position == 0 {
-            state.rolling_based_timestamp = Some(largest_timestamp);
-        }
         self.load_max_timestamp(&mut state)?;
-        let (max_ts, _) = state.max_timestamp_so_far.expect("loaded");
-        if largest_timestamp > max_ts {
-            state.max_timestamp_so_far = Some((largest_timestamp, offset_of_max_timestamp));
+        // The CRCs were checked by the validator: only the headers are read here.
+        for batch in Batches::at(bytes, position).without_crc() {
+            let batch = batch?;
+            if batch.position() == 0 {
+                state.rolling_based_timestamp = Some(batch.max_timestamp());
+            }
+            self.index_batch(&mut state, &batch)?;
         }
-        if state.bytes_since_last_index_entry > self.index_interval_bytes {
-            state.offset_index.append(largest_offset, position as u32)?;
-            let (ts, off) = state.max_timestamp_so_far.expect("loaded");
-            state.time_index.maybe_append(ts, off, false)?;
-            state.bytes_since_last_index_entry = 0;
-        }
-        state.bytes_since_last_index_entry += bytes.len() as u64;
         drop(state);
         self.size
             .store(position + bytes.len() as u64, Ordering::Release);
         Ok(position)
+    }
+
+    /// Kafka's per-batch index rule, the same in `append` and `recover`: the running max timestamp (with
+    /// the last offset of the earliest batch holding it); then, if more than `index.interval.bytes` were
+    /// appended since the last entry, an offset-index entry of this batch's last offset at this batch's
+    /// position and the running max offered to the time index.
+    fn index_batch(
+        &self,
+        state: &mut State,
+        batch: &crate::format::AnyBatch<'_>,
+    ) -> Result<(), Error> {
+        let (max_ts, _) = state.max_timestamp_so_far.expect("loaded");
+        if batch.max_timestamp() > max_ts {
+            state.max_timestamp_so_far = Some((batch.max_timestamp(), batch.last_offset()));
+        }
+        if state.bytes_since_last_index_entry > self.index_interval_bytes {
+            state
+                .offset_index
+                .append(batch.last_offset(), batch.position() as u32)?;
+            let (ts, off) = state.max_timestamp_so_far.expect("loaded");
+            state.time_index.maybe_append(ts, off, false)?;
+            state.bytes_since_last_index_entry = 0;
+        }
+        state.bytes_since_last_index_entry += batch.size_in_bytes() as u64;
+        Ok(())
     }
 
     fn load_max_timestamp(&self, state: &mut State) -> Result<(), Error> {
@@ -485,11 +513,21 @@ impl LogSegment {
         let mut state = self.state();
         if size > 0 {
             if state.rolling_based_timestamp.is_none() {
+                // The first batch's max timestamp (Kafka's `loadFirstBatchTimestamp`): where it sits
+                // depends on the magic; a v0 message has none.
                 let first = self.read_bytes(0, RECORD_BATCH_OVERHEAD)?;
-                if first.len() >= 43 {
-                    state.rolling_based_timestamp =
-                        Some(i64::from_be_bytes(first[35..43].try_into().expect("8")));
-                }
+                let at = match first.get(16) {
+                    Some(2) => Some(35..43),
+                    Some(1) => Some(18..26),
+                    _ => None,
+                };
+                state.rolling_based_timestamp = match at {
+                    Some(r) if first.len() >= r.end => {
+                        Some(i64::from_be_bytes(first[r].try_into().expect("8")))
+                    }
+                    Some(_) => None,
+                    None => Some(-1),
+                };
             }
             let waited = match state.rolling_based_timestamp {
                 Some(ts) if ts >= 0 => max_timestamp_in_messages - ts,
@@ -558,19 +596,8 @@ impl LogSegment {
     }
 
     /// Writes the `.log` bytes and syncs them in one call (one io_uring round trip where available).
-    pub fn append_durable(
-        &self,
-        largest_offset: i64,
-        largest_timestamp: i64,
-        offset_of_max_timestamp: i64,
-        bytes: &[u8],
-    ) -> Result<u64, Error> {
-        let position = self.append(
-            largest_offset,
-            largest_timestamp,
-            offset_of_max_timestamp,
-            bytes,
-        )?;
+    pub fn append_durable(&self, largest_offset: i64, bytes: &[u8]) -> Result<u64, Error> {
+        let position = self.append(largest_offset, bytes)?;
         self.sync_log()?;
         Ok(position)
     }
@@ -689,8 +716,12 @@ impl LogSegment {
         state.time_index.file().reset()?;
         state.txn_index.truncate_to(i64::MIN)?;
         state.max_timestamp_so_far = Some((-1, -1));
+        // The pass counts from 0 like Kafka's local `lastIndexEntry`; the segment's own counter is left as
+        // it was (Kafka's `recover` never touches `bytesSinceLastIndexEntry`: after a restart the next
+        // entry is placed as if the segment had just been created).
+        let bytes_since_last_index_entry =
+            std::mem::replace(&mut state.bytes_since_last_index_entry, 0);
         let mut valid = 0u64;
-        let mut last_index_entry = 0u64;
         let mut epochs = Vec::new();
         let mut next_offset = self.base_offset;
         let mut corruption = None;
@@ -733,7 +764,7 @@ impl LogSegment {
                     });
                     break;
                 }
-                self.index_recovered_batch(&mut state, &batch, valid, &mut last_index_entry)?;
+                self.index_batch(&mut state, &batch)?;
                 on_batch(&batch);
                 if let crate::format::AnyBatch::V2(b) = &batch {
                     if b.partition_leader_epoch() >= 0 {
@@ -756,7 +787,7 @@ impl LogSegment {
         let mut state = self.state();
         let (ts, off) = state.max_timestamp_so_far.expect("set above");
         state.time_index.maybe_append(ts, off, true)?;
-        state.bytes_since_last_index_entry = valid - last_index_entry;
+        state.bytes_since_last_index_entry = bytes_since_last_index_entry;
         Ok(SegmentRecovery {
             valid_bytes: valid,
             truncated_bytes: size - valid,
@@ -765,28 +796,6 @@ impl LogSegment {
             epochs,
             next_offset,
         })
-    }
-
-    fn index_recovered_batch(
-        &self,
-        state: &mut State,
-        b: &crate::format::AnyBatch<'_>,
-        position: u64,
-        last_index_entry: &mut u64,
-    ) -> Result<(), Error> {
-        let (max_ts, _) = state.max_timestamp_so_far.expect("set");
-        if b.max_timestamp() > max_ts {
-            state.max_timestamp_so_far = Some((b.max_timestamp(), b.last_offset()));
-        }
-        if position - *last_index_entry > self.index_interval_bytes {
-            state
-                .offset_index
-                .append(b.last_offset(), position as u32)?;
-            let (ts, off) = state.max_timestamp_so_far.expect("set");
-            state.time_index.maybe_append(ts, off, false)?;
-            *last_index_entry = position;
-        }
-        Ok(())
     }
 
     fn cut(&self, valid: u64, size: u64) -> Result<(), Error> {

@@ -9,7 +9,6 @@ use std::time::Instant;
 use klog_log::clock::{Clock, SystemClock};
 
 use klog_log::config::LogConfig;
-use klog_log::format::Tail;
 use klog_log::io::Storage;
 use klog_log::log_dir::LogDir;
 use klog_log::partition_log::{parse_dir_name, OpenReport, PartitionLog};
@@ -17,17 +16,18 @@ use klog_log::Error;
 
 use crate::swap::complete_swaps;
 
-/// Where recovery cut a partition's log, and why.
+/// One cut recovery made to a partition's log: the end of a segment, or a whole segment deleted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Truncation {
-    /// The first offset that is gone (the log end after recovery).
+    /// The first offset that is gone (a deleted segment: its base offset).
     pub offset: i64,
-    /// The segment that was cut and the byte position in it.
+    /// The segment that was cut and the byte position of the cut in it (0 for a deleted segment).
     pub segment: i64,
     pub position: u64,
-    /// Bytes removed, later segments included.
+    /// Bytes that left the disk.
     pub bytes: u64,
-    /// `torn write`, `zero-filled tail`, `lost data before a later segment`, or the failed check.
+    /// `torn write`, `zero-filled tail`, the failed check, or `segment deleted: ...` with the cut or the
+    /// gap before it.
     pub reason: String,
 }
 
@@ -40,8 +40,13 @@ pub struct RecoveryReport {
     pub log_end_offset: i64,
     pub recovery_point: i64,
     pub segments_scanned: usize,
+    /// Bytes of whole batches checked by this recovery and kept.
     pub bytes_validated: u64,
-    pub truncated: Option<Truncation>,
+    /// Every cut, in the order made (empty when nothing was cut); in every path: rescans from the
+    /// recovery point, and index rebuilds of segments whose indexes were missing or corrupt.
+    pub truncated: Vec<Truncation>,
+    /// The sum of `truncated`'s bytes: what left the `.log` files.
+    pub bytes_truncated: u64,
     pub rebuilt_indexes: Vec<i64>,
     pub swaps_completed: Vec<i64>,
     pub snapshot_loaded: Option<i64>,
@@ -157,12 +162,9 @@ impl LogLoader {
             log_end_offset: log.log_end_offset(),
             recovery_point: log.recovery_point(),
             segments_scanned: open.recovered_segments.len() + open.rebuilt_indexes.len(),
-            bytes_validated: open
-                .recovered_segments
-                .iter()
-                .map(|(_, r)| r.valid_bytes)
-                .sum(),
-            truncated: truncation(&log, &open),
+            bytes_validated: open.bytes_validated,
+            truncated: truncations(&open),
+            bytes_truncated: open.truncations.iter().map(|t| t.bytes).sum(),
             rebuilt_indexes: open.rebuilt_indexes.clone(),
             swaps_completed: swaps.completed,
             snapshot_loaded: open.snapshot_loaded,
@@ -176,28 +178,15 @@ impl LogLoader {
     }
 }
 
-fn truncation(log: &PartitionLog, open: &OpenReport) -> Option<Truncation> {
-    let (segment, r) = open
-        .recovered_segments
+fn truncations(open: &OpenReport) -> Vec<Truncation> {
+    open.truncations
         .iter()
-        .find(|(_, r)| r.truncated_bytes > 0 || r.corruption.is_some())
-        .or_else(|| {
-            open.recovered_segments
-                .last()
-                .filter(|_| !open.deleted_segments.is_empty())
-        })?;
-    let reason = match (&r.corruption, r.tail) {
-        (Some(c), _) => c.to_string(),
-        (None, Tail::ZeroFilled { .. }) => "zero-filled tail".into(),
-        (None, Tail::Partial { .. }) => "torn write".into(),
-        (None, _) if !open.deleted_segments.is_empty() => "lost data before a later segment".into(),
-        (None, t) => format!("{t:?}"),
-    };
-    Some(Truncation {
-        offset: log.log_end_offset().min(r.next_offset),
-        segment: *segment,
-        position: r.valid_bytes,
-        bytes: r.truncated_bytes,
-        reason,
-    })
+        .map(|t| Truncation {
+            offset: t.offset,
+            segment: t.segment,
+            position: t.position,
+            bytes: t.bytes,
+            reason: t.reason.to_string(),
+        })
+        .collect()
 }

@@ -198,8 +198,8 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
              replayed {} batches into producer state ({} barrier); log end {} and {} producers as before; \
              mirror state {}",
             r.segments_scanned,
-            r.truncated.as_ref().map_or(0, |t| t.bytes),
-            r.truncated.as_ref().map_or(-1, |t| t.offset),
+            r.bytes_truncated,
+            r.truncated.first().map_or(-1, |t| t.offset),
             r.batches_replayed,
             r.mirror_pid_resets,
             b_log.log_end_offset(),

@@ -59,9 +59,10 @@ fn report_json(r: &RecoveryReport) -> serde_json::Value {
         "recovery_point": r.recovery_point,
         "segments_scanned": r.segments_scanned,
         "bytes_validated": r.bytes_validated,
-        "truncated": r.truncated.as_ref().map(|t| json!({
+        "truncated": r.truncated.iter().map(|t| json!({
             "offset": t.offset, "segment": t.segment, "position": t.position, "bytes": t.bytes, "reason": t.reason,
-        })),
+        })).collect::<Vec<_>>(),
+        "bytes_truncated": r.bytes_truncated,
         "rebuilt_indexes": r.rebuilt_indexes,
         "swaps_completed": r.swaps_completed,
         "snapshot_loaded": r.snapshot_loaded,
@@ -159,12 +160,21 @@ fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
         println!("{}", report_json(r));
         return;
     }
-    let cut = r.truncated.as_ref().map_or("nothing cut".to_string(), |t| {
-        format!(
-            "cut at offset {} (segment {} position {}, {} bytes: {})",
-            t.offset, t.segment, t.position, t.bytes, t.reason
-        )
-    });
+    let cut = if r.truncated.is_empty() {
+        "nothing cut".to_string()
+    } else {
+        let cuts: Vec<String> = r
+            .truncated
+            .iter()
+            .map(|t| {
+                format!(
+                    "at offset {} (segment {} position {}, {} bytes: {})",
+                    t.offset, t.segment, t.position, t.bytes, t.reason
+                )
+            })
+            .collect();
+        format!("{} bytes cut: {}", r.bytes_truncated, cuts.join(", "))
+    };
     println!(
         "{}: {} shutdown; offsets {}..{} (recovery point {}); {} segments scanned, {} bytes validated; {cut}; \
          {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; {} producers; {} snapshots written; {} ms",
