@@ -201,6 +201,8 @@ fn log_sizes(dir: &Path) -> Vec<(PathBuf, u64)> {
 fn recover_json_reports_every_cut_and_deleted_segment_with_indexes_missing() {
     let root = scratch_dir("recover-report-missing").join("logs");
     let dir = build_log(&root, "m-0");
+    // A crash: no clean-shutdown marker, no recovery point, no indexes (Kafka's state after a kill).
+    std::fs::remove_file(root.join(".kafka_cleanshutdown")).unwrap();
     std::fs::remove_file(root.join("recovery-point-offset-checkpoint")).unwrap();
     for p in common::sorted_entries(&dir) {
         if p.extension()
