@@ -418,6 +418,10 @@ fn sigterm_stops_mirror_run_cleanly() {
     let admin = klog(&["topic", "create", b_s, "other"]);
     assert!(stderr(&admin).contains(".lock"), "{}", stderr(&admin));
     // Readers are welcome.
+    let describe = klog(&["mirror", "describe", b_s, "--json"]);
+    assert!(describe.status.success(), "{}", stderr(&describe));
+    let d: serde_json::Value = serde_json::from_str(&stdout(&describe)).unwrap();
+    assert_eq!(d["partitions"][0]["state"], "MIRRORING", "{d}");
     let read = klog(&[
         "read",
         b.join("t-1").to_str().unwrap(),

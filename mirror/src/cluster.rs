@@ -220,7 +220,13 @@ impl Cluster {
                 ))
             })?;
         let meta = ClusterMeta::decode(&bytes, &path)?;
-        let dir_lock = Some(DirLock::acquire(storage.as_ref(), root)?);
+        // A writer holds the log directory's `.lock` for its life; a read-only open (through a
+        // `ReadOnlyStorage`: `klog mirror describe`) takes none and changes nothing on disk.
+        let dir_lock = if storage.is_read_only() {
+            None
+        } else {
+            Some(DirLock::acquire(storage.as_ref(), root)?)
+        };
         let log_dir = LogDir::open(Arc::clone(&storage), root)?;
         let mut logs = BTreeMap::new();
         let mut state_logs = Vec::new();

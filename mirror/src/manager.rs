@@ -132,7 +132,7 @@ impl Cluster {
                 Arc::new(KafkaSource::new(&mirror_meta.source)?)
             }
             None => {
-                let cluster = open_local_source(&mirror_meta)?;
+                let cluster = open_local_source(&mirror_meta, self.storage().is_read_only())?;
                 self.resolver
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -785,9 +785,16 @@ fn jitter_fraction(key: &MirrorKey, attempt: i16) -> f64 {
     (h as f64) / (i32::MAX as f64)
 }
 
-fn open_local_source(meta: &MirrorMeta) -> Result<Arc<Cluster>, SourceError> {
+/// A local source cluster, opened as a writer (it serves fetches and LME lookups from its own state), or
+/// read-only when the destination itself was opened read-only (`klog mirror describe`).
+fn open_local_source(meta: &MirrorMeta, read_only: bool) -> Result<Arc<Cluster>, SourceError> {
     let root = std::path::Path::new(&meta.source);
-    let storage: Arc<dyn klog_log::io::Storage> = Arc::new(klog_log::io::StdStorage);
+    let std: Arc<dyn klog_log::io::Storage> = Arc::new(klog_log::io::StdStorage);
+    let storage = if read_only {
+        klog_log::partition_log::read_only_view(std)
+    } else {
+        std
+    };
     let cluster = Cluster::open(storage, Arc::new(klog_log::clock::SystemClock), root)
         .map_err(|e| SourceError::Unavailable(format!("{}: {e}", meta.source)))?;
     Ok(Arc::new(cluster))

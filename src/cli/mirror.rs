@@ -324,7 +324,12 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
         }
         MirrorCommand::Run(args) => run(args),
         MirrorCommand::Describe { root, json } => {
-            let rows = with_cluster(root, |c| Ok(c.describe_live()))?;
+            // A reader: beside a running `mirror run` (which holds the lock), nothing changed on disk.
+            let reader = klog::log::partition_log::read_only_view(storage()?);
+            let cluster = Cluster::open(reader, Arc::new(SystemClock), root)
+                .with_context(|| format!("opening cluster {}", root.display()))?;
+            let rows = cluster.describe_live();
+            cluster.close()?;
             print_describe(&rows, *json)?;
             Ok(ExitCode::SUCCESS)
         }
