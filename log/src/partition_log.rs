@@ -497,21 +497,12 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// The last segment's next offset: scan from its last index entry (Kafka's `readNextOffset`).
+    /// The last segment's next offset: a walk from its last index entry (Kafka's `readNextOffset`), in a
+    /// bounded window, never the whole segment.
     fn compute_log_end_offset(&self) -> Result<i64, Error> {
         let seg = self.active_segment();
-        let (_, position) = seg.translate_offset(i64::MAX, 0).map_or((0, 0), |p| {
-            p.map_or((0, 0), |p| (p.last_offset, p.position))
-        });
-        let bytes = seg.read_bytes(position as u64, (seg.size() - position as u64) as usize)?;
-        let mut next = seg.base_offset();
-        let mut scanned = 0u64;
-        for b in Batches::new(&bytes).without_crc() {
-            let b = b?;
-            next = b.last_offset() + 1;
-            scanned += b.size_in_bytes() as u64;
-        }
-        if position == 0 && scanned == 0 && seg.size() > 0 {
+        let (next, walked) = seg.read_next_offset()?;
+        if walked == 0 && seg.size() > 0 {
             return Err(Error::CorruptIndex {
                 path: seg.log_path_of(),
                 reason: "no batch could be read to find the log end offset".into(),
