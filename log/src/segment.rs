@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::IoContext;
-use crate::format::{BatchStream, Batches, Tail, RECORD_BATCH_OVERHEAD};
+use crate::format::{BatchStream, Batches, OnBatch, Tail, RECORD_BATCH_OVERHEAD};
 use crate::index::IndexFile;
 use crate::io::{Storage, StorageFile};
 use crate::offset_index::OffsetIndex;
@@ -372,9 +372,7 @@ impl LogSegment {
         &self,
         stream: &mut BatchStream,
         start: u64,
-        on_batch: &mut dyn FnMut(
-            Result<crate::format::AnyBatch<'_>, Error>,
-        ) -> Result<ControlFlow<()>, E>,
+        on_batch: &mut OnBatch<'_, E>,
     ) -> Result<Option<Tail>, E> {
         let log = self.log_file();
         let path = self.log_path_of();

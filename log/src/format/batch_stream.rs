@@ -17,6 +17,10 @@ pub const DEFAULT_WINDOW_BYTES: usize = 4 << 20;
 /// Reads up to `buf.len()` bytes at a position of the file; fewer only at its end.
 pub type ReadAt<'a> = dyn FnMut(&mut [u8], u64) -> Result<usize, Error> + 'a;
 
+/// Takes each batch of a walk (or the error that ends it); `Break` stops the walk.
+pub type OnBatch<'a, E> =
+    dyn for<'b> FnMut(Result<AnyBatch<'b>, Error>) -> Result<ControlFlow<()>, E> + 'a;
+
 /// One reusable buffer walking files batch by batch.
 #[derive(Debug)]
 pub struct BatchStream {
@@ -60,7 +64,7 @@ impl BatchStream {
         read_at: &mut ReadAt<'_>,
         start: u64,
         end: u64,
-        on_batch: &mut dyn FnMut(Result<AnyBatch<'_>, Error>) -> Result<ControlFlow<()>, E>,
+        on_batch: &mut OnBatch<'_, E>,
     ) -> Result<Option<Tail>, E> {
         // `buf[..filled]` holds the file's bytes from `buf_start`; `read_to` is the next byte to read.
         let (mut filled, mut buf_start, mut read_to) = (0usize, start, start);
@@ -156,7 +160,7 @@ impl BatchStream {
         zero_start: u64,
         mut read_to: u64,
         end: u64,
-        on_batch: &mut dyn FnMut(Result<AnyBatch<'_>, Error>) -> Result<ControlFlow<()>, E>,
+        on_batch: &mut OnBatch<'_, E>,
     ) -> Result<Option<Tail>, E> {
         while read_to < end {
             let want = (self.window as u64).min(end - read_to) as usize;

@@ -15,7 +15,7 @@ mod record;
 pub mod varint;
 
 pub use batch::{RecordBatch, RecordBatchMut};
-pub use batch_stream::{BatchStream, ReadAt, DEFAULT_WINDOW_BYTES};
+pub use batch_stream::{BatchStream, OnBatch, ReadAt, DEFAULT_WINDOW_BYTES};
 pub use batches::{AnyBatch, Batches, Tail};
 pub use builder::{BatchBuilder, Header};
 pub use compression::{Compression, DEFAULT_MAX_DECOMPRESSED_BYTES};
