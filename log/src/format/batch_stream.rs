@@ -197,19 +197,20 @@ mod tests {
 
     fn batches(sizes: &[usize]) -> Vec<u8> {
         let mut out = Vec::new();
-        let mut base = 0;
-        for &size in sizes {
-            let mut b = BatchBuilder::new(Compression::None).base_offset(base);
+        for (base, &size) in sizes.iter().enumerate() {
+            let mut b = BatchBuilder::new(Compression::None).base_offset(base as i64);
             b.append(1, Some(b"k"), Some(&vec![7u8; size]), &[])
                 .unwrap();
             b.build_into(&mut out).unwrap();
-            base += 1;
         }
         out
     }
 
-    /// (position, last offset) of every batch, the error positions, the tail and the bytes read.
-    fn walk(data: &[u8], window: usize) -> (Vec<(u64, i64)>, Vec<u64>, Option<Tail>, u64) {
+    /// (position, last offset) of every batch, the error positions, the tail.
+    type Seen = (Vec<(u64, i64)>, Vec<u64>, Option<Tail>);
+
+    /// What a walk saw, and the bytes it read.
+    fn walk(data: &[u8], window: usize) -> (Seen, u64) {
         let mut stream = BatchStream::new(window);
         let (mut seen, mut errors) = (Vec::new(), Vec::new());
         let mut read_at = |buf: &mut [u8], pos: u64| -> Result<usize, Error> {
@@ -228,11 +229,11 @@ mod tests {
                 Ok(ControlFlow::Continue(()))
             })
             .unwrap();
-        (seen, errors, tail, stream.bytes_read())
+        ((seen, errors, tail), stream.bytes_read())
     }
 
     /// What one slice over the whole data yields.
-    fn whole(data: &[u8]) -> (Vec<(u64, i64)>, Vec<u64>, Option<Tail>) {
+    fn whole(data: &[u8]) -> Seen {
         let mut it = Batches::new(data);
         let (mut seen, mut errors) = (Vec::new(), Vec::new());
         for b in it.by_ref() {
@@ -247,7 +248,7 @@ mod tests {
 
     fn same_as_one_slice(data: &[u8]) {
         for window in [17, 64, 100, 1000, 5000, 1 << 20] {
-            let (seen, errors, tail, read) = walk(data, window);
+            let ((seen, errors, tail), read) = walk(data, window);
             let (w_seen, w_errors, w_tail) = whole(data);
             assert_eq!((&seen, &errors), (&w_seen, &w_errors), "window {window}");
             match (tail, w_tail) {
@@ -290,7 +291,7 @@ mod tests {
         let mut data = batches(&[10, 10]);
         let second = data.len() / 2;
         data[second + 8..second + 12].copy_from_slice(&i32::MAX.to_be_bytes());
-        let (seen, _, tail, read) = walk(&data, 64);
+        let ((seen, _, tail), read) = walk(&data, 64);
         assert_eq!(seen.len(), 1);
         assert_eq!(
             tail,
