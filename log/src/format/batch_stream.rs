@@ -164,6 +164,9 @@ impl BatchStream {
     ) -> Result<Option<Tail>, E> {
         while read_to < end {
             let want = (self.window as u64).min(end - read_to) as usize;
+            if self.buf.len() < want {
+                self.buf.resize(want, 0);
+            }
             let n = self.read(read_at, 0, want, read_to)?;
             if self.buf[..n].iter().any(|&b| b != 0) {
                 let reason = Corruption::BatchLengthTooSmall {
