@@ -45,9 +45,15 @@ fn big_partition() -> &'static (PathBuf, i64) {
             log.write_all(&batch).unwrap();
         }
         log.into_inner().unwrap().sync_all().unwrap();
-        // Indexes, checkpoints and the clean-shutdown marker, as a cleanly closed log has them.
+        // Indexes, a producer snapshot at the log end and the checkpoints, as a cleanly closed log has
+        // them; and the clean-shutdown marker, so an open rescans nothing.
         let out = common::klog(&["recover", root.to_str().unwrap()]);
         assert!(out.status.success(), "{}", common::stderr(&out));
+        std::fs::write(
+            root.join(".kafka_cleanshutdown"),
+            r#"{"version":0,"brokerEpoch":-1}"#,
+        )
+        .unwrap();
         let leo = batches * RECORDS_PER_BATCH;
         std::fs::write(
             root.join("replication-offset-checkpoint"),
@@ -58,10 +64,12 @@ fn big_partition() -> &'static (PathBuf, i64) {
     })
 }
 
-/// What a finished child left: its exit code, its peak resident set in bytes, and its stdout.
+/// What a finished child left: its exit code, its peak resident set and the bytes it read through
+/// `read`/`pread` (`rchar`: a map's pages are in the RSS instead), and its output.
 struct Run {
     code: Option<i32>,
     peak_rss: u64,
+    bytes_read: u64,
     stdout: String,
     stderr: String,
 }
@@ -78,6 +86,25 @@ fn klog_measured(name: &str, args: &[&str]) -> Run {
         .spawn()
         .expect("the klog binary runs");
     let pid = child.id() as libc::pid_t;
+    // Wait for the exit but leave the zombie: its /proc/<pid>/io still holds what it read.
+    // SAFETY: an all-zero `siginfo_t` is a valid value of that plain C struct.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own child; `info` is valid for writes.
+    let waited = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        )
+    };
+    assert_eq!(waited, 0, "waitid: {}", std::io::Error::last_os_error());
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    let bytes_read = io
+        .lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("rchar in /proc/<pid>/io");
     let mut status = 0;
     // SAFETY: an all-zero `rusage` is a valid value of that plain C struct.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -88,6 +115,7 @@ fn klog_measured(name: &str, args: &[&str]) -> Run {
     Run {
         code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
         peak_rss: usage.ru_maxrss as u64 * 1024,
+        bytes_read,
         stdout: std::fs::read_to_string(out_path).unwrap(),
         stderr: std::fs::read_to_string(err_path).unwrap(),
     }
@@ -126,6 +154,12 @@ fn read_of_a_few_bytes_holds_a_few_mib() {
         SEGMENT_BYTES / MIB,
         run.peak_rss / MIB
     );
+    assert!(
+        run.bytes_read < 16 * MIB,
+        "klog read --max-bytes 1000 of a {} MiB segment read {} MiB",
+        SEGMENT_BYTES / MIB,
+        run.bytes_read / MIB
+    );
 }
 
 #[test]
@@ -144,6 +178,11 @@ fn dump_of_a_segment_streams() {
         "klog dump of a {} MiB segment peaked at {} MiB",
         SEGMENT_BYTES / MIB,
         run.peak_rss / MIB
+    );
+    assert!(
+        run.bytes_read < SEGMENT_BYTES + 16 * MIB,
+        "klog dump reads the segment once, not {} MiB",
+        run.bytes_read / MIB
     );
 }
 
@@ -184,5 +223,11 @@ fn verify_of_a_segment_streams() {
         "klog verify of a {} MiB segment peaked at {} MiB",
         SEGMENT_BYTES / MIB,
         run.peak_rss / MIB
+    );
+    // Linear: the segment is read once (plus its small index files), whatever the checks.
+    assert!(
+        run.bytes_read < SEGMENT_BYTES + 16 * MIB,
+        "klog verify reads the segment once, not {} MiB",
+        run.bytes_read / MIB
     );
 }

@@ -4,6 +4,7 @@
 //! partial batch.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -12,7 +13,7 @@ use crate::checkpoint::{self, TopicId};
 use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::error::IoContext;
-use crate::format::{Batches, RecordBatchMut, Tail, TimestampType};
+use crate::format::{BatchStream, Batches, RecordBatchMut, Tail, TimestampType};
 use crate::io::Storage;
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{self as snapshots, summarize};
@@ -1516,6 +1517,7 @@ impl PartitionLog {
             }
         }
         let from = psm.map_end_offset();
+        let mut stream = BatchStream::default().without_crc();
         for seg in self.segment_list() {
             let next_base = self
                 .segments
@@ -1561,13 +1563,21 @@ impl PartitionLog {
                 }
                 continue;
             }
-            // Otherwise the segment's map, not a fresh copy of the whole segment.
-            let bytes = seg.slice(0, seg.size())?;
-            for batch in Batches::new(bytes.as_slice()).without_crc() {
+            // Otherwise the batches from the snapshot on (Kafka's `segment.read(mapEndOffset, ...)`),
+            // found through the index and walked in a bounded window: a snapshot at the log end reads
+            // nothing, and no copy of the whole segment is held.
+            let start = if from > seg.base_offset() {
+                seg.translate_offset(from, 0)?
+                    .map_or(seg.size(), |p| p.position as u64)
+            } else {
+                0
+            };
+            seg.scan::<Error>(&mut stream, start, &mut |batch| {
                 if let crate::format::AnyBatch::V2(b) = batch? {
                     replay(&mut psm, &mut stats, summarize(&b))?;
                 }
-            }
+                Ok(ControlFlow::Continue(()))
+            })?;
         }
         psm.update_map_end_offset(end);
         psm.on_high_watermark_updated(self.high_watermark());
