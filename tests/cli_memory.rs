@@ -18,33 +18,27 @@ const MIB: u64 = 1 << 20;
 /// second or two.
 const SEGMENT_BYTES: u64 = 512 * MIB;
 const RECORDS_PER_BATCH: i64 = 1000;
-const TOPIC_PARTITION: &str = "big-0";
 
-/// One ~1 MiB batch written again and again with its base offset moved on: the base offset is outside the
-/// CRC, so every copy is a valid batch. Returns the partition directory and the number of batches.
-fn big_partition() -> &'static (PathBuf, i64) {
-    static BUILT: OnceLock<(PathBuf, i64)> = OnceLock::new();
+/// A log directory of two partitions holding the same large segment: in `big-0` it is the active
+/// segment (read by pread), in `big-1` it is sealed (read through its map) and a one-batch segment follows.
+struct Big {
+    active: PathBuf,
+    sealed: PathBuf,
+    batches: i64,
+}
+
+fn big() -> &'static Big {
+    static BUILT: OnceLock<Big> = OnceLock::new();
     BUILT.get_or_init(|| {
         let root = scratch_dir("cli-memory");
-        let dir = root.join(TOPIC_PARTITION);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut b = BatchBuilder::new(Compression::None);
-        let value = vec![b'v'; 1000];
-        for i in 0..RECORDS_PER_BATCH {
-            b.append(1_700_000_000_000 + i, Some(b"key"), Some(&value), &[])
-                .unwrap();
-        }
-        let mut batch = b.build().unwrap();
-        let batches = (SEGMENT_BYTES / batch.len() as u64) as i64;
-        let mut log = BufWriter::with_capacity(
-            8 << 20,
-            File::create(dir.join("00000000000000000000.log")).unwrap(),
-        );
-        for i in 0..batches {
-            batch[0..8].copy_from_slice(&(i * RECORDS_PER_BATCH).to_be_bytes());
-            log.write_all(&batch).unwrap();
-        }
-        log.into_inner().unwrap().sync_all().unwrap();
+        let (active, sealed) = (root.join("big-0"), root.join("big-1"));
+        let batches = write_big_segment(&active);
+        write_big_segment(&sealed);
+        let leo = batches * RECORDS_PER_BATCH;
+        let mut tail = BatchBuilder::new(Compression::None).base_offset(leo);
+        tail.append(1_700_000_001_000, Some(b"key"), Some(b"tail"), &[])
+            .unwrap();
+        std::fs::write(sealed.join(format!("{leo:020}.log")), tail.build().unwrap()).unwrap();
         // Indexes, a producer snapshot at the log end and the checkpoints, as a cleanly closed log has
         // them; and the clean-shutdown marker, so an open rescans nothing.
         let out = common::klog(&["recover", root.to_str().unwrap()]);
@@ -54,14 +48,41 @@ fn big_partition() -> &'static (PathBuf, i64) {
             r#"{"version":0,"brokerEpoch":-1}"#,
         )
         .unwrap();
-        let leo = batches * RECORDS_PER_BATCH;
         std::fs::write(
             root.join("replication-offset-checkpoint"),
-            format!("0\n1\nbig 0 {leo}\n"),
+            format!("0\n2\nbig 0 {leo}\nbig 1 {}\n", leo + 1),
         )
         .unwrap();
-        (dir, batches)
+        Big {
+            active,
+            sealed,
+            batches,
+        }
     })
+}
+
+/// One ~1 MiB batch written again and again with its base offset moved on (the base offset is outside
+/// the CRC, so every copy is a valid batch) as `dir`'s first segment. Returns the number of batches.
+fn write_big_segment(dir: &Path) -> i64 {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut b = BatchBuilder::new(Compression::None);
+    let value = vec![b'v'; 1000];
+    for i in 0..RECORDS_PER_BATCH {
+        b.append(1_700_000_000_000 + i, Some(b"key"), Some(&value), &[])
+            .unwrap();
+    }
+    let mut batch = b.build().unwrap();
+    let batches = (SEGMENT_BYTES / batch.len() as u64) as i64;
+    let mut log = BufWriter::with_capacity(
+        8 << 20,
+        File::create(dir.join("00000000000000000000.log")).unwrap(),
+    );
+    for i in 0..batches {
+        batch[0..8].copy_from_slice(&(i * RECORDS_PER_BATCH).to_be_bytes());
+        log.write_all(&batch).unwrap();
+    }
+    log.into_inner().unwrap().sync_all().unwrap();
+    batches
 }
 
 /// What a finished child left: its exit code, its peak resident set and the bytes it read through
@@ -127,44 +148,47 @@ fn path(p: &Path) -> &str {
 
 #[test]
 fn read_of_a_few_bytes_holds_a_few_mib() {
-    let (dir, batches) = big_partition();
-    let offset = (batches / 2 * RECORDS_PER_BATCH + 7).to_string();
-    let run = klog_measured(
-        "read",
-        &[
-            "read",
-            path(dir),
-            "--offset",
-            &offset,
-            "--max-bytes",
-            "1000",
-        ],
-    );
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    // At least one whole batch, as Kafka returns, and only that one.
-    assert_eq!(
-        run.stdout.matches("baseOffset: ").count(),
-        1,
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.peak_rss < 64 * MIB,
-        "klog read --max-bytes 1000 of a {} MiB segment peaked at {} MiB",
-        SEGMENT_BYTES / MIB,
-        run.peak_rss / MIB
-    );
-    assert!(
-        run.bytes_read < 16 * MIB,
-        "klog read --max-bytes 1000 of a {} MiB segment read {} MiB",
-        SEGMENT_BYTES / MIB,
-        run.bytes_read / MIB
-    );
+    let big = big();
+    let offset = (big.batches / 2 * RECORDS_PER_BATCH + 7).to_string();
+    for (name, dir) in [("active", &big.active), ("sealed", &big.sealed)] {
+        let run = klog_measured(
+            &format!("read-{name}"),
+            &[
+                "read",
+                path(dir),
+                "--offset",
+                &offset,
+                "--max-bytes",
+                "1000",
+            ],
+        );
+        assert_eq!(run.code, Some(0), "{name}: {}", run.stderr);
+        // At least one whole batch, as Kafka returns, and only that one.
+        assert_eq!(
+            run.stdout.matches("baseOffset: ").count(),
+            1,
+            "{name}: {}",
+            run.stdout
+        );
+        assert!(
+            run.peak_rss < 64 * MIB,
+            "klog read --max-bytes 1000 of a {} MiB {name} segment peaked at {} MiB",
+            SEGMENT_BYTES / MIB,
+            run.peak_rss / MIB
+        );
+        assert!(
+            run.bytes_read < 16 * MIB,
+            "klog read --max-bytes 1000 of a {} MiB {name} segment read {} MiB",
+            SEGMENT_BYTES / MIB,
+            run.bytes_read / MIB
+        );
+    }
 }
 
 #[test]
 fn dump_of_a_segment_streams() {
-    let (dir, batches) = big_partition();
+    let big = big();
+    let (dir, batches) = (&big.active, &big.batches);
     let log = dir.join("00000000000000000000.log");
     let run = klog_measured("dump", &["dump", path(&log)]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
@@ -188,7 +212,8 @@ fn dump_of_a_segment_streams() {
 
 #[test]
 fn dump_of_the_indexes_streams() {
-    let (dir, batches) = big_partition();
+    let big = big();
+    let (dir, batches) = (&big.active, big.batches);
     for (name, lines) in [
         ("00000000000000000000.index", batches - 1),
         ("00000000000000000000.timeindex", 1),
@@ -215,19 +240,21 @@ fn dump_of_the_indexes_streams() {
 
 #[test]
 fn verify_of_a_segment_streams() {
-    let (dir, _) = big_partition();
-    let run = klog_measured("verify", &["verify", path(dir)]);
-    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
-    assert!(
-        run.peak_rss < 256 * MIB,
-        "klog verify of a {} MiB segment peaked at {} MiB",
-        SEGMENT_BYTES / MIB,
-        run.peak_rss / MIB
-    );
-    // Linear: the segment is read once (plus its small index files), whatever the checks.
-    assert!(
-        run.bytes_read < SEGMENT_BYTES + 16 * MIB,
-        "klog verify reads the segment once, not {} MiB",
-        run.bytes_read / MIB
-    );
+    let big = big();
+    for (name, dir) in [("active", &big.active), ("sealed", &big.sealed)] {
+        let run = klog_measured(&format!("verify-{name}"), &["verify", path(dir)]);
+        assert_eq!(run.code, Some(0), "{name}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.peak_rss < 256 * MIB,
+            "klog verify of a {} MiB {name} segment peaked at {} MiB",
+            SEGMENT_BYTES / MIB,
+            run.peak_rss / MIB
+        );
+        // Linear: the segment is read once (plus its small index files), whatever the checks.
+        assert!(
+            run.bytes_read < SEGMENT_BYTES + 16 * MIB,
+            "klog verify reads the {name} segment once, not {} MiB",
+            run.bytes_read / MIB
+        );
+    }
 }
