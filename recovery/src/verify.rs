@@ -1,13 +1,18 @@
 //! `verify`: checks a partition directory without changing anything. Every batch's CRC and framing, every
 //! index entry against the `.log`, every `.txnindex` entry against its marker, every producer snapshot
 //! against a replay from the one before it, and the partition's checkpoint files.
+//!
+//! Linear and bounded: each `.log` is walked once in a window ([`BatchStream`]); what the later checks need
+//! is kept per index entry (the segment's index files, matched by binary search as batches pass) and per
+//! producer (the state replayed since the last snapshot), never per batch.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use klog_log::checkpoint::{read_checkpoint, read_partition_metadata};
 use klog_log::format::{AnyBatch, BatchStream, ControlRecordType, Tail};
-use klog_log::io::{read_file, Storage};
+use klog_log::io::{read_file, Storage, StorageFile};
 use klog_log::producer_state::{list_snapshots, read_snapshot, snapshot_path, summarize};
 use klog_log::segment::{parse_base_offset, LogSegment};
 use klog_log::Error;
@@ -108,23 +113,7 @@ fn check_segment(
 ) -> Result<(), Error> {
     let log_path = LogSegment::log_path(c.dir, base);
     let mut indexes = SegmentIndexes::load(c, base)?;
-    let file = match c.storage.open(&log_path) {
-        Ok(f) => Some(f),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(Error::Io {
-                path: log_path,
-                source: e,
-            })
-        }
-    };
-    let size = match &file {
-        Some(f) => f.len().map_err(|e| Error::Io {
-            path: log_path.clone(),
-            source: e,
-        })?,
-        None => 0,
-    };
+    let (file, size) = open_log(c.storage, &log_path)?;
     let mut read_at = |buf: &mut [u8], position: u64| match &file {
         Some(f) => f.read_at(buf, position).map_err(|e| Error::Io {
             path: log_path.clone(),
@@ -169,6 +158,25 @@ fn check_segment(
     }
     indexes.report(c);
     Ok(())
+}
+
+/// A `.log` and its length; a missing one reads as empty.
+fn open_log(
+    storage: &dyn Storage,
+    path: &Path,
+) -> Result<(Option<Arc<dyn StorageFile>>, u64), Error> {
+    let io = |e| Error::Io {
+        path: path.to_owned(),
+        source: e,
+    };
+    match storage.open(path) {
+        Ok(f) => {
+            let size = f.len().map_err(io)?;
+            Ok((Some(f), size))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((None, 0)),
+        Err(e) => Err(io(e)),
+    }
 }
 
 /// The checks of one batch on its own: offsets inside the segment, never going back. Whether it passed.
