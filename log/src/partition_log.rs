@@ -4,6 +4,7 @@
 //! partial batch.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -13,7 +14,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::dir_lock::{DirLock, PartitionClaim};
 use crate::error::IoContext;
-use crate::format::{Batches, RecordBatchMut, Tail, TimestampType};
+use crate::format::{BatchStream, Batches, RecordBatchMut, Tail, TimestampType};
 use crate::io::{ReadOnlyStorage, Storage};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{self as snapshots, summarize};
@@ -662,21 +663,12 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// The last segment's next offset: scan from its last index entry (Kafka's `readNextOffset`).
+    /// The last segment's next offset: a walk from its last index entry (Kafka's `readNextOffset`), in a
+    /// bounded window, never the whole segment.
     fn compute_log_end_offset(&self) -> Result<i64, Error> {
         let seg = self.active_segment();
-        let (_, position) = seg.translate_offset(i64::MAX, 0).map_or((0, 0), |p| {
-            p.map_or((0, 0), |p| (p.last_offset, p.position))
-        });
-        let bytes = seg.read_bytes(position as u64, (seg.size() - position as u64) as usize)?;
-        let mut next = seg.base_offset();
-        let mut scanned = 0u64;
-        for b in Batches::new(&bytes).without_crc() {
-            let b = b?;
-            next = b.last_offset() + 1;
-            scanned += b.size_in_bytes() as u64;
-        }
-        if position == 0 && scanned == 0 && seg.size() > 0 {
+        let (next, walked) = seg.read_next_offset()?;
+        if walked == 0 && seg.size() > 0 {
             return Err(Error::CorruptIndex {
                 path: seg.log_path_of(),
                 reason: "no batch could be read to find the log end offset".into(),
@@ -1734,6 +1726,7 @@ impl PartitionLog {
             }
         }
         let from = psm.map_end_offset();
+        let mut stream = BatchStream::default().without_crc();
         for seg in self.segment_list() {
             let next_base = self
                 .segments
@@ -1779,13 +1772,21 @@ impl PartitionLog {
                 }
                 continue;
             }
-            // Otherwise the segment's map, not a fresh copy of the whole segment.
-            let bytes = seg.slice(0, seg.size())?;
-            for batch in Batches::new(bytes.as_slice()).without_crc() {
+            // Otherwise the batches from the snapshot on (Kafka's `segment.read(mapEndOffset, ...)`),
+            // found through the index and walked in a bounded window: a snapshot at the log end reads
+            // nothing, and no copy of the whole segment is held.
+            let start = if from > seg.base_offset() {
+                seg.translate_offset(from, 0)?
+                    .map_or(seg.size(), |p| p.position as u64)
+            } else {
+                0
+            };
+            seg.scan::<Error>(&mut stream, start, &mut |batch| {
                 if let crate::format::AnyBatch::V2(b) = batch? {
                     replay(&mut psm, &mut stats, summarize(&b))?;
                 }
-            }
+                Ok(ControlFlow::Continue(()))
+            })?;
         }
         psm.update_map_end_offset(end);
         psm.on_high_watermark_updated(self.high_watermark());

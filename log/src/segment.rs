@@ -7,14 +7,15 @@
 //! time index.
 #![allow(unsafe_code)]
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::IoContext;
 use crate::format::{
-    Batches, Tail, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_RECORD_OVERHEAD,
-    RECORD_BATCH_OVERHEAD,
+    BatchStream, Batches, OnBatch, Tail, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD,
+    MIN_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD,
 };
 use crate::index::IndexFile;
 use crate::io::{Storage, StorageFile};
@@ -368,6 +369,37 @@ impl LogSegment {
         state.mapped = Some(map.clone());
         state.ever_mapped = true;
         Ok(Some(map))
+    }
+
+    /// Walks the batches from `start` to the published size through `stream`'s bounded window.
+    pub fn scan<E: From<Error>>(
+        &self,
+        stream: &mut BatchStream,
+        start: u64,
+        on_batch: &mut OnBatch<'_, E>,
+    ) -> Result<Option<Tail>, E> {
+        let log = self.log_file();
+        let path = self.log_path_of();
+        let mut read_at = |buf: &mut [u8], position: u64| {
+            log.read_at(buf, position).map_err(|e| Error::io(&path, e))
+        };
+        stream.scan(&mut read_at, start, self.size(), on_batch)
+    }
+
+    /// Kafka's `readNextOffset`: the offset after the last batch, walking from the last index entry (the
+    /// base offset when the segment is empty), and the bytes walked.
+    pub fn read_next_offset(&self) -> Result<(i64, u64), Error> {
+        let position = self.state().offset_index.lookup(i64::MAX)?.1 as u64;
+        let mut next = self.base_offset;
+        let mut walked = 0u64;
+        let mut stream = BatchStream::default().without_crc();
+        self.scan::<Error>(&mut stream, position, &mut |b| {
+            let b = b?;
+            next = b.last_offset() + 1;
+            walked += b.size_in_bytes() as u64;
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok((next, walked))
     }
 
     /// (base offset, last offset, size) of the batch at `position`, read from its header; None past the

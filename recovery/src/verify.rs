@@ -1,16 +1,22 @@
 //! `verify`: checks a partition directory without changing anything. Every batch's CRC and framing, every
 //! index entry against the `.log`, every `.txnindex` entry against its marker, every producer snapshot
 //! against a replay from the one before it, and the partition's checkpoint files.
+//!
+//! Linear and bounded: each `.log` is walked once in a window ([`BatchStream`]); what the later checks need
+//! is kept per index entry (the segment's index files, matched by binary search as batches pass) and per
+//! producer (the state replayed since the last snapshot), never per batch.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use klog_log::checkpoint::{read_checkpoint, read_partition_metadata};
-use klog_log::format::{AnyBatch, Batches, ControlRecordType, Tail};
-use klog_log::io::{read_file, Storage};
+use klog_log::format::{AnyBatch, BatchStream, ControlRecordType, Tail};
+use klog_log::io::{read_file, Storage, StorageFile};
 use klog_log::producer_state::{list_snapshots, read_snapshot, snapshot_path, summarize};
 use klog_log::segment::{parse_base_offset, LogSegment};
 use klog_log::Error;
-use klog_psm::{AppendOrigin, ProducerStateManager, PsmConfig};
+use klog_psm::{AppendOrigin, BatchSummary, ProducerStateManager, PsmConfig};
 
 /// One thing wrong, and the file it is in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +29,9 @@ struct Checker<'a> {
     storage: &'a dyn Storage,
     dir: &'a Path,
     problems: Vec<Problem>,
+    /// One window walks every `.log`, reused from segment to segment.
+    stream: BatchStream,
+    batches: u64,
 }
 
 impl Checker<'_> {
@@ -33,6 +42,7 @@ impl Checker<'_> {
         });
     }
 
+    /// An index or snapshot file, whole: their size is per index entry or producer, not per batch.
     fn read(&mut self, path: &Path) -> Result<Option<Vec<u8>>, Error> {
         read_file(self.storage, path).map_err(|e| Error::Io {
             path: path.to_owned(),
@@ -41,15 +51,29 @@ impl Checker<'_> {
     }
 }
 
-/// A batch's place in the log: (segment base, position, last offset, base offset, control type if a marker).
-type Located = (i64, u64, i64, i64, Option<ControlRecordType>);
+/// What a verify walked: a linear walk reads every `.log` byte once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verification {
+    pub problems: Vec<Problem>,
+    pub log_bytes_read: u64,
+    pub batches: u64,
+}
 
 /// Checks the partition directory `dir`; an empty list means it is consistent.
 pub fn verify_partition(storage: &dyn Storage, dir: &Path) -> Result<Vec<Problem>, Error> {
+    Ok(verify(storage, dir)?.problems)
+}
+
+/// [`verify_partition`], with what the walk read. One pass over each `.log` in a bounded window checks the
+/// batches, the segment's indexes (held per index entry, looked up by binary search) and the producer
+/// snapshots (replayed as the walk passes them), so time and memory do not grow with the square of anything.
+pub fn verify(storage: &dyn Storage, dir: &Path) -> Result<Verification, Error> {
     let mut c = Checker {
         storage,
         dir,
         problems: Vec::new(),
+        stream: BatchStream::default(),
+        batches: 0,
     };
     let names = storage.list(dir).map_err(|e| Error::Io {
         path: dir.to_owned(),
@@ -60,140 +84,308 @@ pub fn verify_partition(storage: &dyn Storage, dir: &Path) -> Result<Vec<Problem
         .filter(|n| n.ends_with(".log") && n.len() == 24)
         .filter_map(|n| parse_base_offset(n))
         .collect();
-    let mut batches: Vec<Located> = Vec::new();
+    let mut snapshots = SnapshotCheck::new(list_snapshots(storage, dir)?);
     let mut next_expected: Option<i64> = None;
-    for &base in &bases {
-        check_segment(&mut c, base, &mut batches, &mut next_expected)?;
+    for (i, &base) in bases.iter().enumerate() {
+        let segment = (base, bases.get(i + 1).copied());
+        check_segment(&mut c, segment, &mut snapshots, &mut next_expected)?;
     }
     let log_end = next_expected.unwrap_or(bases.first().copied().unwrap_or(0));
-    check_snapshots(&mut c, &batches)?;
+    snapshots.finish(&mut c)?;
+    c.problems.append(&mut snapshots.problems);
     check_epochs(&mut c, log_end)?;
     if let Err(e) = read_partition_metadata(storage, dir) {
         c.problem(dir.join("partition.metadata"), e.to_string());
     }
-    Ok(c.problems)
+    Ok(Verification {
+        problems: c.problems,
+        log_bytes_read: c.stream.bytes_read(),
+        batches: c.batches,
+    })
 }
 
+/// One segment: `(base, the next segment's base)`.
 fn check_segment(
     c: &mut Checker<'_>,
-    base: i64,
-    batches: &mut Vec<Located>,
+    (base, next_base): (i64, Option<i64>),
+    snapshots: &mut SnapshotCheck,
     next: &mut Option<i64>,
 ) -> Result<(), Error> {
     let log_path = LogSegment::log_path(c.dir, base);
-    let bytes = c.read(&log_path)?.unwrap_or_default();
-    let mut it = Batches::new(&bytes);
-    let first_index = batches.len();
-    for b in it.by_ref() {
+    let mut indexes = SegmentIndexes::load(c, base)?;
+    let (file, size) = open_log(c.storage, &log_path)?;
+    let mut read_at = |buf: &mut [u8], position: u64| match &file {
+        Some(f) => f.read_at(buf, position).map_err(|e| Error::Io {
+            path: log_path.clone(),
+            source: e,
+        }),
+        None => Ok(0),
+    };
+    let mut problems = Vec::new();
+    let mut batches = 0u64;
+    let tail = c.stream.scan::<Error>(&mut read_at, 0, size, &mut |b| {
         let b = match b {
             Ok(b) => b,
             Err(e) => {
-                c.problem(log_path.clone(), e.to_string());
-                break;
+                problems.push(e.to_string());
+                return Ok(ControlFlow::Break(()));
             }
         };
-        if b.base_offset() < base || b.last_offset() - base > i32::MAX as i64 {
-            c.problem(
-                log_path.clone(),
-                format!(
-                    "batch at position {} has offsets outside the segment",
-                    b.position()
-                ),
-            );
-        }
-        if next.is_some_and(|n| b.base_offset() < n) {
-            c.problem(
-                log_path.clone(),
-                format!(
-                    "batch at position {} goes back to offset {}",
-                    b.position(),
-                    b.base_offset()
-                ),
-            );
-        }
-        *next = Some(b.last_offset() + 1);
-        let control = match b {
-            AnyBatch::V2(v) => v.control_record().ok().flatten().map(|r| r.record_type),
-            AnyBatch::Legacy(_) => None,
-        };
-        batches.push((
-            base,
-            b.position(),
-            b.last_offset(),
-            b.base_offset(),
-            control,
-        ));
+        batches += 1;
+        let in_order = check_batch(&b, base, next, &mut problems);
+        indexes.see(&b);
+        // Only a batch whose offsets fit its place may carry the walk past a snapshot: one corrupt base
+        // offset (outside the CRC) must not end the windows of every snapshot after it.
+        let leads = in_order && next_base.is_none_or(|n| b.last_offset() < n);
+        snapshots.see(c.storage, c.dir, &b, leads)?;
+        Ok(ControlFlow::Continue(()))
+    })?;
+    c.batches += batches;
+    for p in problems {
+        c.problem(LogSegment::log_path(c.dir, base), p);
     }
-    match it.tail() {
+    let log_path = LogSegment::log_path(c.dir, base);
+    match tail {
         Some(Tail::Partial { position, bytes }) => c.problem(
-            log_path.clone(),
+            log_path,
             format!("an incomplete batch of {bytes} bytes at position {position}"),
         ),
         Some(Tail::ZeroFilled { position, bytes }) => c.problem(
-            log_path.clone(),
+            log_path,
             format!("{bytes} zero bytes at position {position} (an untrimmed preallocated tail)"),
         ),
         _ => {}
     }
-    check_indexes(c, base, &batches[first_index..])
+    indexes.report(c);
+    Ok(())
 }
 
-fn check_indexes(c: &mut Checker<'_>, base: i64, batches: &[Located]) -> Result<(), Error> {
-    let index_path = LogSegment::index_path(c.dir, base);
-    match c.read(&index_path)? {
-        None => c.problem(
-            index_path.clone(),
-            "missing (it would be rebuilt from the .log)",
-        ),
-        Some(bytes) => {
-            if bytes.len() % 8 != 0 {
-                c.problem(
-                    index_path.clone(),
-                    format!("length {} is not a multiple of 8", bytes.len()),
-                );
-            }
-            let mut last = None;
-            for e in bytes.chunks_exact(8) {
+/// A `.log` and its length; a missing one reads as empty.
+fn open_log(
+    storage: &dyn Storage,
+    path: &Path,
+) -> Result<(Option<Arc<dyn StorageFile>>, u64), Error> {
+    let io = |e| Error::Io {
+        path: path.to_owned(),
+        source: e,
+    };
+    match storage.open(path) {
+        Ok(f) => {
+            let size = f.len().map_err(io)?;
+            Ok((Some(f), size))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((None, 0)),
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// The checks of one batch on its own: offsets inside the segment, never going back. Whether it passed.
+fn check_batch(
+    b: &AnyBatch<'_>,
+    base: i64,
+    next: &mut Option<i64>,
+    problems: &mut Vec<String>,
+) -> bool {
+    let outside = b.base_offset() < base || b.last_offset() - base > i32::MAX as i64;
+    let goes_back = next.is_some_and(|n| b.base_offset() < n);
+    if outside {
+        problems.push(format!(
+            "batch at position {} has offsets outside the segment",
+            b.position()
+        ));
+    }
+    if goes_back {
+        problems.push(format!(
+            "batch at position {} goes back to offset {}",
+            b.position(),
+            b.base_offset()
+        ));
+    }
+    *next = Some(b.last_offset() + 1);
+    !outside && !goes_back
+}
+
+fn control_type(b: &AnyBatch<'_>) -> Option<ControlRecordType> {
+    match b {
+        AnyBatch::V2(v) => v.control_record().ok().flatten().map(|r| r.record_type),
+        AnyBatch::Legacy(_) => None,
+    }
+}
+
+/// A segment's `.index`, `.timeindex` and `.txnindex` entries, each waiting for the batch that proves it:
+/// found by binary search as the walk passes each batch, reported afterwards in file order.
+struct SegmentIndexes {
+    base: i64,
+    /// `None` when the file is missing; else its length.
+    offset_len: Option<usize>,
+    /// (offset, position) per entry, in file order, and the last offset of the batch found there.
+    offsets: Vec<(i64, u64)>,
+    offset_found: Vec<Option<i64>>,
+    /// (position, entry number), sorted.
+    by_position: Vec<(u64, u32)>,
+    time_len: Option<usize>,
+    /// (timestamp, offset) per entry, in file order.
+    times: Vec<(i64, i64)>,
+    /// Distinct time-index offsets, sorted, and whether a batch ends at each.
+    time_offsets: Vec<i64>,
+    time_found: Vec<bool>,
+    /// The `.txnindex`: its parse error, or the last offset of each entry in file order.
+    txn: Option<Result<Vec<i64>, &'static str>>,
+    /// Distinct aborted-transaction last offsets, sorted, and whether an ABORT marker ends at each.
+    txn_offsets: Vec<i64>,
+    txn_found: Vec<bool>,
+}
+
+impl SegmentIndexes {
+    fn load(c: &mut Checker<'_>, base: i64) -> Result<Self, Error> {
+        let index = c.read(&LogSegment::index_path(c.dir, base))?;
+        let offsets: Vec<(i64, u64)> = index
+            .as_deref()
+            .unwrap_or_default()
+            .chunks_exact(8)
+            .map(|e| {
                 let offset = base + i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64;
                 let position = i32::from_be_bytes(e[4..8].try_into().expect("4")) as u64;
-                if last.is_some_and(|l| offset <= l) {
-                    c.problem(
-                        index_path.clone(),
-                        format!("entry for offset {offset} does not increase"),
-                    );
-                }
-                last = Some(offset);
-                match batches.iter().find(|b| b.1 == position) {
-                    Some(b) if b.2 == offset => {}
-                    Some(b) => c.problem(
-                        index_path.clone(),
-                        format!(
-                            "offset {offset} at position {position}, but that batch ends at {}",
-                            b.2
-                        ),
-                    ),
-                    None => c.problem(
-                        index_path.clone(),
-                        format!(
-                            "offset {offset} points at position {position}, where no batch starts"
-                        ),
-                    ),
+                (offset, position)
+            })
+            .collect();
+        let mut by_position: Vec<(u64, u32)> = offsets
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.1, i as u32))
+            .collect();
+        by_position.sort_unstable();
+        let time = c.read(&LogSegment::time_index_path(c.dir, base))?;
+        let times: Vec<(i64, i64)> = time
+            .as_deref()
+            .unwrap_or_default()
+            .chunks_exact(12)
+            .map(|e| {
+                let ts = i64::from_be_bytes(e[0..8].try_into().expect("8"));
+                (
+                    ts,
+                    base + i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64,
+                )
+            })
+            .collect();
+        let time_offsets = sorted_distinct(times.iter().map(|t| t.1));
+        let txn = c
+            .read(&LogSegment::txn_index_path(c.dir, base))?
+            .map(|bytes| {
+                klog_log::txn_index::parse_entries(&bytes).map(|entries| {
+                    entries
+                        .iter()
+                        .map(|e| e.last_offset.get())
+                        .collect::<Vec<i64>>()
+                })
+            });
+        let txn_offsets = match &txn {
+            Some(Ok(lasts)) => sorted_distinct(lasts.iter().copied()),
+            _ => Vec::new(),
+        };
+        Ok(SegmentIndexes {
+            base,
+            offset_len: index.as_ref().map(Vec::len),
+            offset_found: vec![None; offsets.len()],
+            offsets,
+            by_position,
+            time_len: time.as_ref().map(Vec::len),
+            time_found: vec![false; time_offsets.len()],
+            times,
+            time_offsets,
+            txn,
+            txn_found: vec![false; txn_offsets.len()],
+            txn_offsets,
+        })
+    }
+
+    /// A batch of the segment: the index entries it proves.
+    fn see(&mut self, b: &AnyBatch<'_>) {
+        let position = b.position();
+        let from = self.by_position.partition_point(|e| e.0 < position);
+        for &(p, i) in &self.by_position[from..] {
+            if p != position {
+                break;
+            }
+            self.offset_found[i as usize] = Some(b.last_offset());
+        }
+        if let Ok(i) = self.time_offsets.binary_search(&b.last_offset()) {
+            self.time_found[i] = true;
+        }
+        if !self.txn_offsets.is_empty() && control_type(b) == Some(ControlRecordType::Abort) {
+            if let Ok(i) = self.txn_offsets.binary_search(&b.last_offset()) {
+                self.txn_found[i] = true;
+            }
+        }
+    }
+
+    fn report(self, c: &mut Checker<'_>) {
+        self.report_offset_index(c);
+        self.report_time_index(c);
+        let txn_path = LogSegment::txn_index_path(c.dir, self.base);
+        match &self.txn {
+            None => {}
+            Some(Err(e)) => c.problem(txn_path, *e),
+            Some(Ok(lasts)) => {
+                for last in lasts {
+                    let i = self.txn_offsets.binary_search(last).expect("indexed");
+                    if !self.txn_found[i] {
+                        c.problem(txn_path.clone(), format!("aborted transaction ending at {last}, where there is no ABORT marker"));
+                    }
                 }
             }
         }
     }
-    let time_path = LogSegment::time_index_path(c.dir, base);
-    if let Some(bytes) = c.read(&time_path)? {
-        if bytes.len() % 12 != 0 {
+
+    fn report_offset_index(&self, c: &mut Checker<'_>) {
+        let index_path = LogSegment::index_path(c.dir, self.base);
+        let Some(len) = self.offset_len else {
+            c.problem(index_path, "missing (it would be rebuilt from the .log)");
+            return;
+        };
+        if len % 8 != 0 {
+            c.problem(
+                index_path.clone(),
+                format!("length {len} is not a multiple of 8"),
+            );
+        }
+        let mut last = None;
+        for (&(offset, position), found) in self.offsets.iter().zip(&self.offset_found) {
+            if last.is_some_and(|l| offset <= l) {
+                c.problem(
+                    index_path.clone(),
+                    format!("entry for offset {offset} does not increase"),
+                );
+            }
+            last = Some(offset);
+            match found {
+                Some(batch_last) if *batch_last == offset => {}
+                Some(batch_last) => c.problem(
+                    index_path.clone(),
+                    format!("offset {offset} at position {position}, but that batch ends at {batch_last}"),
+                ),
+                None => c.problem(
+                    index_path.clone(),
+                    format!("offset {offset} points at position {position}, where no batch starts"),
+                ),
+            }
+        }
+    }
+
+    fn report_time_index(&self, c: &mut Checker<'_>) {
+        let time_path = LogSegment::time_index_path(c.dir, self.base);
+        let Some(len) = self.time_len else {
+            c.problem(time_path, "missing (it would be rebuilt from the .log)");
+            return;
+        };
+        if len % 12 != 0 {
             c.problem(
                 time_path.clone(),
-                format!("length {} is not a multiple of 12", bytes.len()),
+                format!("length {len} is not a multiple of 12"),
             );
         }
         let mut last_ts = i64::MIN;
-        for e in bytes.chunks_exact(12) {
-            let ts = i64::from_be_bytes(e[0..8].try_into().expect("8"));
-            let offset = base + i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64;
+        for &(ts, offset) in &self.times {
             if ts <= last_ts {
                 c.problem(
                     time_path.clone(),
@@ -201,58 +393,117 @@ fn check_indexes(c: &mut Checker<'_>, base: i64, batches: &[Located]) -> Result<
                 );
             }
             last_ts = ts;
-            if !batches.iter().any(|b| b.2 == offset) {
+            let i = self.time_offsets.binary_search(&offset).expect("indexed");
+            if !self.time_found[i] {
                 c.problem(
                     time_path.clone(),
                     format!("offset {offset} is not the last offset of any batch"),
                 );
             }
         }
-    } else {
-        c.problem(time_path, "missing (it would be rebuilt from the .log)");
     }
-    let txn_path = LogSegment::txn_index_path(c.dir, base);
-    if let Some(bytes) = c.read(&txn_path)? {
-        match klog_log::txn_index::parse_entries(&bytes) {
-            Err(e) => c.problem(txn_path.clone(), e),
-            Ok(entries) => {
-                for e in entries {
-                    let last = e.last_offset.get();
-                    if !batches
-                        .iter()
-                        .any(|b| b.2 == last && b.4 == Some(ControlRecordType::Abort))
-                    {
-                        c.problem(txn_path.clone(), format!("aborted transaction ending at {last}, where there is no ABORT marker"));
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
-/// Each snapshot must equal a replay from the previous one (the oldest can only be decoded).
-fn check_snapshots(c: &mut Checker<'_>, batches: &[Located]) -> Result<(), Error> {
-    let offsets = list_snapshots(c.storage, c.dir)?;
-    let mut previous: Option<(i64, ProducerStateManager)> = None;
-    for o in offsets {
-        let entries = match read_snapshot(c.storage, c.dir, o) {
+fn sorted_distinct(values: impl Iterator<Item = i64>) -> Vec<i64> {
+    let mut v: Vec<i64> = values.collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Each snapshot must equal a replay from the previous one (the oldest can only be decoded), checked as
+/// the walk passes it: the state replayed since the previous snapshot is compared when the first batch at
+/// or past the next one arrives, so each batch is replayed as it is read and never read again.
+struct SnapshotCheck {
+    /// Snapshot offsets the walk has not reached, in order.
+    ahead: std::collections::VecDeque<i64>,
+    /// The last snapshot passed and the state replayed from it (`None` before the first, or when it did
+    /// not decode: then the next one is only decoded, as it has nothing to be compared with).
+    current: Option<(i64, ProducerStateManager)>,
+    /// Batches already replayed that end at or past the next snapshot: they belong to the window after it.
+    straddling: Vec<(BatchSummary, i64)>,
+    problems: Vec<Problem>,
+}
+
+impl SnapshotCheck {
+    fn new(offsets: Vec<i64>) -> Self {
+        SnapshotCheck {
+            ahead: offsets.into(),
+            current: None,
+            straddling: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// A batch of the walk; `leads` when its offsets are in order, so that it may end snapshot windows.
+    fn see(
+        &mut self,
+        storage: &dyn Storage,
+        dir: &Path,
+        b: &AnyBatch<'_>,
+        leads: bool,
+    ) -> Result<(), Error> {
+        while leads
+            && self
+                .ahead
+                .front()
+                .is_some_and(|&next| b.base_offset() >= next)
+        {
+            self.pass_snapshot(storage, dir)?;
+        }
+        let AnyBatch::V2(v) = b else {
+            return Ok(());
+        };
+        let summary = summarize(v);
+        self.replay(summary, b.base_offset(), b.last_offset());
+        if self
+            .ahead
+            .front()
+            .is_some_and(|&next| b.last_offset() >= next)
+        {
+            self.straddling.push((summary, b.base_offset()));
+        }
+        Ok(())
+    }
+
+    /// The batch in the current window (`last >= from`, `base < to`), as the replay between two snapshots.
+    fn replay(&mut self, summary: BatchSummary, base: i64, last: i64) {
+        let to = self.ahead.front().copied().unwrap_or(i64::MAX);
+        let Some((from, psm)) = &mut self.current else {
+            return;
+        };
+        if last < *from || base >= to {
+            return;
+        }
+        if let Ok(plan) = psm.plan_append(&[summary], AppendOrigin::Replication) {
+            psm.apply(plan);
+        }
+        psm.update_map_end_offset(last + 1);
+    }
+
+    /// The walk reached the next snapshot: compare it with the replay, then replay on from it.
+    fn pass_snapshot(&mut self, storage: &dyn Storage, dir: &Path) -> Result<(), Error> {
+        let o = self.ahead.pop_front().expect("a snapshot ahead");
+        let entries = match read_snapshot(storage, dir, o) {
             Ok(e) => e,
             Err(e) => {
-                c.problem(snapshot_path(c.dir, o), e.to_string());
-                previous = None;
-                continue;
+                self.problems.push(Problem {
+                    file: snapshot_path(dir, o),
+                    what: e.to_string(),
+                });
+                self.current = None;
+                self.straddling.clear();
+                return Ok(());
             }
         };
-        if let Some((from, mut psm)) = previous.take() {
-            replay(c, &mut psm, batches, from, o)?;
+        if let Some((from, psm)) = self.current.take() {
             let mut want = entries.clone();
             want.sort_by_key(|e| e.producer_id);
             if psm.snapshot() != want {
-                c.problem(
-                    snapshot_path(c.dir, o),
-                    format!("differs from a replay of the log from the snapshot at {from}"),
-                );
+                self.problems.push(Problem {
+                    file: snapshot_path(dir, o),
+                    what: format!("differs from a replay of the log from the snapshot at {from}"),
+                });
             }
         }
         let mut psm = ProducerStateManager::new(PsmConfig {
@@ -260,37 +511,27 @@ fn check_snapshots(c: &mut Checker<'_>, batches: &[Located]) -> Result<(), Error
             ..PsmConfig::default()
         });
         psm.load_snapshot(entries, o, 0);
-        previous = Some((o, psm));
+        self.current = Some((o, psm));
+        for (summary, base) in std::mem::take(&mut self.straddling) {
+            self.replay(summary, base, summary.last_offset);
+            if self
+                .ahead
+                .front()
+                .is_some_and(|&next| summary.last_offset >= next)
+            {
+                self.straddling.push((summary, base));
+            }
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-fn replay(
-    c: &mut Checker<'_>,
-    psm: &mut ProducerStateManager,
-    batches: &[Located],
-    from: i64,
-    to: i64,
-) -> Result<(), Error> {
-    let mut current: Option<(i64, Vec<u8>)> = None;
-    for &(seg, position, last, _, _) in batches.iter().filter(|b| b.2 >= from && b.3 < to) {
-        if current.as_ref().is_none_or(|(s, _)| *s != seg) {
-            current = Some((
-                seg,
-                c.read(&LogSegment::log_path(c.dir, seg))?
-                    .unwrap_or_default(),
-            ));
+    /// The snapshots past the last batch: each against the one before it, with nothing to replay.
+    fn finish(&mut self, c: &mut Checker<'_>) -> Result<(), Error> {
+        while !self.ahead.is_empty() {
+            self.pass_snapshot(c.storage, c.dir)?;
         }
-        let bytes = &current.as_ref().expect("loaded").1[position as usize..];
-        let Some(Ok(AnyBatch::V2(b))) = Batches::new(bytes).next() else {
-            continue;
-        };
-        if let Ok(plan) = psm.plan_append(&[summarize(&b)], AppendOrigin::Replication) {
-            psm.apply(plan);
-        }
-        psm.update_map_end_offset(last + 1);
+        Ok(())
     }
-    Ok(())
 }
 
 fn check_epochs(c: &mut Checker<'_>, log_end: i64) -> Result<(), Error> {

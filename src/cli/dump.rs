@@ -7,14 +7,16 @@
 
 use std::fs;
 use std::io::{self, BufWriter, Write};
+use std::ops::ControlFlow;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
 use klog::log::format::{
-    AnyBatch, Batches, ControlRecord, ControlValue, LegacyEntry, LegacyRecord, Record, RecordBatch,
-    Tail, TimestampType,
+    AnyBatch, BatchStream, Batches, ControlRecord, ControlValue, LegacyEntry, LegacyRecord, Record,
+    RecordBatch, Tail, TimestampType,
 };
 use serde::Serialize;
 
@@ -86,14 +88,37 @@ fn dump_file(args: &DumpArgs, path: &Path, out: &mut impl Write) -> anyhow::Resu
         };
         return super::dump_meta::dump(&meta, path, out);
     }
-    let data = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let len = file
+        .metadata()
+        .with_context(|| format!("reading {}", path.display()))?
+        .len();
     if !args.json {
         writeln!(out, "Dumping {}", path.display())?;
         if let Some(base) = segment_base_offset(path).filter(|_| ext == "log") {
             writeln!(out, "Log starting offset: {base}")?;
         }
     }
-    dump_batches(args, path, &data, out)
+    // A window that advances batch by batch, printing as it goes: memory is one window (or one batch
+    // larger than it), never the file.
+    let mut read_at = |buf: &mut [u8], position: u64| {
+        file.read_at(buf, position)
+            .map_err(|e| klog::log::Error::Io {
+                path: path.to_owned(),
+                source: e,
+            })
+    };
+    let mut dumper = Dumper::new(args, path);
+    let tail = BatchStream::default().without_crc().scan::<anyhow::Error>(
+        &mut read_at,
+        0,
+        len,
+        &mut |batch| {
+            dumper.one(batch, out)?;
+            Ok(ControlFlow::Continue(()))
+        },
+    )?;
+    dumper.finish(tail, out)
 }
 
 /// Dumps concatenated batches (a file's, or a read's); `Ok(false)` when they had problems.
@@ -103,33 +128,12 @@ pub fn dump_batches(
     data: &[u8],
     out: &mut impl Write,
 ) -> anyhow::Result<bool> {
-    let in_state_dir = path
-        .parent()
-        .and_then(|p| p.file_name())
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with("__mirror_state-"));
-    let mirror_state = args.mirror_state_decoder || in_state_dir;
-    let deep = args.deep || args.print_data_log || mirror_state;
-    let mut dumper = Dumper {
-        args,
-        mirror_state,
-        deep,
-        path,
-        scratch: Vec::new(),
-        clean: true,
-        last_record_offset: None,
-        non_consecutive: Vec::new(),
-    };
+    let mut dumper = Dumper::new(args, path);
     let mut batches = Batches::new(data).without_crc();
     for batch in batches.by_ref() {
-        match batch {
-            Ok(batch) => dumper.batch(batch, out)?,
-            Err(e) => dumper.error(e.to_string(), batch_error_position(&e), out)?,
-        }
+        dumper.one(batch, out)?;
     }
-    dumper.tail(batches.tail(), out)?;
-    dumper.report_non_consecutive();
-    Ok(dumper.clean)
+    dumper.finish(batches.tail(), out)
 }
 
 fn batch_error_position(e: &klog::log::Error) -> u64 {
@@ -154,6 +158,7 @@ struct Dumper<'a> {
     clean: bool,
     last_record_offset: Option<i64>,
     non_consecutive: Vec<(i64, i64)>,
+    non_consecutive_more: u64,
 }
 
 #[derive(Serialize)]
@@ -224,7 +229,50 @@ fn timestamp_type_json(t: TimestampType) -> &'static str {
     }
 }
 
-impl Dumper<'_> {
+/// Non-consecutive offset pairs kept for the report at the end (16 bytes each): a compacted log has one
+/// per gap, so past this many only their number is kept.
+const NON_CONSECUTIVE_KEPT: usize = 65_536;
+
+impl<'a> Dumper<'a> {
+    fn new(args: &'a DumpArgs, path: &'a Path) -> Self {
+        let in_state_dir = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("__mirror_state-"));
+        let mirror_state = args.mirror_state_decoder || in_state_dir;
+        Dumper {
+            args,
+            mirror_state,
+            deep: args.deep || args.print_data_log || mirror_state,
+            path,
+            scratch: Vec::new(),
+            clean: true,
+            last_record_offset: None,
+            non_consecutive: Vec::new(),
+            non_consecutive_more: 0,
+        }
+    }
+
+    /// One step of the iteration: a batch, or the error that ends it.
+    fn one(
+        &mut self,
+        batch: Result<AnyBatch<'_>, klog::log::Error>,
+        out: &mut impl Write,
+    ) -> anyhow::Result<()> {
+        match batch {
+            Ok(batch) => self.batch(batch, out),
+            Err(e) => Ok(self.error(e.to_string(), batch_error_position(&e), out)?),
+        }
+    }
+
+    /// The tail and the non-consecutive offsets; whether everything was clean.
+    fn finish(mut self, tail: Option<Tail>, out: &mut impl Write) -> anyhow::Result<bool> {
+        self.tail(tail, out)?;
+        self.report_non_consecutive();
+        Ok(self.clean)
+    }
+
     fn error(&mut self, message: String, position: u64, out: &mut impl Write) -> io::Result<()> {
         self.clean = false;
         if self.args.json {
@@ -276,12 +324,19 @@ impl Dumper<'_> {
         for (a, b) in &self.non_consecutive {
             eprintln!("  {a} is followed by {b}");
         }
+        if self.non_consecutive_more > 0 {
+            eprintln!("  ... and {} more", self.non_consecutive_more);
+        }
     }
 
     fn note_record_offset(&mut self, offset: i64) {
         if let Some(last) = self.last_record_offset {
             if offset != last + 1 {
-                self.non_consecutive.push((last, offset));
+                if self.non_consecutive.len() < NON_CONSECUTIVE_KEPT {
+                    self.non_consecutive.push((last, offset));
+                } else {
+                    self.non_consecutive_more += 1;
+                }
             }
         }
         self.last_record_offset = Some(offset);

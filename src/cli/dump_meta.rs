@@ -1,12 +1,16 @@
 //! `klog dump` for the files around the batches: `.index`, `.timeindex`, `.txnindex` (as `kafka-dump-log`
 //! prints them, checked against the `.log`), the leader-epoch and offset checkpoints and `partition.metadata`.
 
+use std::fs::File;
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use klog::log::checkpoint::{read_checkpoint, read_partition_metadata};
-use klog::log::format::{AnyBatch, Batches};
+use klog::log::format::{
+    AnyBatch, Batches, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_RECORD_OVERHEAD,
+};
 use klog::log::io::StdStorage;
 use klog::log::txn_index::parse_entries;
 use serde_json::json;
@@ -48,58 +52,230 @@ fn log_of(path: &Path, base: i64) -> PathBuf {
     path.with_file_name(format!("{base:020}.log"))
 }
 
-/// Entries of a fixed-size index file, stopping (as Kafka does) at the first zero entry after the first.
-fn entries<const N: usize>(bytes: &[u8], relative_at: usize) -> Vec<[u8; N]> {
-    let mut v = Vec::new();
-    for (i, chunk) in bytes.chunks_exact(N).enumerate() {
-        let rel = i32::from_be_bytes(chunk[relative_at..relative_at + 4].try_into().expect("4"));
-        if rel == 0 && i > 0 {
-            break;
-        }
-        v.push(chunk.try_into().expect("N"));
-    }
-    v
+/// Index entries read at a time: the files are walked, never held.
+const INDEX_CHUNK_ENTRIES: usize = 8192;
+
+/// The entries of a fixed-size index file, a chunk at a time, stopping (as Kafka does) at the first zero
+/// relative offset after the first entry. A missing file has no entries.
+struct IndexEntries<const N: usize> {
+    file: Option<File>,
+    path: PathBuf,
+    relative_at: usize,
+    /// Bytes of whole entries in the file.
+    end: u64,
+    read_to: u64,
+    buf: Vec<u8>,
+    at: usize,
+    returned: u64,
 }
 
-/// The first batch at `position` in the segment's `.log`: (last offset, max record timestamp).
-fn batch_at(log: &[u8], position: usize) -> Option<(i64, i64)> {
-    let rest = log.get(position..)?;
-    let batch = Batches::new(rest).without_crc().next()?.ok()?;
-    let max_ts = match batch {
+impl<const N: usize> IndexEntries<N> {
+    fn open(path: &Path, relative_at: usize, missing_ok: bool) -> anyhow::Result<Self> {
+        let file = match File::open(path) {
+            Ok(f) => Some(f),
+            Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let len = match &file {
+            Some(f) => f
+                .metadata()
+                .with_context(|| format!("reading {}", path.display()))?
+                .len(),
+            None => 0,
+        };
+        Ok(IndexEntries {
+            file,
+            path: path.to_owned(),
+            relative_at,
+            end: len / N as u64 * N as u64,
+            read_to: 0,
+            buf: Vec::new(),
+            at: 0,
+            returned: 0,
+        })
+    }
+
+    fn next_entry(&mut self) -> anyhow::Result<Option<[u8; N]>> {
+        if self.at == self.buf.len() {
+            let (Some(file), true) = (&self.file, self.read_to < self.end) else {
+                return Ok(None);
+            };
+            let want = ((INDEX_CHUNK_ENTRIES * N) as u64).min(self.end - self.read_to);
+            self.buf.resize(want as usize, 0);
+            file.read_exact_at(&mut self.buf, self.read_to)
+                .with_context(|| format!("reading {}", self.path.display()))?;
+            self.read_to += want;
+            self.at = 0;
+        }
+        let entry: [u8; N] = self.buf[self.at..self.at + N].try_into().expect("N");
+        self.at += N;
+        let at = self.relative_at;
+        let rel = i32::from_be_bytes(entry[at..at + 4].try_into().expect("4"));
+        if rel == 0 && self.returned > 0 {
+            self.end = 0;
+            self.buf.clear();
+            self.at = 0;
+            return Ok(None);
+        }
+        self.returned += 1;
+        Ok(Some(entry))
+    }
+}
+
+/// Kafka's `OffsetIndex.lookup` (the position of the last entry before the first one past the offset),
+/// walking the `.index` once for the increasing offsets of a time index; a smaller offset starts over.
+struct OffsetLookup {
+    path: PathBuf,
+    base: i64,
+    entries: IndexEntries<8>,
+    /// The first entry past the last offset asked for.
+    pending: Option<(i64, u32)>,
+    position: u32,
+    last_asked: i64,
+}
+
+impl OffsetLookup {
+    fn open(path: &Path, base: i64) -> anyhow::Result<Self> {
+        Ok(OffsetLookup {
+            path: path.to_owned(),
+            base,
+            entries: IndexEntries::open(path, 0, true)?,
+            pending: None,
+            position: 0,
+            last_asked: i64::MIN,
+        })
+    }
+
+    fn position(&mut self, offset: i64) -> anyhow::Result<u32> {
+        if offset < self.last_asked {
+            *self = Self::open(&self.path, self.base)?;
+        }
+        self.last_asked = offset;
+        loop {
+            let next = match self.pending.take() {
+                Some(e) => Some(e),
+                None => self
+                    .entries
+                    .next_entry()?
+                    .map(|e| offset_entry(self.base, &e)),
+            };
+            match next {
+                None => return Ok(self.position),
+                Some((o, p)) if o > offset => {
+                    self.pending = Some((o, p));
+                    return Ok(self.position);
+                }
+                Some((_, p)) => self.position = p,
+            }
+        }
+    }
+}
+
+/// An `.index` entry as (absolute offset, position).
+fn offset_entry(base: i64, e: &[u8; 8]) -> (i64, u32) {
+    let offset = base + i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64;
+    (offset, u32::from_be_bytes(e[4..8].try_into().expect("4")))
+}
+
+/// The segment's `.log`, read one batch at a time (bounded by its declared length and the file's end).
+struct LogFile {
+    file: Option<File>,
+    len: u64,
+    buf: Vec<u8>,
+}
+
+impl LogFile {
+    /// A missing `.log` reads as empty: every entry is then reported as not found.
+    fn open(path: &Path) -> Self {
+        let file = File::open(path).ok();
+        let len = file
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map_or(0, |m| m.len());
+        LogFile {
+            file,
+            len,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The whole batch at `position`, if one is there (as the first batch of the file's rest would be).
+    fn batch_at(&mut self, position: u64) -> Option<AnyBatch<'_>> {
+        let file = self.file.as_ref()?;
+        let rest = self.len.checked_sub(position)?;
+        if rest < HEADER_SIZE_UP_TO_MAGIC as u64 {
+            return None;
+        }
+        let mut length = [0u8; LOG_OVERHEAD];
+        file.read_exact_at(&mut length, position).ok()?;
+        let size = i32::from_be_bytes(length[8..12].try_into().expect("4"));
+        let whole = LOG_OVERHEAD as u64 + u64::try_from(size.max(MIN_RECORD_OVERHEAD)).ok()?;
+        if size < MIN_RECORD_OVERHEAD || whole > rest {
+            return None;
+        }
+        self.buf.resize(whole as usize, 0);
+        file.read_exact_at(&mut self.buf, position).ok()?;
+        Batches::at(&self.buf, position).without_crc().next()?.ok()
+    }
+
+    /// The first batch from `from` whose last offset is >= `offset`: its position and last offset, and its
+    /// max record timestamp when it ends exactly at `offset`.
+    fn batch_ending_at_or_after(&mut self, from: u64, offset: i64) -> Option<(u64, i64, i64)> {
+        let mut position = from;
+        loop {
+            let batch = self.batch_at(position)?;
+            let last = batch.last_offset();
+            if last >= offset {
+                let max_ts = if last == offset {
+                    max_record_timestamp(&batch)
+                } else {
+                    -1
+                };
+                return Some((position, last, max_ts));
+            }
+            position += batch.size_in_bytes() as u64;
+        }
+    }
+}
+
+/// The largest record timestamp of a batch (Kafka's time-index dump walks the records), or -1.
+fn max_record_timestamp(batch: &AnyBatch<'_>) -> i64 {
+    match batch {
         AnyBatch::V2(b) => {
             let mut scratch = Vec::new();
             b.records(&mut scratch)
-                .ok()?
-                .filter_map(Result::ok)
-                .map(|r| r.timestamp)
-                .max()
+                .map(|records| {
+                    records
+                        .filter_map(Result::ok)
+                        .map(|r| r.timestamp)
+                        .max()
+                        .unwrap_or(-1)
+                })
                 .unwrap_or(-1)
         }
         AnyBatch::Legacy(e) => e.timestamp.unwrap_or(-1),
-    };
-    Some((batch.last_offset(), max_ts))
+    }
 }
 
+/// `--index-sanity-check`: the length and the last entry's offset, read without the rest of the file.
 fn sanity(
     kind: &str,
     path: &Path,
-    bytes: &[u8],
-    size: usize,
+    len: u64,
+    size: u64,
     base: i64,
     out: &mut impl Write,
 ) -> anyhow::Result<bool> {
-    let n = bytes.len() / size;
-    let problem = if !bytes.len().is_multiple_of(size) {
-        Some(format!(
-            "length {} is not a multiple of {size}",
-            bytes.len()
-        ))
+    let problem = if !len.is_multiple_of(size) {
+        Some(format!("length {len} is not a multiple of {size}"))
     } else {
-        let rel = |i: usize| {
-            let at = if size == 8 { i * 8 } else { i * 12 + 8 };
-            i32::from_be_bytes(bytes[at..at + 4].try_into().expect("4")) as i64
-        };
-        (n > 0 && base + rel(n - 1) < base)
+        let last = len / size;
+        let relative_at = if size == 8 { 0 } else { 8 };
+        let mut rel = [0u8; 4];
+        File::open(path)
+            .and_then(|f| f.read_exact_at(&mut rel, (last - 1) * size + relative_at))
+            .with_context(|| format!("reading {}", path.display()))?;
+        (base + (i32::from_be_bytes(rel) as i64) < base)
             .then(|| format!("last offset is below the base offset {base}"))
     };
     match problem {
@@ -114,29 +290,48 @@ fn sanity(
     }
 }
 
-fn dump_offset_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::Result<bool> {
-    let bytes = read(path)?;
-    let base = base_offset(path)?;
+/// The file's length, and whether to go on past the header line (an empty index or a sanity check
+/// ends there).
+fn index_header(
+    args: &MetaArgs,
+    path: &Path,
+    entry: u64,
+    out: &mut impl Write,
+) -> anyhow::Result<u64> {
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .len();
     if !args.json {
         writeln!(out, "Dumping {}", path.display())?;
-    }
-    if bytes.len() < 8 {
-        if !args.json {
+        if len < entry {
             writeln!(out, "{} is empty.", path.display())?;
         }
+    }
+    Ok(len)
+}
+
+fn dump_offset_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::Result<bool> {
+    let base = base_offset(path)?;
+    let len = index_header(args, path, 8, out)?;
+    if len < 8 {
         return Ok(true);
     }
     if args.index_sanity_check {
-        return sanity("offset index", path, &bytes, 8, base, out);
+        return sanity("offset index", path, len, 8, base, out);
     }
-    let log = std::fs::read(log_of(path, base)).unwrap_or_default();
+    let mut log = LogFile::open(&log_of(path, base));
+    let mut entries = IndexEntries::<8>::open(path, 0, false)?;
     let mut mismatches = Vec::new();
-    for e in entries::<8>(&bytes, 0) {
-        let offset = base + i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64;
-        let position = i32::from_be_bytes(e[4..8].try_into().expect("4"));
-        match batch_at(&log, position as usize) {
-            Some((last, _)) if last == offset => {}
-            found => mismatches.push((offset, found.map_or(-1, |f| f.0))),
+    while let Some(e) = entries.next_entry()? {
+        let (offset, position) = offset_entry(base, &e);
+        let position = position as i32;
+        let found = u64::try_from(position)
+            .ok()
+            .and_then(|p| log.batch_at(p))
+            .map(|b| b.last_offset());
+        match found {
+            Some(last) if last == offset => {}
+            found => mismatches.push((offset, found.unwrap_or(-1))),
         }
         if args.json {
             serde_json::to_writer(&mut *out, &json!({"offset": offset, "position": position}))?;
@@ -155,31 +350,28 @@ fn dump_offset_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyh
 }
 
 fn dump_time_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::Result<bool> {
-    let bytes = read(path)?;
     let base = base_offset(path)?;
-    if !args.json {
-        writeln!(out, "Dumping {}", path.display())?;
-    }
-    if bytes.len() < 12 {
-        if !args.json {
-            writeln!(out, "{} is empty.", path.display())?;
-        }
+    let len = index_header(args, path, 12, out)?;
+    if len < 12 {
         return Ok(true);
     }
     if args.index_sanity_check {
-        return sanity("time index", path, &bytes, 12, base, out);
+        return sanity("time index", path, len, 12, base, out);
     }
-    let log = std::fs::read(log_of(path, base)).unwrap_or_default();
-    let index = std::fs::read(path.with_extension("index")).unwrap_or_default();
+    let mut log = LogFile::open(&log_of(path, base));
+    let mut lookup = OffsetLookup::open(&path.with_extension("index"), base)?;
+    let mut entries = IndexEntries::<12>::open(path, 8, false)?;
     let mut problems = Vec::new();
     let mut prev = -1i64;
-    for e in entries::<12>(&bytes, 8) {
+    while let Some(e) = entries.next_entry()? {
         let ts = i64::from_be_bytes(e[0..8].try_into().expect("8"));
         let offset = base + i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64;
-        let position = offset_index_lookup(&index, base, offset);
-        match first_batch_ending_at_or_after(&log, position, offset) {
-            Some((at, last)) if last == offset => {
-                let max_ts = batch_at(&log, at).map_or(-1, |b| b.1);
+        let position = lookup.position(offset)? as i32;
+        let found = u64::try_from(position)
+            .ok()
+            .and_then(|p| log.batch_ending_at_or_after(p, offset));
+        match found {
+            Some((_, last, max_ts)) if last == offset => {
                 if max_ts != ts {
                     problems.push(format!(
                         "Found timestamp mismatch in :{}\n  Index timestamp: {ts}, log timestamp: {max_ts}",
@@ -210,32 +402,6 @@ fn dump_time_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
         eprintln!("{p}");
     }
     Ok(problems.is_empty())
-}
-
-/// The position the offset index gives for `offset` (largest entry at or below it).
-fn offset_index_lookup(index: &[u8], base: i64, offset: i64) -> usize {
-    let mut position = 0;
-    for e in entries::<8>(index, 0) {
-        let o = base + i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64;
-        if o > offset {
-            break;
-        }
-        position = i32::from_be_bytes(e[4..8].try_into().expect("4")) as usize;
-    }
-    position
-}
-
-/// The first batch from `from` whose last offset is >= `offset`: (its position, its last offset).
-fn first_batch_ending_at_or_after(log: &[u8], from: usize, offset: i64) -> Option<(usize, i64)> {
-    let mut pos = from;
-    for b in Batches::new(log.get(from..)?).without_crc() {
-        let b = b.ok()?;
-        if b.last_offset() >= offset {
-            return Some((pos, b.last_offset()));
-        }
-        pos += b.size_in_bytes();
-    }
-    None
 }
 
 fn dump_txn_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::Result<bool> {

@@ -4,6 +4,7 @@
 //! Layouts are in `docs/format.md`; the Kafka sources they follow are cited in `../shared/spec/kafka-storage.md` §1.
 
 mod batch;
+mod batch_stream;
 mod batches;
 mod builder;
 mod compression;
@@ -14,6 +15,7 @@ mod record;
 pub mod varint;
 
 pub use batch::{RecordBatch, RecordBatchMut};
+pub use batch_stream::{BatchStream, OnBatch, ReadAt, DEFAULT_WINDOW_BYTES};
 pub use batches::{AnyBatch, Batches, Tail};
 pub use builder::{BatchBuilder, Header};
 pub use compression::{Compression, DEFAULT_MAX_DECOMPRESSED_BYTES};
