@@ -60,7 +60,7 @@ fn build_pool() -> Vec<Vec<u8>> {
                     chunk.copy_from_slice(&x[..chunk.len()]);
                 }
                 let key = format!("k{:07}", i * RECORDS_PER_BATCH + j);
-                b.append(1_800_000_000_000, Some(key.as_bytes()), Some(&value), &[])
+                b.append(1_700_000_000_000, Some(key.as_bytes()), Some(&value), &[])
                     .expect("record");
             }
             b.build().expect("batch")

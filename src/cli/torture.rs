@@ -51,7 +51,7 @@ pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
             let len = (next() % 2000) as usize;
             let value: Vec<u8> = (0..len).map(|j| (j as u64 ^ n ^ i) as u8).collect();
             b.append(
-                1_800_000_000_000 + n as i64,
+                1_700_000_000_000 + n as i64,
                 Some(&n.to_be_bytes()),
                 Some(&value),
                 &[],
