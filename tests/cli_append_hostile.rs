@@ -105,3 +105,33 @@ fn hostile_batches_exit_non_zero_with_kafkas_name_and_change_nothing() {
         assert_eq!(log_end_offset(d), 3, "{name}");
     }
 }
+
+/// A follower keeps the leader's bytes without walking the records (as Kafka's follower does): a batch
+/// declaring more records than it holds is appended, and `klog read` and `klog dump --deep` then report it
+/// as an error naming the check, never a panic.
+#[test]
+fn a_malformed_follower_batch_reads_back_as_an_error_not_a_panic() {
+    let root = scratch_dir("cli-append-hostile-follower");
+    let dir = root.join("logs/orders-0");
+    let d = dir.to_str().unwrap();
+    let mut bad = with_records_count(good_batch(2), 3);
+    bad[..8].copy_from_slice(&0i64.to_be_bytes());
+    let input = root.join("follower.bin");
+    std::fs::write(&input, &bad).unwrap();
+    let out = klog(&["append", d, input.to_str().unwrap(), "--as", "follower"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let segment = dir.join("00000000000000000000.log");
+    let runs = [
+        klog(&["read", d, "--offset", "0"]),
+        klog(&["dump", segment.to_str().unwrap(), "--deep"]),
+    ];
+    for out in runs {
+        assert_ne!(out.status.code(), Some(101), "a panic: {}", stderr(&out));
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            text.contains("declared 3 records but found 2"),
+            "the error names the check: {text}"
+        );
+    }
+}
