@@ -422,8 +422,12 @@ mod tests {
     use proptest::prelude::*;
 
     fn payload() -> Vec<u8> {
+        records(4)
+    }
+
+    fn records(n: i64) -> Vec<u8> {
         let mut b = BatchBuilder::new(Compression::None);
-        for i in 0..4 {
+        for i in 0..n {
             let header = Header {
                 key: "h",
                 value: Some(b"hv"),
@@ -460,11 +464,11 @@ mod tests {
         /// admits, klog can read back.
         #[test]
         fn the_walk_accepts_what_the_reader_accepts(
-            flips in proptest::collection::vec((0usize..200, any::<u8>()), 0..3),
+            flips in proptest::collection::vec((0usize..5000, any::<u8>()), 0..3),
             cut in 0usize..8,
-            declared in 2i32..6,
+            declared in 66i32..71,
         ) {
-            let mut data = payload();
+            let mut data = records(68);
             for (at, byte) in flips {
                 let at = at % data.len();
                 data[at] = byte;
