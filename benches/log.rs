@@ -333,13 +333,7 @@ fn bench_append_100b(c: &mut Criterion, env: &Env) {
 
 /// Prints a paired line: the median over rounds of (first side's time / second side's time), by wall
 /// and by thread CPU time, with the IQR, and the wall medians of both in MB/s.
-fn report_paired(
-    id: &str,
-    samples: &[(Times, Times)],
-    rounds: usize,
-    n: usize,
-    bytes: usize,
-) {
+fn report_paired(id: &str, samples: &[(Times, Times)], rounds: usize, n: usize, bytes: usize) {
     if rounds == 1 {
         eprintln!("{id}: ran once (test mode, not a measurement)");
         return;
