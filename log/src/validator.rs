@@ -98,7 +98,13 @@ pub fn validate(
                 ),
             ));
         }
-        check_origin(&batch, &summary, origin, config, now_ms, &mut scratch)?;
+        let mut summary = summary;
+        if let Some(records_max) =
+            check_origin(&batch, &summary, origin, config, now_ms, &mut scratch)?
+        {
+            // Kafka's `setMaxTimestamp(CREATE_TIME, maxBatchTimestamp)`: the leader stamps it.
+            summary.max_timestamp = records_max;
+        }
         if let Some(prev) = batches.last() {
             let prev: &BatchSummary = prev;
             if origin == AppendOrigin::Replication && summary.base_offset <= prev.last_offset {
@@ -181,9 +187,9 @@ fn check_origin(
     config: &LogConfig,
     now_ms: i64,
     scratch: &mut Vec<u8>,
-) -> Result<(), Error> {
+) -> Result<Option<i64>, Error> {
     if origin == AppendOrigin::Replication {
-        return Ok(());
+        return Ok(None);
     }
     let AnyBatch::V2(b) = batch else {
         return Err(reject(
@@ -204,7 +210,23 @@ fn check_origin(
             format!("batch at {at}: record {index} has offset delta {delta}, expected {index}"),
         ));
     }
-    check_timestamps(b, &walk, at, config, now_ms)
+    check_timestamps(b, &walk, at, config, now_ms)?;
+    Ok(records_max_timestamp(b, &walk, config))
+}
+
+/// The max timestamp Kafka stamps on a CreateTime batch: the largest record timestamp, -1 if none is
+/// larger (`LogValidator.assignOffsetsNonCompressed`). `None` where the header's stays (LogAppendTime).
+fn records_max_timestamp(
+    b: &RecordBatch<'_>,
+    walk: &RecordsWalk,
+    config: &LogConfig,
+) -> Option<i64> {
+    let create_time = config.message_timestamp_type == TimestampType::CreateTime
+        && b.timestamp_type() == TimestampType::CreateTime;
+    create_time.then(|| {
+        walk.latest
+            .map_or(NO_TIMESTAMP, |(_, t)| t.max(NO_TIMESTAMP))
+    })
 }
 
 /// `LogValidator.validateBatch`, client origin.

@@ -624,3 +624,34 @@ fn a_malformed_follower_batch_is_kept_and_reads_back_with_a_clear_error() {
     let err = results.last().unwrap().as_ref().unwrap_err().to_string();
     assert!(err.contains("declared 4 records but found 3"), "{err}");
 }
+
+/// Kafka's in-place validation sets a CreateTime batch's max timestamp to its records' maximum
+/// (`setMaxTimestamp(CREATE_TIME, maxBatchTimestamp)`, CRC recomputed): a producer's wrong header cannot
+/// reach the time index.
+#[test]
+fn the_max_timestamp_is_set_to_the_records_maximum() {
+    let f = Fixture::new("max-timestamp", LogConfig::default());
+    for (claimed, base_sequence) in [(NOW + 10 * 3_600_000, 3), (NOW - 5_000, 6)] {
+        let mut shape = Shape::for_records(3);
+        shape.max_timestamp = claimed;
+        shape.base_sequence = base_sequence;
+        let mut recs = good(3);
+        recs[1].timestamp_delta = 30 * 60_000;
+        let mut bytes = batch(&shape, &records(&recs));
+        let info = f.log.append_as_leader(&mut bytes, 0).unwrap();
+        assert!(!info.duplicate);
+        f.log.update_high_watermark(f.log.log_end_offset());
+        let read = f.log.read(info.first_offset, 1 << 20, None, false).unwrap();
+        let (stored, _) = RecordBatch::parse(read.records.as_slice(), 0).expect("CRC still valid");
+        assert_eq!(
+            stored.max_timestamp(),
+            NOW + 30 * 60_000,
+            "claimed {claimed}"
+        );
+    }
+    assert_eq!(
+        f.log.offset_for_timestamp(NOW + 3_600_000).unwrap(),
+        None,
+        "no batch claims a time ten hours ahead"
+    );
+}
