@@ -483,6 +483,40 @@ fn a_compression_bomb_is_message_too_large() {
         KafkaError::MessageTooLarge,
     );
     assert!(msg.contains("6400000 bytes"), "the limit is named: {msg}");
+    // Snappy compresses at most ~21x, so its bomb is a raw stream declaring 1 GiB in its preamble:
+    // refused on the declared size, before anything is allocated.
+    let mut shape = Shape::for_records(1);
+    shape.attributes = Compression::Snappy.id() as i16;
+    let mut declared_gib = Vec::new();
+    write_varint(&mut declared_gib, 1 << 29); // zigzag: an unsigned varint of 1 GiB
+    declared_gib.extend_from_slice(&[0u8; 64]);
+    f.refuse(
+        batch(&shape, &declared_gib),
+        AppendOrigin::Client,
+        KafkaError::MessageTooLarge,
+    );
+    // The other codecs stop at the same limit (8 MiB of zeros: a few KB compressed).
+    for codec in [Compression::Lz4, Compression::Zstd] {
+        let mut shape = Shape::for_records(1);
+        shape.attributes = codec.id() as i16;
+        let mut payload = Vec::new();
+        codec.compress(&vec![0u8; 8 << 20], &mut payload);
+        assert!(payload.len() < 100_000 - 61, "{codec}: {}", payload.len());
+        f.refuse(
+            batch(&shape, &payload),
+            AppendOrigin::Client,
+            KafkaError::MessageTooLarge,
+        );
+    }
+}
+
+#[test]
+fn more_than_one_batch_from_a_producer_is_invalid_record() {
+    let mut two = batch(&Shape::for_records(2), &records(&good(2)));
+    let mut second = Shape::for_records(2);
+    second.base_sequence = 5;
+    two.extend_from_slice(&batch(&second, &records(&good(2))));
+    assert_refused("two-batches", two, KafkaError::InvalidRecord);
 }
 
 #[test]
