@@ -10,6 +10,13 @@
 //!   the log are outside the timed part.
 //! - `log_durable/*`: 32 appends each followed by `flush(last offset + 1)`, from one thread (`single`) and
 //!   from 8 threads sharing one log (`group8`, group commit); baseline `pwrite_fdatasync`.
+//! - `log_append_100B/*`: the same with 100-byte records, 140 per batch (about 16 KiB, the shape where
+//!   per-record work weighs most): every record walked by the leader's validator. Beside it, the paired
+//!   line `paired/log_append_100B/klog_std_vs_pwrite` (stderr) times both sides back to back, alternating
+//!   which goes first, 21 rounds (7 with `--quick`), and prints the median ratio pwrite time / klog time:
+//!   klog's append rate as a fraction of pwrite's (goal >= 0.9); and `.../validate_vs_pwrite`, the
+//!   validator alone (`validate`: CRC-32C, header checks, every record walked) over the same batches,
+//!   and `.../walk_vs_pwrite`, the record walk alone.
 //! - `log_read/*`: `read(offset, 1 MiB, None, true)` from 0 to the end of a 4 MiB log of 1 MiB segments,
 //!   closed and reopened (sealed segments are memory-mapped); `+copy` copies the bytes out, as `pread`
 //!   delivers them; baseline `pread`: 1 MiB `pread`s over the same `.log` files.
@@ -26,10 +33,16 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use klog::log::clock::{Clock, SystemClock};
 use klog::log::config::LogConfig;
-use klog::log::format::{BatchBuilder, Compression};
+use klog::log::format::{walk_records, BatchBuilder, Compression, RecordBatch};
 use klog::log::io::{open_backend, IoBackend, Storage};
 use klog::log::partition_log::{OpenOptions as LogOpenOptions, PartitionLog};
+use klog::log::validator::{validate, AppendOrigin};
+
+mod common;
+
+use common::{alternating, quartiles, thread_cpu_time, CriterionArgs};
 
 const RECORDS_PER_BATCH: usize = 15;
 const VALUE_BYTES: usize = 1024;
@@ -45,13 +58,16 @@ const READ_BYTES: usize = 1 << 20;
 const DURABLE_APPENDS: u64 = if cfg!(debug_assertions) { 8 } else { 32 };
 const THREADS: usize = 8;
 
-fn build_pool() -> Vec<Vec<u8>> {
+/// `POOL_BATCHES` producer batches of `records` records with `value_bytes` random bytes each, stamped
+/// with the current time (the leader checks CreateTime against its clock).
+fn build_pool(records: usize, value_bytes: usize) -> Vec<Vec<u8>> {
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut value = vec![0u8; VALUE_BYTES];
+    let mut value = vec![0u8; value_bytes];
+    let now = SystemClock.now_ms();
     (0..POOL_BATCHES)
         .map(|i| {
             let mut b = BatchBuilder::new(Compression::None);
-            for j in 0..RECORDS_PER_BATCH {
+            for j in 0..records {
                 for chunk in value.chunks_mut(8) {
                     rng ^= rng >> 12;
                     rng ^= rng << 25;
@@ -59,8 +75,8 @@ fn build_pool() -> Vec<Vec<u8>> {
                     let x = rng.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes();
                     chunk.copy_from_slice(&x[..chunk.len()]);
                 }
-                let key = format!("k{:07}", i * RECORDS_PER_BATCH + j);
-                b.append(1_800_000_000_000, Some(key.as_bytes()), Some(&value), &[])
+                let key = format!("k{:07}", i * records + j);
+                b.append(now, Some(key.as_bytes()), Some(&value), &[])
                     .expect("record");
             }
             b.build().expect("batch")
@@ -83,6 +99,8 @@ fn config(segment_bytes: u64) -> LogConfig {
 struct Env {
     scratch: PathBuf,
     pool: Vec<Vec<u8>>,
+    /// 100-byte records, 140 per batch.
+    pool_100b: Vec<Vec<u8>>,
     backends: Vec<(&'static str, Arc<dyn Storage>)>,
 }
 
@@ -98,13 +116,56 @@ impl Env {
         }
         Env {
             scratch,
-            pool: build_pool(),
+            pool: build_pool(RECORDS_PER_BATCH, VALUE_BYTES),
+            pool_100b: build_pool(140, 100),
             backends,
         }
     }
 
     fn batches(&self, bytes: u64) -> usize {
         bytes.div_ceil(self.pool[0].len() as u64) as usize
+    }
+
+    /// `pwrite`s the first `n` batches of `pool` into a fresh file; returns (wall, thread CPU) time of
+    /// the writes alone.
+    fn time_pwrite(&self, pool: &[Vec<u8>], n: usize) -> (Duration, Duration) {
+        let (file, path) = self.fresh_file();
+        let mut position = 0u64;
+        let (start, cpu) = (Instant::now(), thread_cpu_time());
+        for i in 0..n {
+            let batch = &pool[i % POOL_BATCHES];
+            file.write_all_at(batch, position).expect("pwrite");
+            position += batch.len() as u64;
+        }
+        let times = elapsed(start, cpu);
+        file.sync_data().expect("fdatasync");
+        std::fs::remove_file(path).expect("remove");
+        times
+    }
+
+    /// `append_as_leader`s the first `n` batches of `pool` into a fresh log (after one untimed append);
+    /// returns (wall, thread CPU) time of those appends alone.
+    fn time_append(
+        &self,
+        storage: &Arc<dyn Storage>,
+        pool: &mut [Vec<u8>],
+        n: usize,
+    ) -> (Duration, Duration) {
+        let (log, dir) = self.fresh_log(storage);
+        // The first append of a fresh log writes the leader-epoch checkpoint (with an fsync): a once per
+        // log cost, kept out of the timing like the open.
+        let mut first = pool[POOL_BATCHES - 1].clone();
+        reset_base_offset(&mut first);
+        log.append_as_leader(&mut first, 0).expect("append");
+        let (start, cpu) = (Instant::now(), thread_cpu_time());
+        for i in 0..n {
+            let batch = &mut pool[i % POOL_BATCHES];
+            reset_base_offset(batch);
+            log.append_as_leader(batch, 0).expect("append");
+        }
+        let times = elapsed(start, cpu);
+        finish_log(log, &dir);
+        times
     }
 
     fn fresh_file(&self) -> (File, PathBuf) {
@@ -131,6 +192,16 @@ impl Env {
         .expect("open log");
         (log, dir)
     }
+}
+
+/// (wall, thread CPU) time of one side of a paired round.
+type Times = (Duration, Duration);
+
+/// (wall, thread CPU) time since `start`/`cpu`; wall time where the CPU clock is missing.
+fn elapsed(start: Instant, cpu: Option<Duration>) -> Times {
+    let wall = start.elapsed();
+    let cpu = thread_cpu_time().zip(cpu).map(|(end, begin)| end - begin);
+    (wall, cpu.unwrap_or(wall))
 }
 
 fn finish_log(log: PartitionLog, dir: &Path) {
@@ -185,6 +256,114 @@ fn bench_append(c: &mut Criterion, env: &Env) {
         });
     }
     g.finish();
+}
+
+/// Leader appends of 100-byte records, 140 per batch, validation on (every record walked), beside
+/// pwrite of the same bytes: criterion's two functions, then the paired ratio.
+fn bench_append_100b(c: &mut Criterion, env: &Env) {
+    let pool = &env.pool_100b;
+    let n = (LOG_BYTES as usize).div_ceil(pool[0].len());
+    let bytes: usize = (0..n).map(|i| pool[i % POOL_BATCHES].len()).sum();
+    let std_storage = &env.backends[0].1;
+    let mut g = c.benchmark_group("log_append_100B");
+    g.throughput(Throughput::Bytes(bytes as u64));
+    g.bench_function("pwrite", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| env.time_pwrite(pool, n).0).sum())
+    });
+    let mut klog_pool = pool.clone();
+    g.bench_function("klog_std", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| env.time_append(std_storage, &mut klog_pool, n).0)
+                .sum()
+        })
+    });
+    g.finish();
+
+    let args = CriterionArgs::from_env();
+    let rounds = args.paired_rounds(21, 7);
+    let id = "paired/log_append_100B/klog_std_vs_pwrite";
+    if args.selected(rounds, id) {
+        let samples = alternating(
+            rounds,
+            || env.time_pwrite(pool, n),
+            || env.time_append(std_storage, &mut klog_pool, n),
+        );
+        report_paired(id, &samples, rounds, n, bytes);
+    }
+    // The validator's own share: `validate` (CRC-32C, header checks, every record walked) of the same
+    // batches, without the write, beside the pwrite loop.
+    let id = "paired/log_append_100B/validate_vs_pwrite";
+    if args.selected(rounds, id) {
+        let config = LogConfig::default();
+        let time_validate = || {
+            let (start, cpu) = (Instant::now(), thread_cpu_time());
+            let now = SystemClock.now_ms();
+            for i in 0..n {
+                let batch = &pool[i % POOL_BATCHES];
+                black_box(validate(batch, AppendOrigin::Client, &config, now).expect("valid"));
+            }
+            elapsed(start, cpu)
+        };
+        let samples = alternating(rounds, || env.time_pwrite(pool, n), time_validate);
+        report_paired(id, &samples, rounds, n, bytes);
+    }
+    // The record walk alone (`walk_records` over each batch's records), the part this validator adds to
+    // the CRC-32C every append already paid.
+    let id = "paired/log_append_100B/walk_vs_pwrite";
+    if args.selected(rounds, id) {
+        let time_walk = || {
+            let (start, cpu) = (Instant::now(), thread_cpu_time());
+            for i in 0..n {
+                let (batch, _) =
+                    RecordBatch::parse_unchecked_crc(&pool[i % POOL_BATCHES], 0).expect("batch");
+                let walk = walk_records(
+                    batch.records_payload(),
+                    batch.records_count(),
+                    batch.base_timestamp(),
+                );
+                black_box(walk.expect("valid"));
+            }
+            elapsed(start, cpu)
+        };
+        let samples = alternating(rounds, || env.time_pwrite(pool, n), time_walk);
+        report_paired(id, &samples, rounds, n, bytes);
+    }
+}
+
+/// Prints a paired line: the median over rounds of (first side's time / second side's time), by wall
+/// and by thread CPU time, with the IQR, and the wall medians of both in MB/s.
+fn report_paired(id: &str, samples: &[(Times, Times)], rounds: usize, n: usize, bytes: usize) {
+    if rounds == 1 {
+        eprintln!("{id}: ran once (test mode, not a measurement)");
+        return;
+    }
+    let ratio = |f: fn(&Times) -> Duration| {
+        quartiles(
+            samples
+                .iter()
+                .map(|(p, k)| f(p).as_secs_f64() / f(k).as_secs_f64())
+                .collect(),
+        )
+    };
+    let wall = ratio(|t| t.0);
+    let cpu = ratio(|t| t.1);
+    let mb_s = |side: fn(&(Times, Times)) -> Duration| {
+        let (_, m, _) = quartiles(samples.iter().map(|s| side(s).as_secs_f64()).collect());
+        bytes as f64 / m / 1e6
+    };
+    eprintln!(
+        "{id}: wall ratio {:.3} (IQR {:.3}-{:.3}); cpu-time ratio {:.3} (IQR {:.3}-{:.3}); {rounds} rounds of \
+         {n} batches ({bytes} bytes); wall medians {:.0} MB/s vs {:.0} MB/s",
+        wall.1,
+        wall.0,
+        wall.2,
+        cpu.1,
+        cpu.0,
+        cpu.2,
+        mb_s(|s| s.0 .0),
+        mb_s(|s| s.1 .0),
+    );
 }
 
 fn bench_durable(c: &mut Criterion, env: &Env) {
@@ -363,6 +542,7 @@ fn bench_read(c: &mut Criterion, env: &Env) {
 fn bench_log(c: &mut Criterion) {
     let env = Env::new();
     bench_append(c, &env);
+    bench_append_100b(c, &env);
     bench_durable(c, &env);
     bench_read(c, &env);
     let _ = std::fs::remove_dir_all(&env.scratch);

@@ -20,7 +20,7 @@ fn batches(n: usize, base_offset: Option<i64>, epoch: i32) -> Vec<u8> {
             .partition_leader_epoch(epoch);
         for j in 0..2 {
             b.append(
-                1_800_000_000_000 + (i * 2 + j) as i64,
+                1_700_000_000_000 + (i * 2 + j) as i64,
                 Some(b"key"),
                 Some(&vec![b'x'; 3000]),
                 &[],

@@ -103,9 +103,9 @@ fn build_log(root: &Path, name: &str) -> PathBuf {
     for i in 0..30 {
         let mut b = klog::log::format::BatchBuilder::new(klog::log::format::Compression::None)
             .producer(3, 0, i * 2);
-        b.append(1_800_000_000_000, Some(b"k"), Some(&vec![b'x'; 400]), &[])
+        b.append(1_700_000_000_000, Some(b"k"), Some(&vec![b'x'; 400]), &[])
             .unwrap();
-        b.append(1_800_000_000_001, Some(b"k"), Some(&vec![b'y'; 400]), &[])
+        b.append(1_700_000_000_001, Some(b"k"), Some(&vec![b'y'; 400]), &[])
             .unwrap();
         b.build_into(&mut input).unwrap();
     }

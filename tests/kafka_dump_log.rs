@@ -165,7 +165,7 @@ fn index_dumps_match_kafka_dump_log() {
     for i in 0..40 {
         let mut b = klog::log::format::BatchBuilder::new(klog::log::format::Compression::None);
         b.append(
-            1_800_000_000_000 + i,
+            1_700_000_000_000 + i,
             Some(b"k"),
             Some(&vec![b'v'; 900]),
             &[],

@@ -643,6 +643,17 @@ fn exercise_records(b: &RecordBatch<'_>) {
         );
         assert_eq!(consumed, data_len, "a clean iteration consumes every byte");
     }
+    // The leader's validator walks the same bytes: it must accept exactly what the reader iterates.
+    let data = match b.compression() {
+        Ok(Compression::None) => b.records_payload(),
+        _ => scratch.as_slice(),
+    };
+    let walk = klog_log::format::walk_records(data, count, b.base_timestamp());
+    assert_eq!(
+        walk.is_ok(),
+        !failed,
+        "walk_records and Records disagree: {walk:?}"
+    );
     check_control_record(b, first);
 }
 

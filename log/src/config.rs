@@ -31,7 +31,8 @@ pub struct LogConfig {
     pub preallocate: bool,
     /// `message.timestamp.type`.
     pub message_timestamp_type: TimestampType,
-    /// `message.timestamp.before.max.ms` / `message.timestamp.after.max.ms`.
+    /// `message.timestamp.before.max.ms` / `message.timestamp.after.max.ms`: how far a CreateTime record
+    /// may lie behind / ahead of the broker's clock. Kafka 4.0 (KIP-1030) made the second one hour.
     pub message_timestamp_before_max_ms: i64,
     pub message_timestamp_after_max_ms: i64,
     /// `file.delete.delay.ms`: how long `.deleted` files are kept.
@@ -58,7 +59,7 @@ impl Default for LogConfig {
             preallocate: false,
             message_timestamp_type: TimestampType::CreateTime,
             message_timestamp_before_max_ms: i64::MAX,
-            message_timestamp_after_max_ms: i64::MAX,
+            message_timestamp_after_max_ms: 3_600_000,
             file_delete_delay_ms: 60_000,
             io_backend: IoBackend::Auto,
             producer_id_expiration_ms: 86_400_000,
@@ -192,6 +193,14 @@ mod tests {
         assert_eq!(
             (c.segment_bytes, c.index_interval_bytes, c.max_message_bytes),
             (1 << 30, 4096, 1_048_588)
+        );
+        assert_eq!(
+            (
+                c.message_timestamp_before_max_ms,
+                c.message_timestamp_after_max_ms
+            ),
+            (i64::MAX, 3_600_000),
+            "ServerLogConfigs in Kafka 4.x"
         );
         let c =
             LogConfig::from_pairs(["segment.bytes=1024", "message.timestamp.type=LogAppendTime"])

@@ -824,6 +824,9 @@ impl PartitionLog {
             if let Some(t) = log_append_time {
                 m.set_log_append_time(t);
                 b.max_timestamp = t;
+            } else {
+                // The validator's records maximum (Kafka stamps it on CreateTime batches).
+                m.set_create_time_max_timestamp(b.max_timestamp);
             }
             let delta = b.last_offset - b.base_offset;
             (b.base_offset, b.last_offset, b.partition_leader_epoch) =

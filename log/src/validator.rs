@@ -1,9 +1,34 @@
 //! Checks a set of batches before anything is written (`LogValidator.java`, `analyzeAndValidateRecords`):
 //! either every batch passes and the append goes ahead, or nothing is written.
+//!
+//! Leader appends (client and coordinator origins) have every record walked in place, as Kafka's
+//! `LogValidator` iterates them: record count, offset deltas, timestamps, key/value/header lengths, no
+//! trailing bytes. A compressed batch is inflated into a buffer that stops at [`inflation_limit`], so a
+//! small batch that inflates without bound (a "bomb") is refused, never held. Follower and mirror appends
+//! are not walked: like Kafka's follower, klog keeps the leader's bytes (a batch it cannot iterate later
+//! reads back with an error naming the batch and the check).
 
 use crate::config::LogConfig;
-use crate::format::{AnyBatch, Batches, Tail, TimestampType};
-use crate::{Error, KafkaError};
+use crate::format::{
+    walk_records, AnyBatch, Batches, Compression, RecordBatch, RecordsWalk, Tail, TimestampType,
+    DEFAULT_MAX_DECOMPRESSED_BYTES, NO_TIMESTAMP,
+};
+use crate::{Corruption, Error, KafkaError};
+
+/// How far a leader lets one compressed batch inflate, as a multiple of `max.message.bytes` (Kafka has
+/// no such limit; it streams the records). 64x admits the ratios real data reaches with any codec
+/// (text and JSON: 5-20x) with room to spare, and bounds the memory of one append: 64 MiB at the
+/// default `max.message.bytes`, never more than the reader's own cap, so whatever a leader admits klog
+/// can read back.
+pub const INFLATION_FACTOR: usize = 64;
+
+/// The most bytes a leader inflates one compressed batch to: [`INFLATION_FACTOR`] x `max.message.bytes`,
+/// at most [`DEFAULT_MAX_DECOMPRESSED_BYTES`].
+pub fn inflation_limit(config: &LogConfig) -> usize {
+    (config.max_message_bytes as usize)
+        .saturating_mul(INFLATION_FACTOR)
+        .min(DEFAULT_MAX_DECOMPRESSED_BYTES)
+}
 
 /// Who is appending, which decides the rules (Kafka's `AppendOrigin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +74,8 @@ pub fn validate(
     now_ms: i64,
 ) -> Result<ValidatedBatches, Error> {
     let mut batches = Vec::new();
+    // Reused by every compressed batch of the set; an uncompressed set never allocates it.
+    let mut scratch = Vec::new();
     let mut it = Batches::new(bytes);
     for batch in it.by_ref() {
         let batch = batch.map_err(|e| reject(KafkaError::CorruptMessage, e.to_string()))?;
@@ -71,7 +98,13 @@ pub fn validate(
                 ),
             ));
         }
-        check_origin(&batch, &summary, origin, config, now_ms)?;
+        let mut summary = summary;
+        if let Some(records_max) =
+            check_origin(&batch, &summary, origin, config, now_ms, &mut scratch)?
+        {
+            // Kafka's `setMaxTimestamp(CREATE_TIME, maxBatchTimestamp)`: the leader stamps it.
+            summary.max_timestamp = records_max;
+        }
         if let Some(prev) = batches.last() {
             let prev: &BatchSummary = prev;
             if origin == AppendOrigin::Replication && summary.base_offset <= prev.last_offset {
@@ -153,9 +186,10 @@ fn check_origin(
     origin: AppendOrigin,
     config: &LogConfig,
     now_ms: i64,
-) -> Result<(), Error> {
+    scratch: &mut Vec<u8>,
+) -> Result<Option<i64>, Error> {
     if origin == AppendOrigin::Replication {
-        return Ok(());
+        return Ok(None);
     }
     let AnyBatch::V2(b) = batch else {
         return Err(reject(
@@ -165,55 +199,165 @@ fn check_origin(
     };
     let at = summary.position;
     if origin == AppendOrigin::Client {
-        if b.base_offset() != 0 {
-            return Err(reject(
-                KafkaError::InvalidRecord,
-                format!("batch at {at}: a producer batch has base offset 0"),
-            ));
-        }
-        if b.records_count() <= 0 || b.last_offset_delta() as i64 + 1 != b.records_count() as i64 {
-            return Err(reject(
-                KafkaError::InvalidRecord,
-                format!(
-                    "batch at {at}: last offset delta {} does not match {} records",
-                    b.last_offset_delta(),
-                    b.records_count()
-                ),
-            ));
-        }
-        if b.is_control() {
-            return Err(reject(
-                KafkaError::InvalidRecord,
-                format!("batch at {at}: producers cannot write control batches"),
-            ));
-        }
-        if b.producer_id() >= 0 && b.base_sequence() < 0 {
-            return Err(reject(
-                KafkaError::InvalidRecord,
-                format!("batch at {at}: a producer id needs a base sequence"),
-            ));
-        }
-        if b.timestamp_type() == TimestampType::LogAppendTime {
-            return Err(reject(
-                KafkaError::InvalidTimestamp,
-                format!("batch at {at}: producers cannot claim LogAppendTime"),
-            ));
-        }
+        check_client_batch(b, at)?;
     }
-    b.compression()
+    check_offsets_match_count(b, at)?;
+    let walk = walk_batch(b, at, config, scratch)?;
+    if let Some((index, delta)) = walk.offset_delta_gap {
+        // Kafka rebuilds such a batch; klog assigns offsets in place, so the deltas must be 0..n-1.
+        return Err(reject(
+            KafkaError::InvalidRecord,
+            format!("batch at {at}: record {index} has offset delta {delta}, expected {index}"),
+        ));
+    }
+    check_timestamps(b, &walk, at, config, now_ms)?;
+    Ok(records_max_timestamp(b, &walk, config))
+}
+
+/// The max timestamp Kafka stamps on a CreateTime batch: the largest record timestamp, -1 if none is
+/// larger (`LogValidator.assignOffsetsNonCompressed`). `None` where the header's stays (LogAppendTime).
+fn records_max_timestamp(
+    b: &RecordBatch<'_>,
+    walk: &RecordsWalk,
+    config: &LogConfig,
+) -> Option<i64> {
+    let create_time = config.message_timestamp_type == TimestampType::CreateTime
+        && b.timestamp_type() == TimestampType::CreateTime;
+    create_time.then(|| {
+        walk.latest
+            .map_or(NO_TIMESTAMP, |(_, t)| t.max(NO_TIMESTAMP))
+    })
+}
+
+/// `LogValidator.validateBatch`, client origin.
+fn check_client_batch(b: &RecordBatch<'_>, at: usize) -> Result<(), Error> {
+    if b.base_offset() != 0 {
+        return Err(reject(
+            KafkaError::InvalidRecord,
+            format!("batch at {at}: a producer batch has base offset 0"),
+        ));
+    }
+    if b.is_control() {
+        return Err(reject(
+            KafkaError::InvalidRecord,
+            format!("batch at {at}: producers cannot write control batches"),
+        ));
+    }
+    if b.producer_id() >= 0 && b.base_sequence() < 0 {
+        return Err(reject(
+            KafkaError::InvalidRecord,
+            format!("batch at {at}: a producer id needs a base sequence"),
+        ));
+    }
+    if b.timestamp_type() == TimestampType::LogAppendTime {
+        return Err(reject(
+            KafkaError::InvalidTimestamp,
+            format!("batch at {at}: producers cannot claim LogAppendTime"),
+        ));
+    }
+    Ok(())
+}
+
+/// `lastOffset - baseOffset + 1 == count > 0`: the offsets a leader assigns from the header must be the
+/// records the batch holds.
+fn check_offsets_match_count(b: &RecordBatch<'_>, at: usize) -> Result<(), Error> {
+    if b.records_count() <= 0 || b.last_offset_delta() as i64 + 1 != b.records_count() as i64 {
+        return Err(reject(
+            KafkaError::InvalidRecord,
+            format!(
+                "batch at {at}: last offset delta {} does not match {} records",
+                b.last_offset_delta(),
+                b.records_count()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Every record walked in place (inflated first, within [`inflation_limit`], if compressed).
+fn walk_batch(
+    b: &RecordBatch<'_>,
+    at: usize,
+    config: &LogConfig,
+    scratch: &mut Vec<u8>,
+) -> Result<RecordsWalk, Error> {
+    let codec = b
+        .compression()
         .map_err(|e| reject(KafkaError::CorruptMessage, e.to_string()))?;
-    if config.message_timestamp_type == TimestampType::CreateTime && b.max_timestamp() >= 0 {
-        let ts = b.max_timestamp();
-        if now_ms.saturating_sub(ts) > config.message_timestamp_before_max_ms
-            || ts.saturating_sub(now_ms) > config.message_timestamp_after_max_ms
-        {
+    let data = match codec {
+        Compression::None => b.records_payload(),
+        codec => {
+            let limit = inflation_limit(config);
+            codec
+                .decompress(b.records_payload(), scratch, limit)
+                .map_err(|reason| inflate_error(reason, at))?;
+            scratch.as_slice()
+        }
+    };
+    // Kafka's `DefaultRecord.readFrom` and the batch iterator throw `InvalidRecordException`.
+    walk_records(data, b.records_count(), b.base_timestamp()).map_err(|reason| {
+        reject(
+            KafkaError::InvalidRecord,
+            format!("batch at {at}: {reason}"),
+        )
+    })
+}
+
+fn inflate_error(reason: Corruption, at: usize) -> Error {
+    let error = match reason {
+        // What Kafka answers for a batch bigger than it accepts (`RecordTooLargeException`).
+        Corruption::DecompressedTooLarge { .. } => KafkaError::MessageTooLarge,
+        _ => KafkaError::CorruptMessage,
+    };
+    reject(
+        error,
+        format!(
+            "batch at {at}: {reason} ({INFLATION_FACTOR} x max.message.bytes, at most {DEFAULT_MAX_DECOMPRESSED_BYTES})"
+        ),
+    )
+}
+
+/// `LogValidator.validateTimestamp`, per record: with CreateTime every timestamp other than -1 within
+/// `[now - before.max.ms, now + after.max.ms]`; with LogAppendTime a batch claiming it is refused.
+fn check_timestamps(
+    b: &RecordBatch<'_>,
+    walk: &RecordsWalk,
+    at: usize,
+    config: &LogConfig,
+    now_ms: i64,
+) -> Result<(), Error> {
+    let claims_append_time = b.timestamp_type() == TimestampType::LogAppendTime;
+    if config.message_timestamp_type == TimestampType::LogAppendTime {
+        if claims_append_time {
             return Err(reject(
                 KafkaError::InvalidTimestamp,
-                format!(
-                    "batch at {at}: timestamp {ts} is out of the allowed range around {now_ms}"
-                ),
+                format!("batch at {at}: only the broker sets LogAppendTime"),
             ));
         }
+        return Ok(());
+    }
+    // A LogAppendTime batch's records all carry its max timestamp.
+    let (earliest, latest) = if claims_append_time {
+        let t = Some((0, b.max_timestamp())).filter(|(_, t)| *t != NO_TIMESTAMP);
+        (t, t)
+    } else {
+        (walk.earliest, walk.latest)
+    };
+    let before = config.message_timestamp_before_max_ms;
+    let after = config.message_timestamp_after_max_ms;
+    let out_of_range = [
+        earliest.filter(|(_, ts)| now_ms.saturating_sub(*ts) > before),
+        latest.filter(|(_, ts)| ts.saturating_sub(now_ms) > after),
+    ];
+    if let Some((index, ts)) = out_of_range.into_iter().flatten().next() {
+        return Err(reject(
+            KafkaError::InvalidTimestamp,
+            format!(
+                "batch at {at}: record {index} timestamp {ts} is out of range, it should be within [{}, {}]",
+                now_ms.saturating_sub(before),
+                now_ms.saturating_add(after)
+            ),
+        ));
     }
     Ok(())
 }

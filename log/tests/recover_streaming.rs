@@ -47,7 +47,7 @@ fn write(name: &str) -> (PathBuf, Vec<(u64, i64, u64)>, i64) {
         let mut b = BatchBuilder::new(Compression::None);
         for r in 0..3 {
             let value = vec![(i + r) as u8; value_bytes / 3];
-            b.append(1_800_000_000_000 + i as i64, Some(b"k"), Some(&value), &[])
+            b.append(1_700_000_000_000 + i as i64, Some(b"k"), Some(&value), &[])
                 .unwrap();
         }
         let mut batch = b.build().unwrap();

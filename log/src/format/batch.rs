@@ -335,6 +335,18 @@ impl<'a> RecordBatchMut<'a> {
         self.header().crc.set(crc);
     }
 
+    /// Kafka's `setMaxTimestamp(CREATE_TIME, ts)` on a CreateTime batch: the max timestamp is inside the
+    /// CRC, so it is recomputed, and only when the value changed.
+    pub fn set_create_time_max_timestamp(&mut self, timestamp_ms: i64) {
+        let header = self.header();
+        if header.max_timestamp.get() == timestamp_ms {
+            return;
+        }
+        header.max_timestamp.set(timestamp_ms);
+        let crc = crc32c(&self.bytes[CRC_START..]);
+        self.header().crc.set(crc);
+    }
+
     pub fn as_batch(&self) -> RecordBatch<'_> {
         let (header, _) = BatchHeader::ref_from_prefix(self.bytes).expect("checked in parse");
         RecordBatch {

@@ -24,7 +24,7 @@ pub use control::{
 };
 pub use header::{Attributes, BatchHeader, TimestampType};
 pub use legacy::{LegacyEntry, LegacyRecord};
-pub use record::{HeaderIter, Record, Records};
+pub use record::{walk_records, HeaderIter, Record, Records, RecordsWalk};
 
 /// Bytes before `batch_length`'s coverage starts: base offset (8) + batch length (4). Kafka's `LOG_OVERHEAD`.
 pub const LOG_OVERHEAD: usize = 12;

@@ -1,0 +1,137 @@
+//! `klog append` of hostile producer batches: each is refused with Kafka's error name, the command exits
+//! non-zero, and the partition directory is left as it was (same files, same bytes, same log end).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use common::{klog, scratch_dir, stderr, stdout};
+use klog::log::format::{crc32c, BatchBuilder, Compression};
+use serde_json::Value;
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn good_batch(records: usize) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None);
+    for i in 0..records {
+        b.append(
+            now_ms(),
+            Some(format!("k{i}").as_bytes()),
+            Some(b"value"),
+            &[],
+        )
+        .unwrap();
+    }
+    b.build().unwrap()
+}
+
+/// Sets the records count (and the last offset delta to match), then recomputes the CRC-32C.
+fn with_records_count(mut batch: Vec<u8>, count: i32) -> Vec<u8> {
+    batch[23..27].copy_from_slice(&(count - 1).to_be_bytes());
+    batch[57..61].copy_from_slice(&count.to_be_bytes());
+    let crc = crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    batch
+}
+
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect()
+}
+
+fn log_end_offset(dir: &str) -> i64 {
+    let out = klog(&["read", dir, "--offset", "0", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    v["log_end_offset"].as_i64().unwrap()
+}
+
+#[test]
+fn hostile_batches_exit_non_zero_with_kafkas_name_and_change_nothing() {
+    let root = scratch_dir("cli-append-hostile");
+    let dir = root.join("logs/orders-0");
+    let d = dir.to_str().unwrap();
+    let good = root.join("good.bin");
+    std::fs::write(&good, good_batch(3)).unwrap();
+    let out = klog(&["append", d, good.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let century_ahead = {
+        let mut b = BatchBuilder::new(Compression::None);
+        b.append(
+            now_ms() + 100 * 365 * 86_400_000,
+            Some(b"k"),
+            Some(b"v"),
+            &[],
+        )
+        .unwrap();
+        b.build().unwrap()
+    };
+    let cases = [
+        (
+            "count-above-records",
+            with_records_count(good_batch(2), 3),
+            "INVALID_RECORD",
+        ),
+        ("century-ahead", century_ahead, "INVALID_TIMESTAMP"),
+    ];
+    for (name, bytes, error) in cases {
+        let before = files(&dir);
+        let input = root.join(format!("{name}.bin"));
+        std::fs::write(&input, bytes).unwrap();
+        let out = klog(&["append", d, input.to_str().unwrap(), "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
+        let line: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(line["error"], error, "{name}: {line}");
+        let after = files(&dir);
+        for (file, bytes) in &before {
+            // The checkpoints live in the parent; every file of the partition is unchanged.
+            assert_eq!(after.get(file), Some(bytes), "{name}: {file} changed");
+        }
+        assert_eq!(after.len(), before.len(), "{name}: files were added");
+        assert_eq!(log_end_offset(d), 3, "{name}");
+    }
+}
+
+/// A follower keeps the leader's bytes without walking the records (as Kafka's follower does): a batch
+/// declaring more records than it holds is appended, and `klog read` and `klog dump --deep` then report it
+/// as an error naming the check, never a panic.
+#[test]
+fn a_malformed_follower_batch_reads_back_as_an_error_not_a_panic() {
+    let root = scratch_dir("cli-append-hostile-follower");
+    let dir = root.join("logs/orders-0");
+    let d = dir.to_str().unwrap();
+    let mut bad = with_records_count(good_batch(2), 3);
+    bad[..8].copy_from_slice(&0i64.to_be_bytes());
+    let input = root.join("follower.bin");
+    std::fs::write(&input, &bad).unwrap();
+    let out = klog(&["append", d, input.to_str().unwrap(), "--as", "follower"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let segment = dir.join("00000000000000000000.log");
+    let runs = [
+        klog(&["read", d, "--offset", "0"]),
+        klog(&["dump", segment.to_str().unwrap(), "--deep"]),
+    ];
+    for out in runs {
+        assert_ne!(out.status.code(), Some(101), "a panic: {}", stderr(&out));
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            text.contains("declared 3 records but found 2"),
+            "the error names the check: {text}"
+        );
+    }
+}
