@@ -4,6 +4,7 @@
 //! partial batch.
 
 use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Unbounded};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -328,6 +329,11 @@ impl PartitionLog {
         if !options.clean_shutdown {
             self.recover_unflushed(options.recovery_point, &mut report, &mut recovered)?;
         }
+        self.delete_segments_if_log_start_beyond_end(
+            options.log_start_offset,
+            &mut report,
+            &mut recovered,
+        )?;
         if self
             .segments
             .read()
@@ -448,7 +454,7 @@ impl PartitionLog {
         let segments = self.segment_list();
         // From the segment holding the last flushed offset (recovery point - 1), not the one starting at the
         // recovery point: a segment sealed exactly at a flush boundary may not have its indexes synced yet.
-        let last_flushed = (recovery_point - 1).max(0);
+        let last_flushed = recovery_point.saturating_sub(1).max(0);
         let start = segments
             .iter()
             .rposition(|s| s.base_offset() <= last_flushed)
@@ -497,6 +503,29 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Kafka's `deleteSegmentsIfLogStartGreaterThanLogEnd`: a checkpointed log start beyond the log end
+    /// (segment files deleted by hand, a checkpoint copied from elsewhere) leaves nothing readable, so
+    /// every segment, the epoch cache and the producer snapshots go; `load` then starts the log there.
+    fn delete_segments_if_log_start_beyond_end(
+        &self,
+        log_start_offset: i64,
+        report: &mut OpenReport,
+        recovered: &mut RecoveredBatches,
+    ) -> Result<(), Error> {
+        if self.segment_list().is_empty() || self.compute_log_end_offset()? >= log_start_offset {
+            return Ok(());
+        }
+        let old = std::mem::take(&mut *self.segments.write().expect("segments lock poisoned"));
+        for seg in old.values() {
+            seg.delete()?;
+            report.deleted_segments.push(seg.base_offset());
+        }
+        *recovered = RecoveredBatches::default();
+        self.discard_snapshots_after(i64::MIN)?;
+        self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        self.epochs().clear()
+    }
+
     /// The last segment's next offset: scan from its last index entry (Kafka's `readNextOffset`).
     fn compute_log_end_offset(&self) -> Result<i64, Error> {
         let seg = self.active_segment();
@@ -508,7 +537,15 @@ impl PartitionLog {
         let mut scanned = 0u64;
         for b in Batches::new(&bytes).without_crc() {
             let b = b?;
-            next = b.last_offset() + 1;
+            // A batch ending at i64::MAX leaves no offset for the log end: klog never appends one.
+            next = b.last_offset().checked_add(1).ok_or(Error::CorruptBatch {
+                position: position as u64 + b.position(),
+                reason: crate::Corruption::OffsetOverflow {
+                    segment_base: seg.base_offset(),
+                    first: b.base_offset(),
+                    last: b.last_offset(),
+                },
+            })?;
             scanned += b.size_in_bytes() as u64;
         }
         if position == 0 && scanned == 0 && seg.size() > 0 {
@@ -658,6 +695,10 @@ impl PartitionLog {
             (self.config.message_timestamp_type == TimestampType::LogAppendTime).then_some(now);
         // Stamp in place (the CRC was checked once, above) and keep the summaries in step.
         for b in &mut validated.batches {
+            // The validator bounds the delta to an i32; the log end may be anywhere up to i64::MAX.
+            let delta = b.last_offset - b.base_offset;
+            let last = next.checked_add(delta).unwrap_or(i64::MAX);
+            let after = offset_after(last)?;
             let mut m =
                 RecordBatchMut::parse_unchecked_crc(&mut batches[b.position..b.position + b.size])
                     .expect("validated");
@@ -667,10 +708,8 @@ impl PartitionLog {
                 m.set_log_append_time(t);
                 b.max_timestamp = t;
             }
-            let delta = b.last_offset - b.base_offset;
-            (b.base_offset, b.last_offset, b.partition_leader_epoch) =
-                (next, next + delta, leader_epoch);
-            next += delta + 1;
+            (b.base_offset, b.last_offset, b.partition_leader_epoch) = (next, last, leader_epoch);
+            next = after;
         }
         let psm_origin = match origin {
             AppendOrigin::Client => klog_psm::AppendOrigin::Client,
@@ -711,6 +750,9 @@ impl PartitionLog {
         let _writer = self.writer();
         let now = self.clock.now_ms();
         let validated = validate(batches, AppendOrigin::Replication, &self.config, now)?;
+        for b in &validated.batches {
+            offset_after(b.last_offset)?;
+        }
         let first = validated.batches[0].base_offset;
         let leo = self.log_end_offset();
         if first < leo {
@@ -831,7 +873,7 @@ impl PartitionLog {
             self.config.segment_bytes as u64,
             self.max_segment_ms(active.base_offset()),
             now,
-        )? || first_offset - active.base_offset() > i32::MAX as i64;
+        )? || first_offset.saturating_sub(active.base_offset()) > i32::MAX as i64;
         if !roll {
             return Ok(active);
         }
@@ -938,7 +980,7 @@ impl PartitionLog {
                 .segments
                 .read()
                 .expect("segments lock poisoned")
-                .range(seg.base_offset() + 1..)
+                .range((Excluded(seg.base_offset()), Unbounded))
                 .next()
                 .map(|(b, _)| *b);
             // Below the recovery point only a freshly sealed segment still needs its indexes synced (its
@@ -1234,7 +1276,9 @@ impl PartitionLog {
     /// `flush.messages`: checked after the append released the writer lock, so the sync does not hold
     /// up other appenders (they join the next flush as a group instead).
     fn flush_if_messages_due(&self) -> Result<(), Error> {
-        if self.log_end_offset() - self.recovery_point() >= self.config.flush_messages {
+        // The recovery point comes from a checkpoint and may be far below the log (even i64::MIN).
+        let unflushed = self.log_end_offset().saturating_sub(self.recovery_point());
+        if unflushed >= self.config.flush_messages {
             self.flush(self.log_end_offset())?;
         }
         Ok(())
@@ -1530,7 +1574,7 @@ impl PartitionLog {
                 .segments
                 .read()
                 .expect("segments lock poisoned")
-                .range(seg.base_offset() + 1..)
+                .range((Excluded(seg.base_offset()), Unbounded))
                 .next()
                 .map(|(b, _)| *b);
             if next_base.is_some_and(|n| n <= from) || seg.base_offset() >= end {
@@ -1560,7 +1604,7 @@ impl PartitionLog {
                         ))?;
                     }
                 }
-                psm.update_map_end_offset(summary.last_offset + 1);
+                psm.update_map_end_offset(summary.last_offset.saturating_add(1));
                 Ok(())
             };
             // A segment recovery just checked: its summaries, taken in that pass (no second read).
@@ -1607,6 +1651,20 @@ impl PartitionLog {
     }
 }
 
+/// The offset after `last_offset`, which an appended batch may end at: Kafka's offsets stop at i64::MAX, so
+/// a batch ending there would leave the log end offset nowhere to go.
+fn offset_after(last_offset: i64) -> Result<i64, Error> {
+    last_offset.checked_add(1).ok_or_else(|| {
+        Error::rejected(
+            KafkaError::OffsetOutOfRange,
+            format!(
+                "offsets end at {}: a batch ending at {last_offset} leaves no log end offset",
+                i64::MAX
+            ),
+        )
+    })
+}
+
 /// The byte length of the whole batches at the start of `bytes`, and the offset after the last of them.
 fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
     let mut it = Batches::new(bytes).without_crc();
@@ -1615,7 +1673,7 @@ fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
     for b in it.by_ref() {
         let Ok(b) = b else { break };
         len += b.size_in_bytes();
-        next = b.last_offset() + 1;
+        next = b.last_offset().saturating_add(1);
     }
     debug_assert!(
         !matches!(it.tail(), Some(Tail::Corrupt { .. })),

@@ -377,7 +377,11 @@ impl LogSegment {
         if len < 49 {
             return Ok(None);
         }
-        Ok(Some((base, base + delta as i64, 12 + len as u32)))
+        Ok(Some((
+            base,
+            base.wrapping_add(delta as i64),
+            12 + len as u32,
+        )))
     }
 
     /// Kafka's `translateOffset`: the first batch whose last offset is >= `offset`, scanning from the index.
@@ -725,7 +729,13 @@ impl LogSegment {
                     Err(e) => return Err(e),
                 };
                 let (first, last) = (batch.base_offset(), batch.last_offset());
-                if last - self.base_offset > i32::MAX as i64 || first < self.base_offset {
+                // `last` may have wrapped (a corrupt delta) or be i64::MAX (no offset left for the log end).
+                let relative = last.checked_sub(self.base_offset);
+                if relative.is_none_or(|r| r > i32::MAX as i64)
+                    || first < self.base_offset
+                    || last < first
+                    || last == i64::MAX
+                {
                     corruption = Some(Corruption::OffsetOverflow {
                         segment_base: self.base_offset,
                         first,
