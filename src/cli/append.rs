@@ -88,8 +88,7 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
         let (log, _) = log_dir.open_partition(&name, config)?;
         Target::Plain { log_dir, log }
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = super::stdout();
     let mut clean = true;
     let mut batches = Batches::new(&data).without_crc();
     for batch in batches.by_ref() {

@@ -16,12 +16,11 @@ use klog::mirror::cluster::TopicResults;
 use klog::mirror::{Cluster, ClusterOptions};
 use serde_json::json;
 
-/// `println!` that returns the write error (a closed pipe ends the command quietly, see `main`).
+/// A line of output (`outln!`: a closed pipe drops it, the command goes on).
 macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($arg)*)?
-    }};
+    ($($arg:tt)*) => {
+        outln!($($arg)*)
+    };
 }
 
 #[derive(Debug, Subcommand)]

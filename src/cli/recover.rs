@@ -137,7 +137,7 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
                 Err(e) => {
                     ok = false;
                     if args.json {
-                        println!("{}", json!({"partition": name, "error": e.to_string()}));
+                        outln!("{}", json!({"partition": name, "error": e.to_string()}));
                     } else {
                         eprintln!("klog: {}: {e}", root.join(&name).display());
                     }
@@ -173,7 +173,7 @@ fn progress_bar(len: u64) -> indicatif::ProgressBar {
 
 fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
     if json {
-        println!("{}", report_json(r));
+        outln!("{}", report_json(r));
         return;
     }
     let cut = r.truncated.as_ref().map_or("nothing cut".to_string(), |t| {
@@ -182,7 +182,7 @@ fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
             t.offset, t.segment, t.position, t.bytes, t.reason
         )
     });
-    println!(
+    outln!(
         "{}: {} shutdown; offsets {}..{} (recovery point {}); {} segments scanned, {} bytes validated; {cut}; \
          {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; {} producers; {} snapshots written; {} ms",
         root.join(&r.partition).display(),
@@ -215,6 +215,9 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         };
         partitions.sort();
         for name in partitions {
+            if super::stdout_closed() {
+                break; // nobody reads the rest (`klog verify ... | head -1`)
+            }
             let problems = verify_partition(&StdStorage, &root.join(&name))?;
             ok &= problems.is_empty();
             if args.json {
@@ -222,15 +225,15 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|p| json!({"file": p.file.display().to_string(), "problem": p.what}))
                     .collect();
-                println!(
+                outln!(
                     "{}",
                     json!({"partition": name, "ok": problems.is_empty(), "problems": list})
                 );
             } else if problems.is_empty() {
-                println!("{}: ok", root.join(&name).display());
+                outln!("{}: ok", root.join(&name).display());
             } else {
                 for p in problems {
-                    println!("{}: {}", p.file.display(), p.what);
+                    outln!("{}: {}", p.file.display(), p.what);
                 }
             }
         }

@@ -691,8 +691,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         kafka: kafka::KafkaSide::detect(args),
     };
 
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = super::stdout();
     writeln!(
         out,
         "klog bench in {} ({} rounds; medians; klog/limit = median of per-round ratios; \
