@@ -18,6 +18,7 @@ use crate::io::Storage;
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{self as snapshots, summarize};
 use crate::segment::{parse_base_offset, LogSegment, SegmentBytes, SegmentRecovery};
+use crate::topic_partition::{self, PartitionDirName};
 use crate::txn_index::AbortedTxn;
 use crate::validator::{validate, AppendOrigin, ValidatedBatches};
 use crate::{Error, KafkaError};
@@ -177,14 +178,27 @@ impl Drop for AppendInProgress<'_> {
 /// The longest a flush leader waits for appends under way before it syncs (a fraction of an fdatasync).
 const GATHER_MAX: std::time::Duration = std::time::Duration::from_micros(100);
 
-/// `<topic>-<partition>` -> (topic, partition).
+/// `<topic>-<partition>` -> (topic, partition), under Kafka's naming rules; `None` for any other directory.
 pub fn parse_dir_name(dir: &Path) -> Option<(String, i32)> {
-    let name = dir.file_name()?.to_str()?;
-    let (topic, partition) = name.rsplit_once('-')?;
-    Some((
-        topic.to_owned(),
-        partition.parse().ok().filter(|p: &i32| *p >= 0)?,
-    ))
+    partition_dir_name(dir).ok()
+}
+
+/// [`parse_dir_name`], with the reason a directory is not a live partition directory.
+pub fn partition_dir_name(dir: &Path) -> Result<(String, i32), Error> {
+    let invalid = |reason: String| Error::InvalidPartitionDir {
+        path: dir.to_owned(),
+        reason,
+    };
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| invalid("the directory has no UTF-8 name".into()))?;
+    match topic_partition::parse_partition_dir_name(name).map_err(invalid)? {
+        PartitionDirName::Partition { topic, partition } => Ok((topic, partition)),
+        PartitionDirName::Marked { suffix } => Err(invalid(format!(
+            "a {suffix} directory holds a partition Kafka is deleting, moving or dropping"
+        ))),
+    }
 }
 
 impl PartitionLog {
@@ -205,11 +219,7 @@ impl PartitionLog {
         options: OpenOptions,
         clock: Arc<dyn Clock>,
     ) -> Result<(Self, OpenReport), Error> {
-        let (topic, partition) = parse_dir_name(dir).ok_or_else(|| Error::Config {
-            key: "(directory)",
-            value: dir.display().to_string(),
-            reason: "a partition directory is named <topic>-<partition>",
-        })?;
+        let (topic, partition) = partition_dir_name(dir)?;
         storage.create_dir_all(dir).at(dir)?;
         let epochs = LeaderEpochCache::open(
             storage.clone(),

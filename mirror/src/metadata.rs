@@ -187,24 +187,14 @@ pub fn validate_mirror_name(name: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Topic names: the same character rules, and not the internal topic.
+/// Topic names: Kafka's `Topic.validate`, the rule partition directories are checked by.
 pub fn validate_topic_name(name: &str) -> Result<(), Error> {
-    let bad = |why: &str| {
-        Err(Error::mirror(
+    klog_log::topic_partition::validate_topic(name).map_err(|why| {
+        Error::mirror(
             MirrorError::InvalidRequest,
             format!("topic {name:?}: {why}"),
-        ))
-    };
-    if name.is_empty() || name.len() > 249 || name == "." || name == ".." {
-        return bad("must be 1 to 249 characters, not '.' or '..'");
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-    {
-        return bad("only ASCII letters, digits, '.', '_' and '-' are allowed");
-    }
-    Ok(())
+        )
+    })
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use klog::log::config::LogConfig;
 use klog::log::format::{AnyBatch, Batches};
 use klog::log::io::open_backend;
 use klog::log::log_dir::LogDir;
-use klog::log::partition_log::{parse_dir_name, LogAppendInfo, PartitionLog};
+use klog::log::partition_log::{parse_dir_name, partition_dir_name, LogAppendInfo, PartitionLog};
 use klog::log::validator::AppendOrigin;
 use klog::mirror::Cluster;
 use serde_json::json;
@@ -48,8 +48,10 @@ pub struct AppendArgs {
     json: bool,
 }
 
-/// Splits a partition directory path into (log dir, partition directory name).
+/// Splits a partition directory path into (log dir, partition directory name), refusing a name Kafka
+/// would refuse before anything is opened or written.
 pub fn split_partition_dir(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
+    partition_dir_name(dir)?;
     let name = dir
         .file_name()
         .and_then(|n| n.to_str())

@@ -9,9 +9,10 @@ use anyhow::Context;
 use clap::Args;
 use klog::log::config::LogConfig;
 use klog::log::io::{SimStorage, StdStorage, Storage};
+use klog::log::log_dir::partition_dir_names;
 use klog::log::log_dir::LogDir;
-use klog::log::partition_log::parse_dir_name;
-use klog::recovery::{verify_partition, LogLoader, RecoveryReport};
+use klog::log::partition_log::partition_dir_name;
+use klog::recovery::{verify_partition, LogLoader, Problem, RecoveryReport};
 use serde_json::json;
 
 #[derive(Debug, Args)]
@@ -43,7 +44,8 @@ fn targets(dir: &Path) -> anyhow::Result<(PathBuf, Option<String>)> {
     let has_segments = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
         .any(|e| e.file_name().to_string_lossy().ends_with(".log"));
-    if has_segments && parse_dir_name(dir).is_some() {
+    if has_segments {
+        // Segment files: a partition directory, whose name must then be one (Kafka's rules).
         let (root, name) = super::append::split_partition_dir(dir)?;
         return Ok((root, Some(name)));
     }
@@ -117,7 +119,11 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
             Arc::new(StdStorage)
         };
         let loader = LogLoader::new(storage.clone(), LogConfig::default());
-        let mut log_dir = LogDir::open(storage.clone(), &root)?;
+        // Recovery reads past checkpoint lines it cannot parse, and says so: their partitions are rescanned.
+        let (mut log_dir, problems) = LogDir::open_salvaging(storage.clone(), &root)?;
+        for p in problems {
+            eprintln!("klog: warning: {p}; the entry is dropped (its partition falls back to Kafka's default: recovery point 0, log start at its first segment)");
+        }
         let names: Vec<String> = match &only {
             Some(name) => vec![name.clone()],
             None => loader.partition_names(&root)?,
@@ -205,20 +211,27 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     for dir in &args.dirs {
         let (root, only) = targets(dir)?;
-        let mut partitions: Vec<String> = match &only {
+        let partitions: Vec<String> = match &only {
             Some(p) => vec![p.clone()],
-            None => std::fs::read_dir(&root)?
-                .filter_map(Result::ok)
-                .filter(|e| e.path().is_dir() && parse_dir_name(&e.path()).is_some())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect(),
+            None => partition_dir_names(&StdStorage, &root)?,
         };
-        partitions.sort();
         for name in partitions {
             if super::stdout_closed() {
                 break; // nobody reads the rest (`klog verify ... | head -1`)
             }
-            let problems = verify_partition(&StdStorage, &root.join(&name))?;
+            let dir = root.join(&name);
+            let problems = match partition_dir_name(&dir) {
+                Ok(_) => verify_partition(&StdStorage, &dir)?,
+                Err(e) => {
+                    let what = match e {
+                        klog::log::Error::InvalidPartitionDir { reason, .. } => {
+                            format!("not a partition directory <topic>-<partition>: {reason}")
+                        }
+                        e => e.to_string(),
+                    };
+                    vec![Problem { file: dir, what }]
+                }
+            };
             ok &= problems.is_empty();
             if args.json {
                 let list: Vec<_> = problems
