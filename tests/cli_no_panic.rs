@@ -293,3 +293,44 @@ fn recover_finishes_every_partition_when_the_reader_goes_away() {
     let points = read_offsets(&StdStorage, &logs.join("recovery-point-offset-checkpoint")).unwrap();
     assert_eq!(points.len(), names.len());
 }
+
+#[test]
+fn a_mirror_state_partition_count_beyond_i32_is_refused() {
+    let root = scratch_dir("no-panic-mirror-state-partitions");
+    let cluster = root.join("c");
+    let out = klog(&[
+        "cluster",
+        "init",
+        s(&cluster),
+        "--mirror-state-partitions",
+        "4000000000",
+    ]);
+    assert_no_panic(&out, "cluster init");
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("1 to 10000"), "{}", stderr(&out));
+    // A cluster.json edited to such a count is refused when opened, not divided by later.
+    let out = klog(&[
+        "cluster",
+        "init",
+        s(&cluster),
+        "--mirror-state-partitions",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let meta = cluster.join("cluster.json");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    let edited = text.replace(
+        "\"mirror_state_partitions\": 1,",
+        "\"mirror_state_partitions\": 4000000000,",
+    );
+    assert_ne!(text, edited, "{text}");
+    std::fs::write(&meta, edited).unwrap();
+    let out = klog(&["mirror", "describe", s(&cluster)]);
+    assert_no_panic(&out, "mirror describe");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("mirror_state_partitions"),
+        "{}",
+        stderr(&out)
+    );
+}

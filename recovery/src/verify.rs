@@ -111,7 +111,7 @@ fn check_segment(
                 ),
             );
         }
-        *next = Some(b.last_offset() + 1);
+        *next = Some(b.last_offset().wrapping_add(1));
         let control = match b {
             AnyBatch::V2(v) => v.control_record().ok().flatten().map(|r| r.record_type),
             AnyBatch::Legacy(_) => None,
@@ -154,7 +154,8 @@ fn check_indexes(c: &mut Checker<'_>, base: i64, batches: &[Located]) -> Result<
             }
             let mut last = None;
             for e in bytes.chunks_exact(8) {
-                let offset = base + i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64;
+                let offset =
+                    base.wrapping_add(i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64);
                 let position = i32::from_be_bytes(e[4..8].try_into().expect("4")) as u64;
                 if last.is_some_and(|l| offset <= l) {
                     c.problem(
@@ -193,7 +194,8 @@ fn check_indexes(c: &mut Checker<'_>, base: i64, batches: &[Located]) -> Result<
         let mut last_ts = i64::MIN;
         for e in bytes.chunks_exact(12) {
             let ts = i64::from_be_bytes(e[0..8].try_into().expect("8"));
-            let offset = base + i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64;
+            let offset =
+                base.wrapping_add(i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64);
             if ts <= last_ts {
                 c.problem(
                     time_path.clone(),
@@ -288,7 +290,7 @@ fn replay(
         if let Ok(plan) = psm.plan_append(&[summarize(&b)], AppendOrigin::Replication) {
             psm.apply(plan);
         }
-        psm.update_map_end_offset(last + 1);
+        psm.update_map_end_offset(last.saturating_add(1));
     }
     Ok(())
 }

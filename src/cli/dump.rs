@@ -280,7 +280,7 @@ impl Dumper<'_> {
 
     fn note_record_offset(&mut self, offset: i64) {
         if let Some(last) = self.last_record_offset {
-            if offset != last + 1 {
+            if offset != last.wrapping_add(1) {
                 self.non_consecutive.push((last, offset));
             }
         }

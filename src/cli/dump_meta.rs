@@ -132,7 +132,7 @@ fn dump_offset_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyh
     let log = std::fs::read(log_of(path, base)).unwrap_or_default();
     let mut mismatches = Vec::new();
     for e in entries::<8>(&bytes, 0) {
-        let offset = base + i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64;
+        let offset = base.wrapping_add(i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64);
         let position = i32::from_be_bytes(e[4..8].try_into().expect("4"));
         match batch_at(&log, position as usize) {
             Some((last, _)) if last == offset => {}
@@ -175,7 +175,7 @@ fn dump_time_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
     let mut prev = -1i64;
     for e in entries::<12>(&bytes, 8) {
         let ts = i64::from_be_bytes(e[0..8].try_into().expect("8"));
-        let offset = base + i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64;
+        let offset = base.wrapping_add(i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64);
         let position = offset_index_lookup(&index, base, offset);
         match first_batch_ending_at_or_after(&log, position, offset) {
             Some((at, last)) if last == offset => {
