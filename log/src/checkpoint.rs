@@ -29,11 +29,14 @@ pub fn read_checkpoint(storage: &dyn Storage, path: &Path) -> Result<Vec<Vec<Str
     Ok(lines.into_iter().map(|(_, fields)| fields).collect())
 }
 
-/// [`read_checkpoint`] with each entry's line number in the file (1-based).
+/// An entry line of a checkpoint file: its line number (1-based) and its fields.
+pub type CheckpointLine = (usize, Vec<String>);
+
+/// [`read_checkpoint`] with each entry's line number in the file.
 pub fn read_checkpoint_lines(
     storage: &dyn Storage,
     path: &Path,
-) -> Result<Vec<(usize, Vec<String>)>, Error> {
+) -> Result<Vec<CheckpointLine>, Error> {
     let (entries, problems) = checkpoint_lines(storage, path)?;
     match problems.into_iter().next() {
         Some(first) => Err(first),
@@ -45,7 +48,7 @@ pub fn read_checkpoint_lines(
 fn checkpoint_lines(
     storage: &dyn Storage,
     path: &Path,
-) -> Result<(Vec<(usize, Vec<String>)>, Vec<Error>), Error> {
+) -> Result<(Vec<CheckpointLine>, Vec<Error>), Error> {
     let Some(bytes) = read_file(storage, path).at(path)? else {
         return Ok((Vec::new(), Vec::new()));
     };
@@ -74,7 +77,7 @@ fn checkpoint_lines(
         return Ok((Vec::new(), vec![problem]));
     }
     let count = lines.next().and_then(|l| l.trim().parse::<usize>().ok());
-    let entries: Vec<(usize, Vec<String>)> = lines
+    let entries: Vec<CheckpointLine> = lines
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| (i + 3, l.split_whitespace().map(str::to_owned).collect()))

@@ -83,7 +83,7 @@ fn illegal_partition_directory_names_are_refused_before_anything_is_written() {
     let long = format!("{}-0", "t".repeat(250));
     let names = ILLEGAL.iter().copied().chain([long.as_str()]);
     for name in names {
-        let mut dir = LogDir::open(storage.clone(), Path::new(ROOT)).unwrap();
+        let dir = LogDir::open(storage.clone(), Path::new(ROOT)).unwrap();
         let err = dir
             .open_partition(name, LogConfig::default())
             .expect_err(name);
