@@ -20,13 +20,13 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("klog: error: {e:#}");
+            cli::write_err(format_args!("klog: error: {e:#}\n"));
             ExitCode::from(2)
         }
     };
     // Output lost to a failing stdout (a full disk, not a reader that went away) fails the command.
     if let Some(e) = cli::stdout_error() {
-        eprintln!("klog: error: writing to stdout: {e}");
+        cli::write_err(format_args!("klog: error: writing to stdout: {e}\n"));
         return ExitCode::from(2);
     }
     code

@@ -212,6 +212,11 @@ fn many_partitions(logs: &Path, n: i32) -> Vec<String> {
 
 /// Runs klog with stdout a pipe of one page whose read end is closed after the first line (as `| head -1`).
 fn run_into_closed_pipe(args: &[&str]) -> Output {
+    run_into_closed_pipe_with(args, false)
+}
+
+/// `run_into_closed_pipe`, with stderr into the same pipe when `both` (as `2>&1 | head -1`).
+fn run_into_closed_pipe_with(args: &[&str], both: bool) -> Output {
     let mut fds = [0; 2];
     // Close-on-exec: the child must not inherit the read end, or the pipe never loses its last reader.
     // SAFETY: `fds` is a valid two-element array for pipe2(2) to fill.
@@ -223,9 +228,12 @@ fn run_into_closed_pipe(args: &[&str]) -> Output {
     // SAFETY: F_SETPIPE_SZ on a pipe descriptor we own.
     unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, 4096) };
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_klog"));
-    cmd.args(args)
-        .stdout(Stdio::from(write_end))
-        .stderr(Stdio::piped());
+    let stderr = if both {
+        Stdio::from(write_end.try_clone().unwrap())
+    } else {
+        Stdio::piped()
+    };
+    cmd.args(args).stdout(Stdio::from(write_end)).stderr(stderr);
     let mut child = cmd.spawn().unwrap();
     drop(cmd); // the parent's copy of the write end
     let mut reader = std::fs::File::from(read_end);
@@ -237,7 +245,9 @@ fn run_into_closed_pipe(args: &[&str]) -> Output {
     assert!(!first.is_empty(), "{args:?} printed nothing");
     drop(reader);
     let mut err = Vec::new();
-    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_end(&mut err).unwrap();
+    }
     let status = child.wait().unwrap();
     Output {
         status,
@@ -333,4 +343,19 @@ fn a_mirror_state_partition_count_beyond_i32_is_refused() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn recover_with_stderr_into_the_closed_pipe_too_finishes_without_a_panic() {
+    let logs = scratch_dir("no-panic-pipe-stderr").join("logs");
+    let names = many_partitions(&logs, 20);
+    // Each of these is an error line on stderr: far more than the pipe holds.
+    for i in 0..150 {
+        std::fs::create_dir_all(logs.join(format!("bad topic {i}-0"))).unwrap();
+    }
+    std::fs::remove_file(logs.join("recovery-point-offset-checkpoint")).unwrap();
+    let out = run_into_closed_pipe_with(&["recover", s(&logs)], true);
+    assert_eq!(out.status.code(), Some(1), "the illegal directories failed");
+    let points = read_offsets(&StdStorage, &logs.join("recovery-point-offset-checkpoint")).unwrap();
+    assert_eq!(points.len(), names.len(), "{points:?}");
 }

@@ -289,7 +289,7 @@ fn request_error(e: klog::mirror::Error, json: bool) -> anyhow::Result<ExitCode>
             if json {
                 say!("{}", json!({"error": name, "message": e.to_string()}));
             } else {
-                eprintln!("klog: error {name}: {e}");
+                errln!("klog: error {name}: {e}");
             }
             Ok(ExitCode::from(1))
         }
@@ -412,7 +412,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                     json!({"event": "error", "topic": topic, "partition": p, "message": e})
                 );
             } else {
-                eprintln!("{topic}-{p}: {e}");
+                errln!("{topic}-{p}: {e}");
             }
         }
         let timed_out = deadline.is_some_and(|d| started.elapsed() >= d);

@@ -3,7 +3,7 @@
 //! Commands print through [`stdout`] and [`outln!`], never `println!` (which panics when the reader of a
 //! pipe went away, `klog ... | head -1`): once stdout is closed further output is dropped and the command
 //! finishes its work (`recover` closes every partition and writes the checkpoints); listing commands may
-//! ask [`stdout_closed`] and stop early.
+//! ask [`stdout_closed`] and stop early. Messages for stderr go through `errln!` for the same reason.
 
 /// `println!` over [`stdout`]: a closed pipe drops the line instead of panicking.
 macro_rules! outln {
@@ -12,6 +12,13 @@ macro_rules! outln {
     };
     ($($arg:tt)*) => {
         $crate::cli::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` that never panics: a closed stderr (`klog ... 2>&1 | head -1`) drops the line.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_err(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 
@@ -172,4 +179,9 @@ impl Write for Stdout {
 pub fn write_out(args: std::fmt::Arguments<'_>) {
     // `Stdout` never returns an error: it keeps it for `main`.
     let _ = stdout().write_fmt(args);
+}
+
+/// What `errln!` calls. Nothing is left to tell if stderr itself fails, so the error is dropped.
+pub fn write_err(args: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().lock().write_fmt(args);
 }

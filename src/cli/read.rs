@@ -53,7 +53,7 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
             if args.json {
                 outln!("{}", json!({"error": name, "message": e.to_string()}));
             } else {
-                eprintln!("klog: error {name}: {e}");
+                errln!("klog: error {name}: {e}");
             }
             return Ok(ExitCode::from(1));
         }

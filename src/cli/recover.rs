@@ -122,7 +122,7 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         // Recovery reads past checkpoint lines it cannot parse, and says so: their partitions are rescanned.
         let (mut log_dir, problems) = LogDir::open_salvaging(storage.clone(), &root)?;
         for p in problems {
-            eprintln!("klog: warning: {p}; the entry is dropped (its partition falls back to Kafka's default: recovery point 0, log start at its first segment)");
+            errln!("klog: warning: {p}; the entry is dropped (its partition falls back to Kafka's default: recovery point 0, log start at its first segment)");
         }
         let names: Vec<String> = match &only {
             Some(name) => vec![name.clone()],
@@ -145,7 +145,7 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
                     if args.json {
                         outln!("{}", json!({"partition": name, "error": e.to_string()}));
                     } else {
-                        eprintln!("klog: {}: {e}", root.join(&name).display());
+                        errln!("klog: {}: {e}", root.join(&name).display());
                     }
                 }
             }
