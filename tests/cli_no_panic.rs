@@ -124,6 +124,11 @@ fn offset_arguments_at_the_ends_of_the_range_are_refused() {
         assert_no_panic(&out, &format!("read --offset {offset}"));
         assert_eq!(json(&out)["error"], "OFFSET_OUT_OF_RANGE");
     }
+    // A read from the middle of a segment with the largest --max-bytes returns the rest of it.
+    let max = usize::MAX.to_string();
+    let out = klog(&["read", s(&dir), "--offset", "4", "--max-bytes", &max, "--json"]);
+    assert_no_panic(&out, "read --max-bytes usize::MAX");
+    assert_eq!(json(&out)["next_offset"], 6, "{}", stderr(&out));
 }
 
 /// Writes one `<topic> <partition> <offset>` entry into a checkpoint file of `logs`.

@@ -1063,7 +1063,8 @@ impl PartitionLog {
             if start >= max_position {
                 return Ok(info(SegmentBytes::Owned(Vec::new()), start_offset));
             }
-            let mut limit = (start + max_bytes as u64).min(max_position);
+            // `max_bytes` is the caller's (a fetch's, an argument): any usize.
+            let mut limit = start.saturating_add(max_bytes as u64).min(max_position);
             if min_one_batch && limit < start + found.size as u64 {
                 limit = (start + found.size as u64).min(max_position);
             }
