@@ -364,3 +364,41 @@ fn recover_with_stderr_into_the_closed_pipe_too_finishes_without_a_panic() {
     let points = read_offsets(&StdStorage, &logs.join("recovery-point-offset-checkpoint")).unwrap();
     assert_eq!(points.len(), names.len(), "{points:?}");
 }
+
+/// A one-record follower batch at `base_offset` with timestamp `ts` (any i64: the header's base and max
+/// timestamps are patched and the CRC recomputed, as a broker on the other end could send them).
+fn batch_at(base_offset: i64, ts: i64) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None).base_offset(base_offset);
+    b.append(0, Some(b"k"), Some(b"v"), &[]).unwrap();
+    let mut bytes = b.build().unwrap();
+    bytes[27..35].copy_from_slice(&ts.to_be_bytes());
+    bytes[35..43].copy_from_slice(&ts.to_be_bytes());
+    let crc = crc32c::crc32c(&bytes[21..]);
+    bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+#[test]
+fn follower_batches_with_timestamps_at_the_ends_of_the_range_append_and_read() {
+    let root = scratch_dir("no-panic-timestamps");
+    let dir = root.join("logs/t-0");
+    let file = root.join("ts.bin");
+    let stamps = [1_800_000_000_000, i64::MIN, i64::MAX, -2, i64::MIN + 1, 0];
+    let batches: Vec<Vec<u8>> = stamps
+        .iter()
+        .enumerate()
+        .map(|(i, ts)| batch_at(i as i64, *ts))
+        .collect();
+    write_batches(&file, &batches);
+    let out = klog(&["append", s(&dir), s(&file), "--as", "follower", "--json"]);
+    assert_no_panic(&out, "append");
+    for args in [
+        vec!["read", s(&dir), "--offset", "0", "--json"],
+        vec!["verify", s(&dir)],
+        vec!["recover", s(&dir)],
+        vec!["dump", s(&dir.join("00000000000000000000.timeindex"))],
+    ] {
+        let out = klog(&args);
+        assert_no_panic(&out, &format!("{args:?}"));
+    }
+}
