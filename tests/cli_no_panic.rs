@@ -126,7 +126,15 @@ fn offset_arguments_at_the_ends_of_the_range_are_refused() {
     }
     // A read from the middle of a segment with the largest --max-bytes returns the rest of it.
     let max = usize::MAX.to_string();
-    let out = klog(&["read", s(&dir), "--offset", "4", "--max-bytes", &max, "--json"]);
+    let out = klog(&[
+        "read",
+        s(&dir),
+        "--offset",
+        "4",
+        "--max-bytes",
+        &max,
+        "--json",
+    ]);
     assert_no_panic(&out, "read --max-bytes usize::MAX");
     assert_eq!(json(&out)["next_offset"], 6, "{}", stderr(&out));
 }

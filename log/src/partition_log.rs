@@ -522,7 +522,11 @@ impl PartitionLog {
         report: &mut OpenReport,
         recovered: &mut RecoveredBatches,
     ) -> Result<(), Error> {
-        if self.segment_list().is_empty() || self.compute_log_end_offset()? >= log_start_offset {
+        let active_base = self.segment_base_offsets().last().copied();
+        // The log end is at least the active segment's base: scan its tail only when that is not enough.
+        if active_base.is_none_or(|b| b >= log_start_offset)
+            || self.compute_log_end_offset()? >= log_start_offset
+        {
             return Ok(());
         }
         let old = std::mem::take(&mut *self.segments.write().expect("segments lock poisoned"));
@@ -548,14 +552,17 @@ impl PartitionLog {
         for b in Batches::new(&bytes).without_crc() {
             let b = b?;
             // A batch ending at i64::MAX leaves no offset for the log end: klog never appends one.
-            next = b.last_offset().checked_add(1).ok_or(Error::CorruptBatch {
-                position: position as u64 + b.position(),
-                reason: crate::Corruption::OffsetOverflow {
-                    segment_base: seg.base_offset(),
-                    first: b.base_offset(),
-                    last: b.last_offset(),
-                },
-            })?;
+            next = b
+                .last_offset()
+                .checked_add(1)
+                .ok_or_else(|| Error::CorruptBatch {
+                    position: position as u64 + b.position(),
+                    reason: crate::Corruption::OffsetOverflow {
+                        segment_base: seg.base_offset(),
+                        first: b.base_offset(),
+                        last: b.last_offset(),
+                    },
+                })?;
             scanned += b.size_in_bytes() as u64;
         }
         if position == 0 && scanned == 0 && seg.size() > 0 {
