@@ -116,3 +116,46 @@ proptest! {
         prop_assert!(log.log_start_offset() <= log.log_end_offset());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Any bytes as a checkpoint file: never a panic; a strict read succeeds exactly when salvaging finds
+    /// nothing wrong, and then both give the same entries.
+    #[test]
+    fn any_checkpoint_bytes_parse_or_are_named(
+        body in prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..64),
+            "0\n[0-9]{1,2}\n([a-z _.-]{0,6} -?[0-9]{0,3} -?[0-9]{0,20}\n){0,4}".prop_map(String::into_bytes),
+        ],
+    ) {
+        let storage = SimStorage::new(1);
+        let path = Path::new("/logs/recovery-point-offset-checkpoint");
+        storage.create_dir_all(Path::new("/logs")).unwrap();
+        write_atomic(&storage, path, &body).unwrap();
+        let strict = klog_log::checkpoint::read_offsets(&storage, path);
+        let (salvaged, problems) = klog_log::checkpoint::read_offsets_salvaging(&storage, path).unwrap();
+        match strict {
+            Ok(map) => {
+                prop_assert!(problems.is_empty());
+                prop_assert_eq!(map, salvaged);
+            }
+            Err(e) => {
+                prop_assert!(!problems.is_empty());
+                let named = matches!(e, klog_log::Error::CorruptFile { .. });
+                prop_assert!(named, "{}", e);
+            }
+        }
+    }
+
+    /// Any directory name: never a panic, and an accepted partition directory is exactly
+    /// `<topic>-<partition>` with a legal topic (so its checkpoint line reads back).
+    #[test]
+    fn accepted_partition_directory_names_round_trip(name in "[a-z0-9 ._+-]{0,12}|\\PC{0,12}") {
+        use klog_log::topic_partition::{parse_partition_dir_name, validate_topic, PartitionDirName};
+        if let Ok(PartitionDirName::Partition { topic, partition }) = parse_partition_dir_name(&name) {
+            prop_assert_eq!(format!("{topic}-{partition}"), name);
+            prop_assert!(validate_topic(&topic).is_ok() && partition >= 0);
+        }
+    }
+}
