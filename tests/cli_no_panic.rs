@@ -230,6 +230,18 @@ fn run_into_closed_pipe(args: &[&str]) -> Output {
 
 /// `run_into_closed_pipe`, with stderr into the same pipe when `both` (as `2>&1 | head -1`).
 fn run_into_closed_pipe_with(args: &[&str], both: bool) -> Output {
+    run_with_closed_pipe(args, if both { Streams::Both } else { Streams::Stdout })
+}
+
+/// Which of the child's streams go into the pipe (the others: stderr captured, stdout discarded).
+#[derive(PartialEq)]
+enum Streams {
+    Stdout,
+    Both,
+    Stderr,
+}
+
+fn run_with_closed_pipe(args: &[&str], into: Streams) -> Output {
     let mut fds = [0; 2];
     // Close-on-exec: the child must not inherit the read end, or the pipe never loses its last reader.
     // SAFETY: `fds` is a valid two-element array for pipe2(2) to fill.
@@ -241,12 +253,15 @@ fn run_into_closed_pipe_with(args: &[&str], both: bool) -> Output {
     // SAFETY: F_SETPIPE_SZ on a pipe descriptor we own.
     unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, 4096) };
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_klog"));
-    let stderr = if both {
-        Stdio::from(write_end.try_clone().unwrap())
-    } else {
-        Stdio::piped()
+    let (stdout, stderr) = match into {
+        Streams::Stdout => (Stdio::from(write_end), Stdio::piped()),
+        Streams::Both => (
+            Stdio::from(write_end.try_clone().unwrap()),
+            Stdio::from(write_end),
+        ),
+        Streams::Stderr => (Stdio::null(), Stdio::from(write_end)),
     };
-    cmd.args(args).stdout(Stdio::from(write_end)).stderr(stderr);
+    cmd.args(args).stdout(stdout).stderr(stderr);
     let mut child = cmd.spawn().unwrap();
     drop(cmd); // the parent's copy of the write end
     let mut reader = std::fs::File::from(read_end);
@@ -409,4 +424,15 @@ fn follower_batches_with_timestamps_at_the_ends_of_the_range_append_and_read() {
         let out = klog(&args);
         assert_no_panic(&out, &format!("{args:?}"));
     }
+}
+
+#[test]
+fn dump_with_stderr_into_a_closed_pipe_finishes_without_a_panic() {
+    let root = scratch_dir("no-panic-pipe-dump-stderr");
+    // Follower batches two offsets apart: every one is a "non-consecutive offsets" line on stderr.
+    let batches: Vec<Vec<u8>> = (0..400).map(|i| batch(i * 2, 1)).collect();
+    let file = root.join("gaps.bin");
+    write_batches(&file, &batches);
+    let out = run_with_closed_pipe(&["dump", "--deep", s(&file)], Streams::Stderr);
+    assert_ne!(out.status.code(), Some(101), "dump panicked");
 }

@@ -238,7 +238,7 @@ impl Dumper<'_> {
             writeln!(out)
         } else {
             out.flush()?;
-            eprintln!("klog: {}: {message}", self.path.display());
+            errln!("klog: {}: {message}", self.path.display());
             Ok(())
         }
     }
@@ -258,7 +258,7 @@ impl Dumper<'_> {
                 self.error(message, position, out)
             }
             Some(Tail::ZeroFilled { position, bytes }) => {
-                eprintln!(
+                errln!(
                     "klog: {}: {bytes} zero bytes from position {position} (a preallocated tail, not data)",
                     self.path.display()
                 );
@@ -272,9 +272,9 @@ impl Dumper<'_> {
         if self.non_consecutive.is_empty() || self.args.json {
             return;
         }
-        eprintln!("Non-consecutive offsets in {}", self.path.display());
+        errln!("Non-consecutive offsets in {}", self.path.display());
         for (a, b) in &self.non_consecutive {
-            eprintln!("  {a} is followed by {b}");
+            errln!("  {a} is followed by {b}");
         }
     }
 

@@ -28,7 +28,7 @@ pub fn dump(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::Resul
         (_, "partition.metadata") => dump_partition_metadata(args, path, out),
         (_, n) if n.ends_with("checkpoint") => dump_checkpoint(args, path, out),
         _ => {
-            eprintln!("klog: {}: unsupported file type", path.display());
+            errln!("klog: {}: unsupported file type", path.display());
             Ok(false)
         }
     }
@@ -108,7 +108,7 @@ fn sanity(
             Ok(true)
         }
         Some(p) => {
-            eprintln!("klog: {}: corrupt {kind}: {p}", path.display());
+            errln!("klog: {}: corrupt {kind}: {p}", path.display());
             Ok(false)
         }
     }
@@ -146,9 +146,9 @@ fn dump_offset_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyh
         }
     }
     if !mismatches.is_empty() {
-        eprintln!("Mismatches in :{}", path.display());
+        errln!("Mismatches in :{}", path.display());
         for (i, l) in &mismatches {
-            eprintln!("  Index offset: {i}, log offset: {l}");
+            errln!("  Index offset: {i}, log offset: {l}");
         }
     }
     Ok(mismatches.is_empty())
@@ -207,7 +207,7 @@ fn dump_time_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
         prev = ts;
     }
     for p in &problems {
-        eprintln!("{p}");
+        errln!("{p}");
     }
     Ok(problems.is_empty())
 }
@@ -246,7 +246,7 @@ fn dump_txn_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow:
     let entries = match parse_entries(&bytes) {
         Ok(e) => e,
         Err(reason) => {
-            eprintln!("klog: {}: {reason}", path.display());
+            errln!("klog: {}: {reason}", path.display());
             return Ok(false);
         }
     };
@@ -278,7 +278,7 @@ fn dump_snapshot(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::
     let entries = match klog::psm::decode_snapshot(&bytes) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("klog: {}: {e}", path.display());
+            errln!("klog: {}: {e}", path.display());
             return Ok(false);
         }
     };
@@ -325,7 +325,7 @@ fn dump_checkpoint(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
     let entries = match read_checkpoint(&StdStorage, path) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("klog: {e}");
+            errln!("klog: {e}");
             return Ok(false);
         }
     };
@@ -346,7 +346,7 @@ fn dump_checkpoint(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
                 format!("topic: {t} partition: {p} offset: {o}"),
             ),
             _ => {
-                eprintln!("klog: {}: unexpected entry {e:?}", path.display());
+                errln!("klog: {}: unexpected entry {e:?}", path.display());
                 return Ok(false);
             }
         };
@@ -385,7 +385,7 @@ fn dump_partition_metadata(
         }
         Ok(None) => anyhow::bail!("{}: no such file", path.display()),
         Err(e) => {
-            eprintln!("klog: {e}");
+            errln!("klog: {e}");
             Ok(false)
         }
     }

@@ -3,7 +3,7 @@
 //! Commands print through [`stdout`] and [`outln!`], never `println!` (which panics when the reader of a
 //! pipe went away, `klog ... | head -1`): once stdout is closed further output is dropped and the command
 //! finishes its work (`recover` closes every partition and writes the checkpoints); listing commands may
-//! ask [`stdout_closed`] and stop early. Messages for stderr go through `errln!` for the same reason.
+//! ask [`stdout_closed`] and stop early. Every message for stderr goes through `errln!` for the same reason.
 
 /// `println!` over [`stdout`]: a closed pipe drops the line instead of panicking.
 macro_rules! outln {

@@ -751,7 +751,7 @@ fn backends(args: &BenchArgs) -> anyhow::Result<(Vec<Backend>, Vec<Value>)> {
                 storage,
             }),
             Err(e) if args.backend == BackendChoice::Both => {
-                eprintln!("klog bench: skipping the uring backend: {e}");
+                errln!("klog bench: skipping the uring backend: {e}");
                 skipped.push(json!({"backend": "uring", "reason": e.to_string()}));
             }
             Err(e) => return Err(e).context("--backend uring"),
