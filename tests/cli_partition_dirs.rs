@@ -133,6 +133,23 @@ fn a_garbage_checkpoint_is_named_by_readers_and_salvaged_by_recover() {
         );
         assert_eq!(std::fs::read_to_string(&hw).unwrap(), garbage, "rewritten");
     }
+    // verify names it too (text and JSON), and changes nothing.
+    let out = klog(&["verify", s(&logs)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("{}: line 4:", hw.display())),
+        "{}",
+        stdout(&out)
+    );
+    let out = klog(&["verify", s(&good), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let first: serde_json::Value =
+        serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
+    assert_eq!(first["log_dir"], s(&logs));
+    assert_eq!(first["ok"], false);
+    assert_eq!(first["problems"][0]["file"], s(&hw));
+    assert_eq!(std::fs::read_to_string(&hw).unwrap(), garbage, "rewritten");
+
     let out = klog(&["recover", s(&logs)]);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);

@@ -7,6 +7,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use klog::log::checkpoint::{
+    read_offsets_salvaging, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+};
 use klog::log::config::LogConfig;
 use klog::log::io::{SimStorage, StdStorage, Storage};
 use klog::log::log_dir::partition_dir_names;
@@ -207,10 +211,43 @@ fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
     );
 }
 
+/// The log directory's offset checkpoints: every line that does not parse, as `<file>: line N: <what>`
+/// (text) or one `{"log_dir", "ok": false, "problems"}` object (JSON). Whether there were none.
+fn verify_checkpoints(json: bool, root: &Path) -> anyhow::Result<bool> {
+    let mut problems = Vec::new();
+    for name in [
+        RECOVERY_POINT_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        REPLICATION_OFFSET_CHECKPOINT,
+    ] {
+        let (_, found) = read_offsets_salvaging(&StdStorage, &root.join(name))?;
+        problems.extend(found.into_iter().map(|e| match e {
+            klog::log::Error::CorruptFile { path, line, reason } => (path, line, reason),
+            e => (root.join(name), 0, e.to_string()),
+        }));
+    }
+    if json && !problems.is_empty() {
+        let list: Vec<_> = problems
+            .iter()
+            .map(|(file, line, what)| json!({"file": file.display().to_string(), "line": line, "problem": what}))
+            .collect();
+        outln!(
+            "{}",
+            json!({"log_dir": root.display().to_string(), "ok": false, "problems": list})
+        );
+    } else {
+        for (file, line, what) in &problems {
+            outln!("{}: line {line}: {what}", file.display());
+        }
+    }
+    Ok(problems.is_empty())
+}
+
 pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     for dir in &args.dirs {
         let (root, only) = targets(dir)?;
+        ok &= verify_checkpoints(args.json, &root)?;
         let partitions: Vec<String> = match &only {
             Some(p) => vec![p.clone()],
             None => partition_dir_names(&StdStorage, &root)?,
