@@ -126,7 +126,7 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         // Recovery reads past checkpoint lines it cannot parse, and says so: their partitions are rescanned.
         let (mut log_dir, problems) = LogDir::open_salvaging(storage.clone(), &root)?;
         for p in problems {
-            errln!("klog: warning: {p}; the entry is dropped (its partition falls back to Kafka's default: recovery point 0, log start at its first segment)");
+            errln!("klog: warning: {p}; the entry is dropped (that partition gets Kafka's default for a missing entry: recovery point 0, log start at its first segment, high watermark at its log start)");
         }
         let names: Vec<String> = match &only {
             Some(name) => vec![name.clone()],
