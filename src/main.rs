@@ -8,7 +8,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    match cli::run(args) {
+    let code = match cli::run(args) {
         Ok(code) => code,
         // The reader of our output went away (`klog ... | head`): stop quietly, as a pipe-friendly tool does.
         Err(e)
@@ -20,8 +20,14 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("klog: error: {e:#}");
+            cli::write_err(format_args!("klog: error: {e:#}\n"));
             ExitCode::from(2)
         }
+    };
+    // Output lost to a failing stdout (a full disk, not a reader that went away) fails the command.
+    if let Some(e) = cli::stdout_error() {
+        cli::write_err(format_args!("klog: error: writing to stdout: {e}\n"));
+        return ExitCode::from(2);
     }
+    code
 }

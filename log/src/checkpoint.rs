@@ -2,6 +2,9 @@
 //!
 //! Checkpoint format (`CheckpointFile.java`): `<version>\n<count>\n<entry>\n...`, entries split on
 //! whitespace; written through a temp file, fsync, rename and a directory fsync.
+//!
+//! A line that does not parse is an error naming the file and the line ([`read_offsets`]); only recovery
+//! reads past it ([`read_offsets_salvaging`]), keeping every entry that parses and naming the others.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,6 +13,7 @@ use base64::Engine;
 
 use crate::error::IoContext;
 use crate::io::{read_file, write_atomic, Storage};
+use crate::topic_partition::validate_topic;
 use crate::Error;
 
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
@@ -21,37 +25,72 @@ pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
 
 /// The entry lines of a version-0 checkpoint file, each split on whitespace. A missing or empty file has none.
 pub fn read_checkpoint(storage: &dyn Storage, path: &Path) -> Result<Vec<Vec<String>>, Error> {
+    let lines = read_checkpoint_lines(storage, path)?;
+    Ok(lines.into_iter().map(|(_, fields)| fields).collect())
+}
+
+/// An entry line of a checkpoint file: its line number (1-based) and its fields.
+pub type CheckpointLine = (usize, Vec<String>);
+
+/// [`read_checkpoint`] with each entry's line number in the file.
+pub fn read_checkpoint_lines(
+    storage: &dyn Storage,
+    path: &Path,
+) -> Result<Vec<CheckpointLine>, Error> {
+    let (entries, problems) = checkpoint_lines(storage, path)?;
+    match problems.into_iter().next() {
+        Some(first) => Err(first),
+        None => Ok(entries),
+    }
+}
+
+/// The entry lines that could be read, and every problem found (header first, in line order).
+fn checkpoint_lines(
+    storage: &dyn Storage,
+    path: &Path,
+) -> Result<(Vec<CheckpointLine>, Vec<Error>), Error> {
     let Some(bytes) = read_file(storage, path).at(path)? else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     };
     let corrupt = |line: usize, reason: String| Error::CorruptFile {
         path: path.to_owned(),
         line,
         reason,
     };
-    let text = String::from_utf8(bytes).map_err(|_| corrupt(0, "not UTF-8".into()))?;
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let bytes = e.as_bytes();
+            let line = 1 + bytes[..e.utf8_error().valid_up_to()]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count();
+            return Ok((Vec::new(), vec![corrupt(line, "not UTF-8".into())]));
+        }
+    };
     let mut lines = text.lines();
     let Some(version) = lines.next() else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     };
     if version.trim() != "0" {
-        return Err(corrupt(1, format!("unsupported version {version:?}")));
+        let problem = corrupt(1, format!("unsupported version {version:?}"));
+        return Ok((Vec::new(), vec![problem]));
     }
-    let count: usize = lines
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .ok_or_else(|| corrupt(2, "missing entry count".into()))?;
-    let entries: Vec<Vec<String>> = lines
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+    let count = lines.next().and_then(|l| l.trim().parse::<usize>().ok());
+    let entries: Vec<CheckpointLine> = lines
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| (i + 3, l.split_whitespace().map(str::to_owned).collect()))
         .collect();
-    if entries.len() != count {
-        return Err(corrupt(
+    let problems = match count {
+        None => vec![corrupt(2, "missing entry count".into())],
+        Some(c) if c != entries.len() => vec![corrupt(
             2,
-            format!("header says {count} entries, found {}", entries.len()),
-        ));
-    }
-    Ok(entries)
+            format!("header says {c} entries, found {}", entries.len()),
+        )],
+        Some(_) => Vec::new(),
+    };
+    Ok((entries, problems))
 }
 
 /// Writes a version-0 checkpoint file durably.
@@ -71,28 +110,63 @@ pub fn write_checkpoint(
 /// A `(topic, partition) -> offset` checkpoint of a log directory.
 pub type OffsetMap = BTreeMap<(String, i32), i64>;
 
+/// A `(topic, partition) -> offset` checkpoint; any line that does not parse is an error naming it.
 pub fn read_offsets(storage: &dyn Storage, path: &Path) -> Result<OffsetMap, Error> {
+    let (map, problems) = read_offsets_salvaging(storage, path)?;
+    match problems.into_iter().next() {
+        Some(first) => Err(first),
+        None => Ok(map),
+    }
+}
+
+/// For recovery: the entries that parse, and a `CorruptFile` naming each line that does not (a bad
+/// header keeps the entries below it; an unknown version keeps none). Only I/O failures are errors.
+pub fn read_offsets_salvaging(
+    storage: &dyn Storage,
+    path: &Path,
+) -> Result<(OffsetMap, Vec<Error>), Error> {
+    let (lines, mut problems) = checkpoint_lines(storage, path)?;
     let mut map = OffsetMap::new();
-    for (i, e) in read_checkpoint(storage, path)?.into_iter().enumerate() {
+    for (line, e) in lines {
         let parsed = match e.as_slice() {
             [topic, partition, offset] => partition
-                .parse()
+                .parse::<i32>()
                 .ok()
-                .zip(offset.parse().ok())
+                .zip(offset.parse::<i64>().ok())
                 .map(|(p, o)| (topic, p, o)),
             _ => None,
         };
-        let (topic, partition, offset) = parsed.ok_or_else(|| Error::CorruptFile {
-            path: path.to_owned(),
-            line: i + 3,
-            reason: format!("expected 'topic partition offset', got {e:?}"),
-        })?;
-        map.insert((topic.clone(), partition), offset);
+        match parsed {
+            Some((topic, partition, offset)) => {
+                map.insert((topic.clone(), partition), offset);
+            }
+            None => problems.push(Error::CorruptFile {
+                path: path.to_owned(),
+                line,
+                reason: format!("expected 'topic partition offset', got {e:?}"),
+            }),
+        }
     }
-    Ok(map)
+    problems.sort_by_key(|p| match p {
+        Error::CorruptFile { line, .. } => *line,
+        _ => 0,
+    });
+    Ok((map, problems))
 }
 
+/// Writes a `(topic, partition) -> offset` checkpoint. Every entry must name a legal topic and a
+/// non-negative partition: a line klog (or Kafka) could not read back would make the whole file unreadable.
 pub fn write_offsets(storage: &dyn Storage, path: &Path, map: &OffsetMap) -> Result<(), Error> {
+    if let Some(((t, p), _)) = map
+        .iter()
+        .find(|((t, p), _)| *p < 0 || validate_topic(t).is_err())
+    {
+        return Err(Error::Config {
+            key: "(checkpoint entry)",
+            value: format!("{t} {p}"),
+            reason: "not a legal topic and partition: the file could not be read back",
+        });
+    }
     let entries: Vec<String> = map
         .iter()
         .map(|((t, p), o)| format!("{t} {p} {o}"))

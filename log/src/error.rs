@@ -59,6 +59,13 @@ pub enum Error {
         dir: std::path::PathBuf,
         operation: &'static str,
     },
+    /// A directory that is not named `<topic>-<partition>` under Kafka's rules (`Topic.validate`,
+    /// `LocalLog.parseTopicPartitionName`): refused before anything is written in it or about it.
+    #[error("{path}: not a partition directory <topic>-<partition>: {reason}")]
+    InvalidPartitionDir {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     /// An invalid configuration value, named by its Kafka key.
     #[error("invalid value {value:?} for configuration {key}: {reason}")]
     Config {

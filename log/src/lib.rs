@@ -20,6 +20,7 @@ pub mod partition_log;
 pub mod producer_state;
 pub mod segment;
 pub mod time_index;
+pub mod topic_partition;
 pub mod txn_index;
 pub mod validator;
 

@@ -5,19 +5,31 @@
 //! The clean-shutdown marker is Kafka's rule: its presence at open means nothing is rescanned. It is removed
 //! while partitions are open (so a crash counts as unclean) and written back only if it was there at open:
 //! a tool that opened one partition must not vouch for the others.
+//!
+//! Checkpoints: a line that does not parse is an error naming the file and the line, raised before anything
+//! is written ([`LogDir::open`]); dropping it would reset that partition's offsets, and rewriting the file
+//! would drop every other entry. Recovery alone reads past it ([`LogDir::open_salvaging`]): the entries
+//! that parse are kept, the others reported, and their partitions fall back to Kafka's defaults for a
+//! missing entry (recovery point 0: rescanned from the first segment). A rewrite replaces only the entries
+//! of the partitions this `LogDir` checkpointed and keeps whatever else the file holds at that moment, so
+//! neither a partition it never opened nor another `LogDir`'s newer entry is lost.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::checkpoint::{
-    self, read_offsets, write_offsets, OffsetMap, CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+    self, read_offsets_salvaging, write_offsets, OffsetMap, CLEAN_SHUTDOWN_FILE,
+    LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::config::LogConfig;
 use crate::dir_lock::DirLock;
 use crate::error::IoContext;
 use crate::io::Storage;
-use crate::partition_log::{parse_dir_name, read_only_view, OpenOptions, OpenReport, PartitionLog};
+use crate::partition_log::{
+    parse_dir_name, partition_dir_name, read_only_view, OpenOptions, OpenReport, PartitionLog,
+};
+use crate::topic_partition::{parse_partition_dir_name, PartitionDirName, REMOTE_INDEX_CACHE_DIR};
 use crate::Error;
 
 #[derive(Debug)]
@@ -33,13 +45,40 @@ pub struct LogDir {
     recovery_points: OffsetMap,
     log_start_offsets: OffsetMap,
     high_watermarks: OffsetMap,
+    /// The partitions whose entries this `LogDir` wrote: only those replace the files' entries.
+    written: BTreeSet<(String, i32)>,
+    /// Opened by recovery: lines that do not parse were reported once and are dropped on rewrite.
+    salvaging: bool,
 }
 
 impl LogDir {
     /// Opens the log directory `root` (created if missing) as its writer: takes its `.lock` (refused at once
     /// with [`Error::LogDirLocked`] while another process holds it) and takes down its clean-shutdown
-    /// marker. Through a [`crate::io::ReadOnlyStorage`] this is [`LogDir::open_read_only`].
+    /// marker. A checkpoint line that does not parse is an error naming the file and line, and nothing is
+    /// changed. Through a [`crate::io::ReadOnlyStorage`] this is [`LogDir::open_read_only`].
     pub fn open(storage: Arc<dyn Storage>, root: &Path) -> Result<Self, Error> {
+        let (log_dir, problems) = Self::open_with(storage, root, false)?;
+        debug_assert!(
+            problems.is_empty(),
+            "a strict open returns the first problem"
+        );
+        Ok(log_dir)
+    }
+
+    /// For recovery: as [`open`](Self::open), but checkpoint lines that do not parse are returned (each a
+    /// `CorruptFile` naming the file and line) instead of failing; the entries that parse are kept.
+    pub fn open_salvaging(
+        storage: Arc<dyn Storage>,
+        root: &Path,
+    ) -> Result<(Self, Vec<Error>), Error> {
+        Self::open_with(storage, root, true)
+    }
+
+    fn open_with(
+        storage: Arc<dyn Storage>,
+        root: &Path,
+        salvaging: bool,
+    ) -> Result<(Self, Vec<Error>), Error> {
         let lock = if storage.is_read_only() {
             if storage.list(root).is_err() {
                 return Err(Error::io(root, std::io::ErrorKind::NotFound.into()));
@@ -49,6 +88,23 @@ impl LogDir {
             storage.create_dir_all(root).at(root)?;
             Some(DirLock::acquire(storage.as_ref(), root)?)
         };
+        let mut problems = Vec::new();
+        let mut read = |name: &str| -> Result<OffsetMap, Error> {
+            let (map, found) = read_offsets_salvaging(storage.as_ref(), &root.join(name))?;
+            let mut found = found.into_iter();
+            match found.next() {
+                Some(first) if !salvaging => Err(first),
+                Some(first) => {
+                    problems.push(first);
+                    problems.extend(found);
+                    Ok(map)
+                }
+                None => Ok(map),
+            }
+        };
+        let recovery_points = read(RECOVERY_POINT_CHECKPOINT)?;
+        let log_start_offsets = read(LOG_START_OFFSET_CHECKPOINT)?;
+        let high_watermarks = read(REPLICATION_OFFSET_CHECKPOINT)?;
         let marker = root.join(CLEAN_SHUTDOWN_FILE);
         let had_clean_shutdown = match storage.remove(&marker) {
             Ok(()) => true,
@@ -58,19 +114,19 @@ impl LogDir {
         if had_clean_shutdown {
             storage.sync_dir(root).at(root)?;
         }
-        // Kafka: a checkpoint that cannot be read is treated as empty (everything gets rescanned).
-        let read =
-            |name: &str| read_offsets(storage.as_ref(), &root.join(name)).unwrap_or_default();
-        Ok(LogDir {
-            recovery_points: read(RECOVERY_POINT_CHECKPOINT),
-            log_start_offsets: read(LOG_START_OFFSET_CHECKPOINT),
-            high_watermarks: read(REPLICATION_OFFSET_CHECKPOINT),
+        let log_dir = LogDir {
+            recovery_points,
+            log_start_offsets,
+            high_watermarks,
             storage,
             lock,
             closed_cleanly: Default::default(),
             root: root.to_owned(),
             had_clean_shutdown,
-        })
+            written: BTreeSet::new(),
+            salvaging,
+        };
+        Ok((log_dir, problems))
     }
 
     /// Opens the existing log directory `root` for reading: no lock, nothing on disk changed (the marker,
@@ -117,11 +173,14 @@ impl LogDir {
             .unwrap_or_else(|e| e.into_inner())
             .remove(name);
         let dir = self.root.join(name);
-        let (topic, partition) = parse_dir_name(&dir).ok_or_else(|| Error::Config {
-            key: "(directory)",
-            value: name.to_owned(),
-            reason: "a partition directory is named <topic>-<partition>",
-        })?;
+        let (topic, partition) = partition_dir_name(&dir)?;
+        if name != format!("{topic}-{partition}") {
+            // `a/b-0` or `../b-0`: a path, not a name of this log directory.
+            return Err(Error::InvalidPartitionDir {
+                path: dir,
+                reason: "a partition directory is a direct child of its log directory".into(),
+            });
+        }
         let key = (topic, partition);
         let options = OpenOptions {
             recovery_point: self.recovery_points.get(&key).copied().unwrap_or(0),
@@ -136,12 +195,14 @@ impl LogDir {
         Ok((log, report))
     }
 
-    /// Records a partition's offsets in the directory's checkpoint files (after a flush or a close).
+    /// Records a partition's offsets in the directory's checkpoint files (after a flush or a close). The
+    /// files are re-read and only the entries of partitions this `LogDir` checkpointed are replaced.
     pub fn checkpoint(&mut self, log: &PartitionLog) -> Result<(), Error> {
         if self.storage.is_read_only() {
             return Ok(());
         }
         let key = (log.topic().to_owned(), log.partition());
+        self.written.insert(key.clone());
         self.recovery_points
             .insert(key.clone(), log.recovery_point());
         self.high_watermarks
@@ -152,22 +213,26 @@ impl LogDir {
         } else {
             self.log_start_offsets.remove(&key);
         }
-        let s = self.storage.as_ref();
-        write_offsets(
-            s,
-            &self.root.join(RECOVERY_POINT_CHECKPOINT),
-            &self.recovery_points,
-        )?;
-        write_offsets(
-            s,
-            &self.root.join(LOG_START_OFFSET_CHECKPOINT),
-            &self.log_start_offsets,
-        )?;
-        write_offsets(
-            s,
-            &self.root.join(REPLICATION_OFFSET_CHECKPOINT),
-            &self.high_watermarks,
-        )
+        self.write_merged(RECOVERY_POINT_CHECKPOINT, &self.recovery_points)?;
+        self.write_merged(LOG_START_OFFSET_CHECKPOINT, &self.log_start_offsets)?;
+        self.write_merged(REPLICATION_OFFSET_CHECKPOINT, &self.high_watermarks)
+    }
+
+    /// Rewrites checkpoint `name`: this `LogDir`'s entries for the partitions it wrote, the file's own
+    /// entries for every other partition.
+    fn write_merged(&self, name: &str, ours: &OffsetMap) -> Result<(), Error> {
+        let path = self.root.join(name);
+        let (mut merged, problems) = read_offsets_salvaging(self.storage.as_ref(), &path)?;
+        if let Some(first) = problems.into_iter().next().filter(|_| !self.salvaging) {
+            return Err(first);
+        }
+        merged.retain(|key, _| !self.written.contains(key));
+        for key in &self.written {
+            if let Some(&offset) = ours.get(key) {
+                merged.insert(key.clone(), offset);
+            }
+        }
+        write_offsets(self.storage.as_ref(), &path, &merged)
     }
 
     /// Closes a partition cleanly and checkpoints it.
@@ -211,4 +276,25 @@ impl LogDir {
             .filter(|n| self.storage.list(&self.root.join(n)).is_ok())
             .all(|n| closed.contains(n)))
     }
+}
+
+/// The directories of log directory `root` that Kafka would load as partitions, sorted: every directory
+/// except those of partitions being deleted, moved or dropped (`-delete`, `-future`, `-stray`) and the
+/// remote index cache. Names Kafka refuses are listed too: opening one fails with the reason, as Kafka's
+/// `LogManager` refuses a log directory holding one, instead of leaving it unchecked without a word.
+pub fn partition_dir_names(storage: &dyn Storage, root: &Path) -> Result<Vec<String>, Error> {
+    let mut names: Vec<String> = storage
+        .list(root)
+        .at(root)?
+        .into_iter()
+        .filter(|name| {
+            let marked = matches!(
+                parse_partition_dir_name(name),
+                Ok(PartitionDirName::Marked { .. })
+            );
+            !marked && name != REMOTE_INDEX_CACHE_DIR && storage.list(&root.join(name)).is_ok()
+        })
+        .collect();
+    names.sort();
+    Ok(names)
 }

@@ -58,8 +58,9 @@ impl OffsetIndex {
 
     /// Whether `offset` fits in a relative int32 (else the segment must roll).
     pub fn can_append_offset(&self, offset: i64) -> bool {
-        let relative = offset - self.base_offset;
-        (0..=i32::MAX as i64).contains(&relative)
+        offset
+            .checked_sub(self.base_offset)
+            .is_some_and(|relative| (0..=i32::MAX as i64).contains(&relative))
     }
 
     /// Kafka's `isFull`.

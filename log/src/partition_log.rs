@@ -4,6 +4,7 @@
 //! partial batch.
 
 use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Unbounded};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -19,6 +20,7 @@ use crate::io::{ReadOnlyStorage, Storage};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{self as snapshots, summarize};
 use crate::segment::{parse_base_offset, LogSegment, SegmentBytes, SegmentRecovery};
+use crate::topic_partition::{self, PartitionDirName};
 use crate::txn_index::AbortedTxn;
 use crate::validator::{validate, AppendOrigin, ValidatedBatches};
 use crate::{Error, KafkaError};
@@ -138,6 +140,9 @@ pub enum TruncationReason {
     /// The whole segment went: the segment before it ends at `log_end`, below this one's base (unflushed
     /// data lost while this segment's directory entry survived).
     AfterGap { log_end: i64 },
+    /// The whole segment went: the checkpointed log start offset is beyond the log end (Kafka's
+    /// `deleteSegmentsIfLogStartGreaterThanLogEnd`), so nothing in the log is readable.
+    BelowLogStart { log_start_offset: i64 },
 }
 
 impl std::fmt::Display for TruncationReason {
@@ -152,6 +157,10 @@ impl std::fmt::Display for TruncationReason {
             TruncationReason::AfterGap { log_end } => write!(
                 f,
                 "segment deleted: lost data before it (the previous segment ends at offset {log_end})"
+            ),
+            TruncationReason::BelowLogStart { log_start_offset } => write!(
+                f,
+                "segment deleted: the log start offset {log_start_offset} is beyond the log end"
             ),
         }
     }
@@ -268,14 +277,27 @@ impl Drop for AppendInProgress<'_> {
 /// The longest a flush leader waits for appends under way before it syncs (a fraction of an fdatasync).
 const GATHER_MAX: std::time::Duration = std::time::Duration::from_micros(100);
 
-/// `<topic>-<partition>` -> (topic, partition).
+/// `<topic>-<partition>` -> (topic, partition), under Kafka's naming rules; `None` for any other directory.
 pub fn parse_dir_name(dir: &Path) -> Option<(String, i32)> {
-    let name = dir.file_name()?.to_str()?;
-    let (topic, partition) = name.rsplit_once('-')?;
-    Some((
-        topic.to_owned(),
-        partition.parse().ok().filter(|p: &i32| *p >= 0)?,
-    ))
+    partition_dir_name(dir).ok()
+}
+
+/// [`parse_dir_name`], with the reason a directory is not a live partition directory.
+pub fn partition_dir_name(dir: &Path) -> Result<(String, i32), Error> {
+    let invalid = |reason: String| Error::InvalidPartitionDir {
+        path: dir.to_owned(),
+        reason,
+    };
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| invalid("the directory has no UTF-8 name".into()))?;
+    match topic_partition::parse_partition_dir_name(name).map_err(invalid)? {
+        PartitionDirName::Partition { topic, partition } => Ok((topic, partition)),
+        PartitionDirName::Marked { suffix } => Err(invalid(format!(
+            "a {suffix} directory holds a partition Kafka is deleting, moving or dropping"
+        ))),
+    }
 }
 
 impl PartitionLog {
@@ -315,11 +337,7 @@ impl PartitionLog {
         options: OpenOptions,
         clock: Arc<dyn Clock>,
     ) -> Result<(Self, OpenReport), Error> {
-        let (topic, partition) = parse_dir_name(dir).ok_or_else(|| Error::Config {
-            key: "(directory)",
-            value: dir.display().to_string(),
-            reason: "a partition directory is named <topic>-<partition>",
-        })?;
+        let (topic, partition) = partition_dir_name(dir)?;
         let read_only = storage.is_read_only();
         let claim = if read_only {
             if storage.list(dir).is_err() {
@@ -457,6 +475,11 @@ impl PartitionLog {
         if !options.clean_shutdown {
             self.recover_unflushed(options.recovery_point, &mut report, &mut recovered)?;
         }
+        self.delete_segments_if_log_start_beyond_end(
+            options.log_start_offset,
+            &mut report,
+            &mut recovered,
+        )?;
         if self
             .segments
             .read()
@@ -578,7 +601,7 @@ impl PartitionLog {
         let segments = self.segment_list();
         // From the segment holding the last flushed offset (recovery point - 1), not the one starting at the
         // recovery point: a segment sealed exactly at a flush boundary may not have its indexes synced yet.
-        let last_flushed = (recovery_point - 1).max(0);
+        let last_flushed = recovery_point.saturating_sub(1).max(0);
         let start = segments
             .iter()
             .rposition(|s| s.base_offset() <= last_flushed)
@@ -661,6 +684,44 @@ impl PartitionLog {
             reason,
         });
         Ok(())
+    }
+
+    /// Kafka's `deleteSegmentsIfLogStartGreaterThanLogEnd`: a checkpointed log start beyond the log end
+    /// (segment files deleted by hand, a checkpoint copied from elsewhere) leaves nothing readable, so
+    /// every segment, the epoch cache and the producer snapshots go; `load` then starts the log there.
+    fn delete_segments_if_log_start_beyond_end(
+        &self,
+        log_start_offset: i64,
+        report: &mut OpenReport,
+        recovered: &mut RecoveredBatches,
+    ) -> Result<(), Error> {
+        let active_base = self.segment_base_offsets().last().copied();
+        // The log end is at least the active segment's base: scan its tail only when that is not enough.
+        if active_base.is_none_or(|b| b >= log_start_offset)
+            || self.compute_log_end_offset()? >= log_start_offset
+        {
+            return Ok(());
+        }
+        let old = std::mem::take(&mut *self.segments.write().expect("segments lock poisoned"));
+        for seg in old.values() {
+            let path = seg.log_path_of();
+            let bytes = self.storage.open(&path).at(&path)?.len().at(&path)?;
+            seg.delete()?;
+            report.deleted_segments.push(seg.base_offset());
+            report.truncations.push(SegmentTruncation {
+                segment: seg.base_offset(),
+                offset: seg.base_offset(),
+                position: 0,
+                bytes,
+                reason: TruncationReason::BelowLogStart { log_start_offset },
+            });
+        }
+        // Nothing that was checked is kept.
+        report.bytes_validated = 0;
+        *recovered = RecoveredBatches::default();
+        self.discard_snapshots_after(i64::MIN)?;
+        self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        self.epochs().clear()
     }
 
     /// The last segment's next offset: a walk from its last index entry (Kafka's `readNextOffset`), in a
@@ -816,6 +877,10 @@ impl PartitionLog {
             (self.config.message_timestamp_type == TimestampType::LogAppendTime).then_some(now);
         // Stamp in place (the CRC was checked once, above) and keep the summaries in step.
         for b in &mut validated.batches {
+            // The validator bounds the delta to an i32; the log end may be anywhere up to i64::MAX.
+            let delta = b.last_offset - b.base_offset;
+            let last = next.checked_add(delta).unwrap_or(i64::MAX);
+            let after = offset_after(last)?;
             let mut m =
                 RecordBatchMut::parse_unchecked_crc(&mut batches[b.position..b.position + b.size])
                     .expect("validated");
@@ -828,10 +893,8 @@ impl PartitionLog {
                 // The validator's records maximum (Kafka stamps it on CreateTime batches).
                 m.set_create_time_max_timestamp(b.max_timestamp);
             }
-            let delta = b.last_offset - b.base_offset;
-            (b.base_offset, b.last_offset, b.partition_leader_epoch) =
-                (next, next + delta, leader_epoch);
-            next += delta + 1;
+            (b.base_offset, b.last_offset, b.partition_leader_epoch) = (next, last, leader_epoch);
+            next = after;
         }
         let psm_origin = match origin {
             AppendOrigin::Client => klog_psm::AppendOrigin::Client,
@@ -872,6 +935,9 @@ impl PartitionLog {
         let _writer = self.writer();
         let now = self.clock.now_ms();
         let validated = validate(batches, AppendOrigin::Replication, &self.config, now)?;
+        for b in &validated.batches {
+            offset_after(b.last_offset)?;
+        }
         let first = validated.batches[0].base_offset;
         let leo = self.log_end_offset();
         if first < leo {
@@ -987,7 +1053,7 @@ impl PartitionLog {
             self.config.segment_bytes as u64,
             self.max_segment_ms(active.base_offset()),
             now,
-        )? || first_offset - active.base_offset() > i32::MAX as i64;
+        )? || first_offset.saturating_sub(active.base_offset()) > i32::MAX as i64;
         if !roll {
             return Ok(active);
         }
@@ -1094,7 +1160,7 @@ impl PartitionLog {
                 .segments
                 .read()
                 .expect("segments lock poisoned")
-                .range(seg.base_offset() + 1..)
+                .range((Excluded(seg.base_offset()), Unbounded))
                 .next()
                 .map(|(b, _)| *b);
             // Below the recovery point only a freshly sealed segment still needs its indexes synced (its
@@ -1167,7 +1233,8 @@ impl PartitionLog {
             if start >= max_position {
                 return Ok(info(SegmentBytes::Owned(Vec::new()), start_offset));
             }
-            let mut limit = (start + max_bytes as u64).min(max_position);
+            // `max_bytes` is the caller's (a fetch's, an argument): any usize.
+            let mut limit = start.saturating_add(max_bytes as u64).min(max_position);
             if min_one_batch && limit < start + found.size as u64 {
                 limit = (start + found.size as u64).min(max_position);
             }
@@ -1391,7 +1458,9 @@ impl PartitionLog {
     /// `flush.messages`: checked after the append released the writer lock, so the sync does not hold
     /// up other appenders (they join the next flush as a group instead).
     fn flush_if_messages_due(&self) -> Result<(), Error> {
-        if self.log_end_offset() - self.recovery_point() >= self.config.flush_messages {
+        // The recovery point comes from a checkpoint and may be far below the log (even i64::MIN).
+        let unflushed = self.log_end_offset().saturating_sub(self.recovery_point());
+        if unflushed >= self.config.flush_messages {
             self.flush(self.log_end_offset())?;
         }
         Ok(())
@@ -1735,7 +1804,7 @@ impl PartitionLog {
                 .segments
                 .read()
                 .expect("segments lock poisoned")
-                .range(seg.base_offset() + 1..)
+                .range((Excluded(seg.base_offset()), Unbounded))
                 .next()
                 .map(|(b, _)| *b);
             if next_base.is_some_and(|n| n <= from) || seg.base_offset() >= end {
@@ -1765,7 +1834,7 @@ impl PartitionLog {
                         ))?;
                     }
                 }
-                psm.update_map_end_offset(summary.last_offset + 1);
+                psm.update_map_end_offset(summary.last_offset.saturating_add(1));
                 Ok(())
             };
             // A segment recovery just checked: its summaries, taken in that pass (no second read).
@@ -1821,6 +1890,20 @@ impl PartitionLog {
     }
 }
 
+/// The offset after `last_offset`, which an appended batch may end at: Kafka's offsets stop at i64::MAX, so
+/// a batch ending there would leave the log end offset nowhere to go.
+fn offset_after(last_offset: i64) -> Result<i64, Error> {
+    last_offset.checked_add(1).ok_or_else(|| {
+        Error::rejected(
+            KafkaError::OffsetOutOfRange,
+            format!(
+                "offsets end at {}: a batch ending at {last_offset} leaves no log end offset",
+                i64::MAX
+            ),
+        )
+    })
+}
+
 /// The byte length of the whole batches at the start of `bytes`, and the offset after the last of them.
 fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
     let mut it = Batches::new(bytes).without_crc();
@@ -1829,7 +1912,7 @@ fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
     for b in it.by_ref() {
         let Ok(b) = b else { break };
         len += b.size_in_bytes();
-        next = b.last_offset() + 1;
+        next = b.last_offset().saturating_add(1);
     }
     debug_assert!(
         !matches!(it.tail(), Some(Tail::Corrupt { .. })),

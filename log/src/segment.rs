@@ -395,7 +395,18 @@ impl LogSegment {
         let mut stream = BatchStream::default().without_crc();
         self.scan::<Error>(&mut stream, position, &mut |b| {
             let b = b?;
-            next = b.last_offset() + 1;
+            // A batch ending at i64::MAX leaves no offset for the log end: klog never appends one.
+            next = b
+                .last_offset()
+                .checked_add(1)
+                .ok_or_else(|| Error::CorruptBatch {
+                    position: b.position(),
+                    reason: crate::Corruption::OffsetOverflow {
+                        segment_base: self.base_offset,
+                        first: b.base_offset(),
+                        last: b.last_offset(),
+                    },
+                })?;
             walked += b.size_in_bytes() as u64;
             Ok(ControlFlow::Continue(()))
         })?;
@@ -415,7 +426,8 @@ impl LogSegment {
         let len = i32::from_be_bytes(bytes[8..12].try_into().expect("4"));
         let last = match bytes[16] {
             2 if bytes.len() >= 27 && len >= 49 => {
-                base + i32::from_be_bytes(bytes[23..27].try_into().expect("4")) as i64
+                // Wrapping, as Java's: a corrupt delta near the limits must not panic.
+                base.wrapping_add(i32::from_be_bytes(bytes[23..27].try_into().expect("4")) as i64)
             }
             0 | 1 if len >= MIN_RECORD_OVERHEAD => base,
             _ => return Ok(None),
@@ -788,7 +800,13 @@ impl LogSegment {
                     Err(e) => return Err(e),
                 };
                 let (first, last) = (batch.base_offset(), batch.last_offset());
-                if last - self.base_offset > i32::MAX as i64 || first < self.base_offset {
+                // `last` may have wrapped (a corrupt delta) or be i64::MAX (no offset left for the log end).
+                let relative = last.checked_sub(self.base_offset);
+                if relative.is_none_or(|r| r > i32::MAX as i64)
+                    || first < self.base_offset
+                    || last < first
+                    || last == i64::MAX
+                {
                     corruption = Some(Corruption::OffsetOverflow {
                         segment_base: self.base_offset,
                         first,

@@ -166,9 +166,10 @@ impl Cluster {
                 root.display()
             )));
         }
-        if options.mirror_state_partitions == 0 {
+        // Partition numbers are i32 (a larger count wrapped to none, and the coordinator hash divided by 0).
+        if !(1..=10_000).contains(&options.mirror_state_partitions) {
             return Err(Error::Refused(
-                "mirror.state.topic.num.partitions must be at least 1".into(),
+                "mirror.state.topic.num.partitions must be 1 to 10000".into(),
             ));
         }
         let cluster_id = match options.cluster_id {

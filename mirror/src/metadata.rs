@@ -113,8 +113,11 @@ impl ClusterMeta {
                 Self::VERSION
             )));
         }
-        if meta.mirror_state_partitions == 0 {
-            return Err(corrupt("mirror_state_partitions is 0".into()));
+        if !(1..=10_000).contains(&meta.mirror_state_partitions) {
+            return Err(corrupt(format!(
+                "mirror_state_partitions {} is not 1 to 10000",
+                meta.mirror_state_partitions
+            )));
         }
         for (name, t) in &mut meta.topics {
             if t.partitions <= 0 || t.leader_epochs.len() != t.partitions as usize {
@@ -187,24 +190,14 @@ pub fn validate_mirror_name(name: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Topic names: the same character rules, and not the internal topic.
+/// Topic names: Kafka's `Topic.validate`, the rule partition directories are checked by.
 pub fn validate_topic_name(name: &str) -> Result<(), Error> {
-    let bad = |why: &str| {
-        Err(Error::mirror(
+    klog_log::topic_partition::validate_topic(name).map_err(|why| {
+        Error::mirror(
             MirrorError::InvalidRequest,
             format!("topic {name:?}: {why}"),
-        ))
-    };
-    if name.is_empty() || name.len() > 249 || name == "." || name == ".." {
-        return bad("must be 1 to 249 characters, not '.' or '..'");
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-    {
-        return bad("only ASCII letters, digits, '.', '_' and '-' are allowed");
-    }
-    Ok(())
+        )
+    })
 }
 
 #[cfg(test)]
@@ -267,7 +260,11 @@ mod tests {
         for (json, what) in [
             (&b"{"[..], "EOF"),
             (br#"{"version":2,"cluster_id":"c","mirror_state_partitions":3}"#, "version 2"),
-            (br#"{"version":1,"cluster_id":"c","mirror_state_partitions":0}"#, "is 0"),
+            (br#"{"version":1,"cluster_id":"c","mirror_state_partitions":0}"#, "0 is not"),
+            (
+                br#"{"version":1,"cluster_id":"c","mirror_state_partitions":4000000000}"#,
+                "4000000000 is not 1 to 10000",
+            ),
             (
                 br#"{"version":1,"cluster_id":"c","mirror_state_partitions":1,"topics":{"t":{"id":"AAAAAAAAAAAAAAAAAAAAAQ","partitions":2,"leader_epochs":[0]}}}"#,
                 "2 partitions but 1",

@@ -10,8 +10,8 @@ use klog_log::clock::{Clock, SystemClock};
 
 use klog_log::config::LogConfig;
 use klog_log::io::Storage;
-use klog_log::log_dir::LogDir;
-use klog_log::partition_log::{parse_dir_name, OpenReport, PartitionLog};
+use klog_log::log_dir::{partition_dir_names, LogDir};
+use klog_log::partition_log::{partition_dir_name, OpenReport, PartitionLog};
 use klog_log::Error;
 
 use crate::swap::complete_swaps;
@@ -97,19 +97,10 @@ impl LogLoader {
         Ok((log_dir, outcomes))
     }
 
-    /// The partition directories (`<topic>-<partition>`) under `root`, sorted.
+    /// The partition directories under `root`, sorted ([`partition_dir_names`]: a directory whose name
+    /// Kafka refuses is listed, and loading it fails with the reason).
     pub fn partition_names(&self, root: &Path) -> Result<Vec<String>, Error> {
-        let names = self.storage.list(root).map_err(|e| Error::Io {
-            path: root.to_owned(),
-            source: e,
-        })?;
-        Ok(names
-            .into_iter()
-            .filter(|name| {
-                let dir = root.join(name);
-                parse_dir_name(&dir).is_some() && self.storage.list(&dir).is_ok()
-            })
-            .collect())
+        partition_dir_names(self.storage.as_ref(), root)
     }
 
     /// `load_partition`, with a panic (a klog bug) turned into this partition's error.
@@ -144,6 +135,8 @@ impl LogLoader {
         take_snapshot: bool,
     ) -> Result<(PartitionLog, RecoveryReport), Error> {
         let started = Instant::now();
+        // Before anything in the directory is touched (completing swaps renames and deletes files).
+        partition_dir_name(&log_dir.root().join(name))?;
         let swaps = complete_swaps(self.storage.as_ref(), &log_dir.root().join(name))?;
         let (log, open) = log_dir.open_partition_with_clock(
             name,

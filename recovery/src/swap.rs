@@ -52,7 +52,7 @@ pub fn complete_swaps(storage: &dyn Storage, dir: &Path) -> Result<SwapReport, E
         let next = Batches::new(&bytes)
             .filter_map(Result::ok)
             .last()
-            .map_or(base, |b| b.last_offset() + 1);
+            .map_or(base, |b| b.last_offset().saturating_add(1));
         for name in storage.list(dir).map_err(|e| io(dir, e))? {
             let covered = parse_base_offset(&name).is_some_and(|o| o >= base && o < next);
             if covered && !name.ends_with(".swap") && !name.ends_with(".snapshot") {

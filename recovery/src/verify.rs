@@ -186,7 +186,7 @@ fn check_batch(
     next: &mut Option<i64>,
     problems: &mut Vec<String>,
 ) -> bool {
-    let outside = b.base_offset() < base || b.last_offset() - base > i32::MAX as i64;
+    let outside = b.base_offset() < base || b.last_offset().wrapping_sub(base) > i32::MAX as i64;
     let goes_back = next.is_some_and(|n| b.base_offset() < n);
     if outside {
         problems.push(format!(
@@ -201,7 +201,7 @@ fn check_batch(
             b.base_offset()
         ));
     }
-    *next = Some(b.last_offset() + 1);
+    *next = Some(b.last_offset().wrapping_add(1));
     !outside && !goes_back
 }
 
@@ -244,7 +244,8 @@ impl SegmentIndexes {
             .unwrap_or_default()
             .chunks_exact(8)
             .map(|e| {
-                let offset = base + i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64;
+                let offset =
+                    base.wrapping_add(i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64);
                 let position = i32::from_be_bytes(e[4..8].try_into().expect("4")) as u64;
                 (offset, position)
             })
@@ -264,7 +265,7 @@ impl SegmentIndexes {
                 let ts = i64::from_be_bytes(e[0..8].try_into().expect("8"));
                 (
                     ts,
-                    base + i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64,
+                    base.wrapping_add(i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64),
                 )
             })
             .collect();
@@ -478,7 +479,7 @@ impl SnapshotCheck {
         if let Ok(plan) = psm.plan_append(&[summary], AppendOrigin::Replication) {
             psm.apply(plan);
         }
-        psm.update_map_end_offset(last + 1);
+        psm.update_map_end_offset(last.saturating_add(1));
     }
 
     /// The walk reached the next snapshot: compare it with the replay, then replay on from it.

@@ -18,7 +18,7 @@ use klog::log::config::LogConfig;
 use klog::log::format::{AnyBatch, Batches};
 use klog::log::io::open_backend;
 use klog::log::log_dir::LogDir;
-use klog::log::partition_log::{parse_dir_name, LogAppendInfo, PartitionLog};
+use klog::log::partition_log::{parse_dir_name, partition_dir_name, LogAppendInfo, PartitionLog};
 use klog::log::validator::AppendOrigin;
 use klog::mirror::Cluster;
 use serde_json::json;
@@ -48,8 +48,10 @@ pub struct AppendArgs {
     json: bool,
 }
 
-/// Splits a partition directory path into (log dir, partition directory name).
+/// Splits a partition directory path into (log dir, partition directory name), refusing a name Kafka
+/// would refuse before anything is opened or written.
 pub fn split_partition_dir(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
+    partition_dir_name(dir)?;
     let name = dir
         .file_name()
         .and_then(|n| n.to_str())
@@ -88,8 +90,7 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
         let (log, _) = log_dir.open_partition(&name, config)?;
         Target::Plain { log_dir, log }
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = super::stdout();
     let mut clean = true;
     // SIGTERM/SIGINT: stop between batches, then flush and close as on success.
     super::shutdown::install()?;
@@ -162,7 +163,7 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
     }
     target.close()?;
     if let Some(signal) = interrupted {
-        eprintln!(
+        errln!(
             "klog: append interrupted by signal {signal}: the batches before it were appended, flushed and closed"
         );
         return Ok(super::shutdown::exit_code(signal));

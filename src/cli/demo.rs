@@ -31,7 +31,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let storage = open_backend(IoBackend::Std)?;
     let (a_root, b_root) = (dir.join("primary"), dir.join("dr"));
-    println!("klog demo in {}", dir.display());
+    outln!("klog demo in {}", dir.display());
     let total = Instant::now();
 
     // 1. The primary.
@@ -208,8 +208,8 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ),
     );
     b.close()?;
-    println!("done in {:?}; the new primary's log:", total.elapsed());
-    println!();
+    outln!("done in {:?}; the new primary's log:", total.elapsed());
+    outln!();
     dump::run(&dump::DumpArgs::new(vec![segment], false, true))
 }
 
@@ -223,12 +223,12 @@ fn init(storage: &Arc<dyn Storage>, root: &Path) -> anyhow::Result<Cluster> {
 }
 
 fn step(n: u32, started: Instant, what: &str) {
-    println!("{n}. [{:>8.2?}] {what}", started.elapsed());
+    outln!("{n}. [{:>8.2?}] {what}", started.elapsed());
 }
 
 fn print_transitions(report: &klog::mirror::TickReport) {
     for (topic, p, from, to) in &report.transitions {
-        println!("   {topic}-{p}: {from} -> {to}");
+        outln!("   {topic}-{p}: {from} -> {to}");
     }
 }
 

@@ -286,7 +286,7 @@ impl<'a> Dumper<'a> {
             writeln!(out)
         } else {
             out.flush()?;
-            eprintln!("klog: {}: {message}", self.path.display());
+            errln!("klog: {}: {message}", self.path.display());
             Ok(())
         }
     }
@@ -306,7 +306,7 @@ impl<'a> Dumper<'a> {
                 self.error(message, position, out)
             }
             Some(Tail::ZeroFilled { position, bytes }) => {
-                eprintln!(
+                errln!(
                     "klog: {}: {bytes} zero bytes from position {position} (a preallocated tail, not data)",
                     self.path.display()
                 );
@@ -320,18 +320,18 @@ impl<'a> Dumper<'a> {
         if self.non_consecutive.is_empty() || self.args.json {
             return;
         }
-        eprintln!("Non-consecutive offsets in {}", self.path.display());
+        errln!("Non-consecutive offsets in {}", self.path.display());
         for (a, b) in &self.non_consecutive {
-            eprintln!("  {a} is followed by {b}");
+            errln!("  {a} is followed by {b}");
         }
         if self.non_consecutive_more > 0 {
-            eprintln!("  ... and {} more", self.non_consecutive_more);
+            errln!("  ... and {} more", self.non_consecutive_more);
         }
     }
 
     fn note_record_offset(&mut self, offset: i64) {
         if let Some(last) = self.last_record_offset {
-            if offset != last + 1 {
+            if offset != last.wrapping_add(1) {
                 if self.non_consecutive.len() < NON_CONSECUTIVE_KEPT {
                     self.non_consecutive.push((last, offset));
                 } else {

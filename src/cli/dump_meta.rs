@@ -32,7 +32,7 @@ pub fn dump(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::Resul
         (_, "partition.metadata") => dump_partition_metadata(args, path, out),
         (_, n) if n.ends_with("checkpoint") => dump_checkpoint(args, path, out),
         _ => {
-            eprintln!("klog: {}: unsupported file type", path.display());
+            errln!("klog: {}: unsupported file type", path.display());
             Ok(false)
         }
     }
@@ -173,7 +173,7 @@ impl OffsetLookup {
 
 /// An `.index` entry as (absolute offset, position).
 fn offset_entry(base: i64, e: &[u8; 8]) -> (i64, u32) {
-    let offset = base + i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64;
+    let offset = base.wrapping_add(i32::from_be_bytes(e[0..4].try_into().expect("4")) as i64);
     (offset, u32::from_be_bytes(e[4..8].try_into().expect("4")))
 }
 
@@ -275,7 +275,7 @@ fn sanity(
         File::open(path)
             .and_then(|f| f.read_exact_at(&mut rel, (last - 1) * size + relative_at))
             .with_context(|| format!("reading {}", path.display()))?;
-        (base + (i32::from_be_bytes(rel) as i64) < base)
+        (base.wrapping_add(i32::from_be_bytes(rel) as i64) < base)
             .then(|| format!("last offset is below the base offset {base}"))
     };
     match problem {
@@ -284,7 +284,7 @@ fn sanity(
             Ok(true)
         }
         Some(p) => {
-            eprintln!("klog: {}: corrupt {kind}: {p}", path.display());
+            errln!("klog: {}: corrupt {kind}: {p}", path.display());
             Ok(false)
         }
     }
@@ -341,9 +341,9 @@ fn dump_offset_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyh
         }
     }
     if !mismatches.is_empty() {
-        eprintln!("Mismatches in :{}", path.display());
+        errln!("Mismatches in :{}", path.display());
         for (i, l) in &mismatches {
-            eprintln!("  Index offset: {i}, log offset: {l}");
+            errln!("  Index offset: {i}, log offset: {l}");
         }
     }
     Ok(mismatches.is_empty())
@@ -365,7 +365,7 @@ fn dump_time_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
     let mut prev = -1i64;
     while let Some(e) = entries.next_entry()? {
         let ts = i64::from_be_bytes(e[0..8].try_into().expect("8"));
-        let offset = base + i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64;
+        let offset = base.wrapping_add(i32::from_be_bytes(e[8..12].try_into().expect("4")) as i64);
         let position = lookup.position(offset)? as i32;
         let found = u64::try_from(position)
             .ok()
@@ -399,7 +399,7 @@ fn dump_time_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
         prev = ts;
     }
     for p in &problems {
-        eprintln!("{p}");
+        errln!("{p}");
     }
     Ok(problems.is_empty())
 }
@@ -412,7 +412,7 @@ fn dump_txn_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow:
     let entries = match parse_entries(&bytes) {
         Ok(e) => e,
         Err(reason) => {
-            eprintln!("klog: {}: {reason}", path.display());
+            errln!("klog: {}: {reason}", path.display());
             return Ok(false);
         }
     };
@@ -444,7 +444,7 @@ fn dump_snapshot(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::
     let entries = match klog::psm::decode_snapshot(&bytes) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("klog: {}: {e}", path.display());
+            errln!("klog: {}: {e}", path.display());
             return Ok(false);
         }
     };
@@ -491,7 +491,7 @@ fn dump_checkpoint(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
     let entries = match read_checkpoint(&StdStorage, path) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("klog: {e}");
+            errln!("klog: {e}");
             return Ok(false);
         }
     };
@@ -512,7 +512,7 @@ fn dump_checkpoint(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
                 format!("topic: {t} partition: {p} offset: {o}"),
             ),
             _ => {
-                eprintln!("klog: {}: unexpected entry {e:?}", path.display());
+                errln!("klog: {}: unexpected entry {e:?}", path.display());
                 return Ok(false);
             }
         };
@@ -551,7 +551,7 @@ fn dump_partition_metadata(
         }
         Ok(None) => anyhow::bail!("{}: no such file", path.display()),
         Err(e) => {
-            eprintln!("klog: {e}");
+            errln!("klog: {e}");
             Ok(false)
         }
     }

@@ -16,12 +16,11 @@ use klog::mirror::cluster::TopicResults;
 use klog::mirror::{Cluster, ClusterOptions};
 use serde_json::json;
 
-/// `println!` that returns the write error (a closed pipe ends the command quietly, see `main`).
+/// A line of output (`outln!`: a closed pipe drops it, the command goes on).
 macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($arg)*)?
-    }};
+    ($($arg:tt)*) => {
+        outln!($($arg)*)
+    };
 }
 
 #[derive(Debug, Subcommand)]
@@ -290,7 +289,7 @@ fn request_error(e: klog::mirror::Error, json: bool) -> anyhow::Result<ExitCode>
             if json {
                 say!("{}", json!({"error": name, "message": e.to_string()}));
             } else {
-                eprintln!("klog: error {name}: {e}");
+                errln!("klog: error {name}: {e}");
             }
             Ok(ExitCode::from(1))
         }
@@ -420,7 +419,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                     json!({"event": "error", "topic": topic, "partition": p, "message": e})
                 );
             } else {
-                eprintln!("{topic}-{p}: {e}");
+                errln!("{topic}-{p}: {e}");
             }
         }
         let timed_out = deadline.is_some_and(|d| started.elapsed() >= d);
@@ -428,7 +427,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             break;
         }
         if let Some(signal) = super::shutdown::requested() {
-            eprintln!("klog: mirror run: signal {signal}: closing cleanly");
+            errln!("klog: mirror run: signal {signal}: closing cleanly");
             break;
         }
         if !r.progressed() {

@@ -1,4 +1,33 @@
 //! Command dispatch. Each command is a module; output formats are documented in `docs/cli.md`.
+//!
+//! Commands print through [`stdout`] and [`outln!`], never `println!` (which panics when the reader of a
+//! pipe went away, `klog ... | head -1`): once stdout is closed further output is dropped and the command
+//! finishes its work (`recover` closes every partition and writes the checkpoints); listing commands may
+//! ask [`stdout_closed`] and stop early. Every message for stderr goes through `errln!` for the same reason.
+
+/// `println!` over [`stdout`]: a closed pipe drops the line instead of panicking.
+macro_rules! outln {
+    () => {
+        $crate::cli::write_out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` that never panics: a closed stderr (`klog ... 2>&1 | head -1`) drops the line.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_err(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` over [`stdout`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_out(format_args!($($arg)*))
+    };
+}
 
 mod append;
 mod bench;
@@ -13,8 +42,11 @@ mod recover;
 mod shutdown;
 mod torture;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use clap::{Parser, Subcommand};
 
@@ -81,4 +113,76 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Topic(cmd) => mirror::topic(&cmd),
         Command::Mirror(cmd) => mirror::mirror(&cmd),
     }
+}
+
+/// Whether stdout's reader went away (or writing to it failed): later output is dropped.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// The first stdout error other than a closed pipe (a full disk under `> file`), reported by `main`.
+static STDOUT_ERROR: Mutex<Option<std::io::Error>> = Mutex::new(None);
+
+/// The process's stdout, locked, that turns a closed pipe into dropped output instead of an error.
+pub struct Stdout(std::io::StdoutLock<'static>);
+
+/// Locks stdout for a command's output (see the module docs).
+pub fn stdout() -> Stdout {
+    Stdout(std::io::stdout().lock())
+}
+
+/// Whether the reader of stdout went away (or writing failed): a listing command may stop here.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Acquire)
+}
+
+/// The error that closed stdout, unless it was the reader going away (which is no error).
+pub fn stdout_error() -> Option<std::io::Error> {
+    STDOUT_ERROR
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+}
+
+impl Stdout {
+    /// Runs a write; a failure closes stdout for good and is kept for `main` unless it is EPIPE.
+    fn guard<T>(
+        &mut self,
+        done: T,
+        op: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
+        if stdout_closed() {
+            return Ok(done);
+        }
+        op(&mut self.0).or_else(|e| {
+            STDOUT_CLOSED.store(true, Ordering::Release);
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                let mut first = STDOUT_ERROR.lock().unwrap_or_else(|e| e.into_inner());
+                first.get_or_insert(e);
+            }
+            Ok(done)
+        })
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.guard(buf.len(), |out| out.write(buf))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.guard((), |out| out.write_all(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.guard((), |out| out.flush())
+    }
+}
+
+/// What `outln!` and `out!` call.
+pub fn write_out(args: std::fmt::Arguments<'_>) {
+    // `Stdout` never returns an error: it keeps it for `main`.
+    let _ = stdout().write_fmt(args);
+}
+
+/// What `errln!` calls. Nothing is left to tell if stderr itself fails, so the error is dropped.
+pub fn write_err(args: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().lock().write_fmt(args);
 }

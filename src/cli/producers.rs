@@ -63,10 +63,10 @@ pub fn run(args: &ProducersArgs) -> anyhow::Result<ExitCode> {
     log.close()?;
     log_dir.close()?;
     if args.json {
-        println!("{summary}");
+        outln!("{summary}");
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "log end offset: {} high watermark: {} last stable offset: {} first unstable offset: {}",
         summary["log_end_offset"],
         summary["high_watermark"],
@@ -74,7 +74,7 @@ pub fn run(args: &ProducersArgs) -> anyhow::Result<ExitCode> {
         summary["first_unstable_offset"]
     );
     for p in summary["producers"].as_array().into_iter().flatten() {
-        println!(
+        outln!(
             "producerId: {} producerEpoch: {} lastSequence: {} lastOffset: {} offsetDelta: {} lastTimestamp: {} coordinatorEpoch: {} currentTxnFirstOffset: {}",
             p["producer_id"], p["producer_epoch"], p["last_sequence"], p["last_offset"], p["offset_delta"],
             p["last_timestamp"], p["coordinator_epoch"], p["current_txn_first_offset"]

@@ -52,9 +52,9 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             let name = e.kafka_error().name();
             if args.json {
-                println!("{}", json!({"error": name, "message": e.to_string()}));
+                outln!("{}", json!({"error": name, "message": e.to_string()}));
             } else {
-                eprintln!("klog: error {name}: {e}");
+                errln!("klog: error {name}: {e}");
             }
             return Ok(ExitCode::from(1));
         }
@@ -77,12 +77,15 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
             "log_end_offset": read.log_end_offset,
             "batches": batches,
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        print!("{}", String::from_utf8(batches)?);
-        println!(
+        out!("{}", String::from_utf8(batches)?);
+        outln!(
             "next offset: {} high watermark: {} log start offset: {} log end offset: {}",
-            read.next_offset, read.high_watermark, read.log_start_offset, read.log_end_offset
+            read.next_offset,
+            read.high_watermark,
+            read.log_start_offset,
+            read.log_end_offset
         );
     }
     Ok(if clean {

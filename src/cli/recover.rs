@@ -6,11 +6,16 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
+use klog::log::checkpoint::{
+    read_offsets_salvaging, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+};
 use klog::log::config::LogConfig;
 use klog::log::io::{ReadOnlyStorage, StdStorage, Storage};
+use klog::log::log_dir::partition_dir_names;
 use klog::log::log_dir::LogDir;
-use klog::log::partition_log::parse_dir_name;
-use klog::recovery::{verify_partition, LogLoader, RecoveryReport};
+use klog::log::partition_log::partition_dir_name;
+use klog::recovery::{verify_partition, LogLoader, Problem, RecoveryReport};
 use serde_json::json;
 
 #[derive(Debug, Args)]
@@ -43,7 +48,8 @@ fn targets(dir: &Path) -> anyhow::Result<(PathBuf, Option<String>)> {
     let has_segments = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
         .any(|e| e.file_name().to_string_lossy().ends_with(".log"));
-    if has_segments && parse_dir_name(dir).is_some() {
+    if has_segments {
+        // Segment files: a partition directory, whose name must then be one (Kafka's rules).
         let (root, name) = super::append::split_partition_dir(dir)?;
         return Ok((root, Some(name)));
     }
@@ -90,7 +96,11 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
             Arc::new(StdStorage)
         };
         let loader = LogLoader::new(storage.clone(), LogConfig::default());
-        let mut log_dir = LogDir::open(storage.clone(), &root)?;
+        // Recovery reads past checkpoint lines it cannot parse, and says so: their partitions are rescanned.
+        let (mut log_dir, problems) = LogDir::open_salvaging(storage.clone(), &root)?;
+        for p in problems {
+            errln!("klog: warning: {p}; the entry is dropped (that partition gets Kafka's default for a missing entry: recovery point 0, log start at its first segment, high watermark at its log start)");
+        }
         let names: Vec<String> = match &only {
             Some(name) => vec![name.clone()],
             None => loader.partition_names(&root)?,
@@ -114,9 +124,9 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
                 Err(e) => {
                     ok = false;
                     if args.json {
-                        println!("{}", json!({"partition": name, "error": e.to_string()}));
+                        outln!("{}", json!({"partition": name, "error": e.to_string()}));
                     } else {
-                        eprintln!("klog: {}: {e}", root.join(&name).display());
+                        errln!("klog: {}: {e}", root.join(&name).display());
                     }
                 }
             }
@@ -130,7 +140,7 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(signal) = interrupted {
-        eprintln!("klog: recover interrupted by signal {signal}: the partitions reported were recovered and closed; run it again for the rest");
+        errln!("klog: recover interrupted by signal {signal}: the partitions reported were recovered and closed; run it again for the rest");
         return Ok(super::shutdown::exit_code(signal));
     }
     Ok(if ok {
@@ -157,7 +167,7 @@ fn progress_bar(len: u64) -> indicatif::ProgressBar {
 
 fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
     if json {
-        println!("{}", report_json(r));
+        outln!("{}", report_json(r));
         return;
     }
     let cut = if r.truncated.is_empty() {
@@ -175,7 +185,7 @@ fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
             .collect();
         format!("{} bytes cut: {}", r.bytes_truncated, cuts.join(", "))
     };
-    println!(
+    outln!(
         "{}: {} shutdown; offsets {}..{} (recovery point {}); {} segments scanned, {} bytes validated; {cut}; \
          {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; {} producers; {} snapshots written; {} ms",
         root.join(&r.partition).display(),
@@ -194,37 +204,79 @@ fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
     );
 }
 
+/// The log directory's offset checkpoints: every line that does not parse, as `<file>: line N: <what>`
+/// (text) or one `{"log_dir", "ok": false, "problems"}` object (JSON). Whether there were none.
+fn verify_checkpoints(json: bool, root: &Path) -> anyhow::Result<bool> {
+    let mut problems = Vec::new();
+    for name in [
+        RECOVERY_POINT_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        REPLICATION_OFFSET_CHECKPOINT,
+    ] {
+        let (_, found) = read_offsets_salvaging(&StdStorage, &root.join(name))?;
+        problems.extend(found.into_iter().map(|e| match e {
+            klog::log::Error::CorruptFile { path, line, reason } => (path, line, reason),
+            e => (root.join(name), 0, e.to_string()),
+        }));
+    }
+    if json && !problems.is_empty() {
+        let list: Vec<_> = problems
+            .iter()
+            .map(|(file, line, what)| json!({"file": file.display().to_string(), "line": line, "problem": what}))
+            .collect();
+        outln!(
+            "{}",
+            json!({"log_dir": root.display().to_string(), "ok": false, "problems": list})
+        );
+    } else {
+        for (file, line, what) in &problems {
+            outln!("{}: line {line}: {what}", file.display());
+        }
+    }
+    Ok(problems.is_empty())
+}
+
 pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     for dir in &args.dirs {
         let (root, only) = targets(dir)?;
-        let mut partitions: Vec<String> = match &only {
+        ok &= verify_checkpoints(args.json, &root)?;
+        let partitions: Vec<String> = match &only {
             Some(p) => vec![p.clone()],
-            None => std::fs::read_dir(&root)?
-                .filter_map(Result::ok)
-                .filter(|e| e.path().is_dir() && parse_dir_name(&e.path()).is_some())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect(),
+            None => partition_dir_names(&StdStorage, &root)?,
         };
-        partitions.sort();
         for name in partitions {
-            let storage = ReadOnlyStorage::new(Arc::new(StdStorage));
-            let problems = verify_partition(&storage, &root.join(&name))?;
+            if super::stdout_closed() {
+                break; // nobody reads the rest (`klog verify ... | head -1`)
+            }
+            let dir = root.join(&name);
+            let problems = match partition_dir_name(&dir) {
+                Ok(_) => verify_partition(&ReadOnlyStorage::new(Arc::new(StdStorage)), &dir)?,
+                Err(e) => {
+                    let what = match e {
+                        klog::log::Error::InvalidPartitionDir { reason, .. } => {
+                            format!("not a partition directory <topic>-<partition>: {reason}")
+                        }
+                        e => e.to_string(),
+                    };
+                    vec![Problem { file: dir, what }]
+                }
+            };
             ok &= problems.is_empty();
             if args.json {
                 let list: Vec<_> = problems
                     .iter()
                     .map(|p| json!({"file": p.file.display().to_string(), "problem": p.what}))
                     .collect();
-                println!(
+                outln!(
                     "{}",
                     json!({"partition": name, "ok": problems.is_empty(), "problems": list})
                 );
             } else if problems.is_empty() {
-                println!("{}: ok", root.join(&name).display());
+                outln!("{}: ok", root.join(&name).display());
             } else {
                 for p in problems {
-                    println!("{}: {}", p.file.display(), p.what);
+                    outln!("{}: {}", p.file.display(), p.what);
                 }
             }
         }

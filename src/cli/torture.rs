@@ -37,8 +37,7 @@ pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
         rng ^= rng << 17;
         rng
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = super::stdout();
     writeln!(out, "opened {}", log.log_end_offset())?;
     out.flush()?;
     // Timestamps near now: Kafka's `message.timestamp.after.max.ms` refuses the far future.

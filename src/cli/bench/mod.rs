@@ -691,8 +691,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         kafka: kafka::KafkaSide::detect(args),
     };
 
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = super::stdout();
     writeln!(
         out,
         "klog bench in {} ({} rounds; medians; klog/limit = median of per-round ratios; \
@@ -711,7 +710,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     for (i, w) in workloads.iter().enumerate() {
         if let Some(signal) = super::shutdown::requested() {
             ctx.progress.done();
-            eprintln!(
+            errln!(
                 "klog bench: signal {signal}: stopped after {i} of {} workloads; scratch removed",
                 workloads.len()
             );
@@ -765,7 +764,7 @@ fn backends(args: &BenchArgs) -> anyhow::Result<(Vec<Backend>, Vec<Value>)> {
                 storage,
             }),
             Err(e) if args.backend == BackendChoice::Both => {
-                eprintln!("klog bench: skipping the uring backend: {e}");
+                errln!("klog bench: skipping the uring backend: {e}");
                 skipped.push(json!({"backend": "uring", "reason": e.to_string()}));
             }
             Err(e) => return Err(e).context("--backend uring"),

@@ -314,7 +314,7 @@ fn clean_open(ctx: &Ctx) -> anyhow::Result<Report> {
         )
     });
     if let Some(note) = &note {
-        eprintln!("klog bench: recover: {note}");
+        errln!("klog bench: recover: {note}");
     }
     let dir = ctx.scratch.join("segments-0");
     let leo = grow_segments(ctx, &dir, segments)?;
