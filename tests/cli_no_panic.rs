@@ -30,7 +30,7 @@ fn batch(base_offset: i64, records: usize) -> Vec<u8> {
     let mut b = BatchBuilder::new(Compression::None).base_offset(base_offset);
     for i in 0..records {
         b.append(
-            1_800_000_000_000 + i as i64,
+            1_700_000_000_000 + i as i64,
             Some(b"k"),
             Some(b"value"),
             &[],
@@ -150,6 +150,36 @@ fn a_log_start_offset_beyond_the_log_end_starts_the_log_there_as_kafka_does() {
     let dir = partition_with(&root, "t-0", 5); // offsets 0..10
     let logs = root.join("logs");
     set_checkpoint(&logs, "log-start-offset-checkpoint", "t 0 1000");
+    // The dry run (a reader) reports every segment the open would delete, with its bytes; nothing goes.
+    let log_bytes: u64 = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    let out = klog(&["recover", s(&logs), "--dry-run", "--json"]);
+    assert_no_panic(&out, "recover --dry-run");
+    let r = json(&out);
+    let cuts = r["truncated"].as_array().unwrap();
+    assert!(!cuts.is_empty(), "{r}");
+    assert!(cuts.iter().all(|c| c["reason"]
+        .as_str()
+        .unwrap()
+        .contains("log start offset 1000 is beyond the log end")));
+    let reported: u64 = cuts.iter().map(|c| c["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(
+        (reported, r["bytes_truncated"].as_u64()),
+        (log_bytes, Some(log_bytes)),
+        "{r}"
+    );
+    assert_eq!(r["bytes_validated"], 0, "{r}");
+    let still: u64 = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert_eq!(still, log_bytes, "a dry run deletes nothing");
     let out = klog(&["read", s(&dir), "--offset", "1000", "--json"]);
     assert_no_panic(&out, "read");
     let v = json(&out);
@@ -406,7 +436,7 @@ fn follower_batches_with_timestamps_at_the_ends_of_the_range_append_and_read() {
     let root = scratch_dir("no-panic-timestamps");
     let dir = root.join("logs/t-0");
     let file = root.join("ts.bin");
-    let stamps = [1_800_000_000_000, i64::MIN, i64::MAX, -2, i64::MIN + 1, 0];
+    let stamps = [1_700_000_000_000, i64::MIN, i64::MAX, -2, i64::MIN + 1, 0];
     let batches: Vec<Vec<u8>> = stamps
         .iter()
         .enumerate()

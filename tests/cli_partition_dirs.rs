@@ -19,7 +19,7 @@ fn input(root: &Path) -> PathBuf {
     let mut out = Vec::new();
     for _ in 0..4 {
         let mut b = BatchBuilder::new(Compression::None);
-        b.append(1_800_000_000_000, Some(b"k"), Some(b"v"), &[])
+        b.append(1_700_000_000_000, Some(b"k"), Some(b"v"), &[])
             .unwrap();
         b.build_into(&mut out).unwrap();
     }

@@ -18,9 +18,9 @@ use proptest::prelude::*;
 
 fn batch(base_offset: i64) -> Vec<u8> {
     let mut b = BatchBuilder::new(Compression::None).base_offset(base_offset);
-    b.append(1_800_000_000_000, Some(b"k"), Some(b"v"), &[])
+    b.append(1_700_000_000_000, Some(b"k"), Some(b"v"), &[])
         .unwrap();
-    b.append(1_800_000_000_001, Some(b"k"), Some(b"w"), &[])
+    b.append(1_700_000_000_001, Some(b"k"), Some(b"w"), &[])
         .unwrap();
     let mut out = Vec::new();
     b.build_into(&mut out).unwrap();

@@ -20,7 +20,7 @@ const ROOT: &str = "/logs";
 
 fn batch() -> Vec<u8> {
     let mut b = BatchBuilder::new(Compression::None);
-    b.append(1_800_000_000_000, Some(b"k"), Some(b"v"), &[])
+    b.append(1_700_000_000_000, Some(b"k"), Some(b"v"), &[])
         .unwrap();
     b.build().unwrap()
 }
