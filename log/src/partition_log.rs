@@ -35,6 +35,29 @@ pub fn read_only_view(storage: Arc<dyn Storage>) -> Arc<dyn Storage> {
     }
 }
 
+/// A writer's hold on `dir`: its log directory's `.lock` (the parent, created if missing) and this
+/// process's claim on the partition (the directory is created). A reader takes neither, and the directory
+/// must exist.
+fn claim_dir(
+    storage: &dyn Storage,
+    dir: &Path,
+) -> Result<Option<(PartitionClaim, Arc<DirLock>)>, Error> {
+    if storage.is_read_only() {
+        return match storage.list(dir) {
+            Ok(_) => Ok(None),
+            Err(e) => Err(Error::io(dir, e)),
+        };
+    }
+    let root = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    storage.create_dir_all(root).at(root)?;
+    let lock = DirLock::acquire(storage, root)?;
+    storage.create_dir_all(dir).at(dir)?;
+    Ok(Some((lock.claim_partition(dir)?, lock)))
+}
+
 /// Where a log starts when it is opened (from the log directory's checkpoint files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OpenOptions {
@@ -339,21 +362,7 @@ impl PartitionLog {
     ) -> Result<(Self, OpenReport), Error> {
         let (topic, partition) = partition_dir_name(dir)?;
         let read_only = storage.is_read_only();
-        let claim = if read_only {
-            if storage.list(dir).is_err() {
-                return Err(Error::io(dir, std::io::ErrorKind::NotFound.into()));
-            }
-            None
-        } else {
-            let root = dir
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            storage.create_dir_all(root).at(root)?;
-            let lock = DirLock::acquire(storage.as_ref(), root)?;
-            storage.create_dir_all(dir).at(dir)?;
-            Some((lock.claim_partition(dir)?, lock))
-        };
+        let claim = claim_dir(storage.as_ref(), dir)?;
         let epochs = LeaderEpochCache::open(
             storage.clone(),
             dir.join(checkpoint::LEADER_EPOCH_CHECKPOINT),
