@@ -202,18 +202,15 @@ pub fn walk_records(
             }
         };
         position = end;
-        if offset_delta != index as i32 && walk.offset_delta_gap.is_none() {
-            walk.offset_delta_gap = Some((index, offset_delta));
+        if offset_delta != index as i32 {
+            note_gap(&mut walk.offset_delta_gap, index, offset_delta);
         }
         let timestamp = base_timestamp.wrapping_add(timestamp_delta);
-        if timestamp != super::NO_TIMESTAMP {
-            // Strict comparisons keep the first record of equal timestamps, as Kafka reports it.
-            if timestamp < earliest.1 || earliest.0 == u32::MAX {
-                earliest = (index, timestamp);
-            }
-            if timestamp > latest.1 || latest.0 == u32::MAX {
-                latest = (index, timestamp);
-            }
+        // Most records change neither bound: one test for them, the bookkeeping out of line.
+        if timestamp != super::NO_TIMESTAMP
+            && (timestamp < earliest.1 || timestamp > latest.1 || earliest.0 == u32::MAX)
+        {
+            note_timestamp(&mut earliest, &mut latest, index, timestamp);
         }
     }
     let seen = |(index, t): (u32, i64)| (index != u32::MAX).then_some((index, t));
@@ -225,6 +222,26 @@ pub fn walk_records(
         });
     }
     Ok(walk)
+}
+
+/// The first gap in the offset deltas is the one reported.
+#[cold]
+fn note_gap(gap: &mut Option<(u32, i32)>, index: u32, offset_delta: i32) {
+    if gap.is_none() {
+        *gap = Some((index, offset_delta));
+    }
+}
+
+/// (index, timestamp) of the earliest and the latest record; index u32::MAX until one is seen. Strict
+/// comparisons keep the first record of equal timestamps, as Kafka reports it.
+#[inline]
+fn note_timestamp(earliest: &mut (u32, i64), latest: &mut (u32, i64), index: u32, timestamp: i64) {
+    if timestamp < earliest.1 || earliest.0 == u32::MAX {
+        *earliest = (index, timestamp);
+    }
+    if timestamp > latest.1 || latest.0 == u32::MAX {
+        *latest = (index, timestamp);
+    }
 }
 
 /// [`skip_record`] without building errors, for the leader's hot path (140 records of 100 bytes cost
@@ -509,6 +526,36 @@ mod tests {
             }
             data.truncate(data.len() - cut.min(data.len()));
             prop_assert_eq!(walk_records(&data, declared, 1000).is_ok(), iterates(&data, declared));
+        }
+
+        /// The walk reports the first offset-delta gap and the first record of the earliest and of the
+        /// latest timestamp (ties, -1 and gaps included) as read back record by record.
+        #[test]
+        fn the_walk_reports_what_the_records_hold(
+            records in proptest::collection::vec((-1i64..4, 1i32..3), 1..24),
+        ) {
+            let mut b = BatchBuilder::new(Compression::None);
+            let mut delta = -1;
+            for (timestamp, step) in &records {
+                delta += step;
+                b.append_with_offset_delta(delta, *timestamp, None, Some(b"v"), &[]).unwrap();
+            }
+            let batch = b.build().unwrap();
+            let data = &batch[crate::format::RECORD_BATCH_OVERHEAD..];
+            // The builder takes the first record's timestamp as the batch's base timestamp.
+            let base = records[0].0;
+            let read: Vec<Record<'_>> = Records::new(data, records.len() as i32, 0, base, -1, None, 0)
+                .map(|r| r.unwrap())
+                .collect();
+            let gap = read.iter().enumerate()
+                .find(|(i, r)| r.offset_delta != *i as i32)
+                .map(|(i, r)| (i as u32, r.offset_delta));
+            let stamped = || read.iter().enumerate().filter(|(_, r)| r.timestamp != -1);
+            let first_of = |t: i64| stamped().find(|(_, r)| r.timestamp == t).map(|(i, _)| (i as u32, t));
+            let earliest = stamped().map(|(_, r)| r.timestamp).min().and_then(first_of);
+            let latest = stamped().map(|(_, r)| r.timestamp).max().and_then(first_of);
+            let walk = walk_records(data, records.len() as i32, base).unwrap();
+            prop_assert_eq!(walk, RecordsWalk { offset_delta_gap: gap, earliest, latest });
         }
 
         /// The fast path answers exactly as the precise one, on mutated records (with and without
