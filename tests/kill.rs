@@ -27,9 +27,14 @@ fn read_beside_the_writer(dir: &std::path::Path, flushed: i64, round: usize) {
     let (log, _) =
         PartitionLog::open_read_only(Arc::new(StdStorage), dir, LogConfig::default(), options)
             .unwrap_or_else(|e| panic!("round {round}: a reader beside the writer failed: {e}"));
+    assert_holds_flushed(&log, flushed, &format!("round {round}, the reader"));
+}
+
+/// `log` ends at or after `flushed`, and every batch in it is whole, valid and contiguous from 0.
+fn assert_holds_flushed(log: &PartitionLog, flushed: i64, who: &str) {
     assert!(
         log.log_end_offset() >= flushed,
-        "round {round}: the reader sees {} but {flushed} was flushed",
+        "{who}: the log ends at {} but {flushed} was reported flushed",
         log.log_end_offset()
     );
     log.update_high_watermark(log.log_end_offset());
@@ -37,8 +42,8 @@ fn read_beside_the_writer(dir: &std::path::Path, flushed: i64, round: usize) {
     while offset < log.log_end_offset() {
         let r = log.read(offset, 1 << 22, None, true).unwrap();
         for b in Batches::new(r.records.as_slice()) {
-            let b = b.unwrap_or_else(|e| panic!("round {round}: reader saw an invalid batch: {e}"));
-            assert_eq!(b.base_offset(), offset, "round {round}: reader: contiguous");
+            let b = b.unwrap_or_else(|e| panic!("{who}: invalid batch: {e}"));
+            assert_eq!(b.base_offset(), offset, "{who}: contiguous");
             offset = b.last_offset() + 1;
         }
     }
@@ -99,22 +104,7 @@ fn sigkill_never_loses_a_flushed_batch() {
         let (log, _) = log_dir
             .open_partition("kill-0", LogConfig::default())
             .unwrap();
-        assert!(
-            log.log_end_offset() >= flushed,
-            "round {round}: reopened at {} but {flushed} was reported flushed",
-            log.log_end_offset()
-        );
-        log.update_high_watermark(log.log_end_offset());
-        let mut offset = 0;
-        while offset < log.log_end_offset() {
-            let r = log.read(offset, 1 << 22, None, true).unwrap();
-            for b in Batches::new(r.records.as_slice()) {
-                let b = b
-                    .unwrap_or_else(|e| panic!("round {round}: invalid batch after recovery: {e}"));
-                assert_eq!(b.base_offset(), offset, "round {round}: contiguous");
-                offset = b.last_offset() + 1;
-            }
-        }
+        assert_holds_flushed(&log, flushed, &format!("round {round}, after recovery"));
         // The test reopened without a clean close, like the next child will.
     }
     assert!(
