@@ -2,9 +2,13 @@
 //! (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, `replication-offset-checkpoint`,
 //! `.kafka_cleanshutdown`). Opening reads them; closing a partition cleanly writes them back.
 //!
+//! One writer per log directory: a writable open holds the directory's `.lock` for its life
+//! ([`crate::dir_lock`]); [`LogDir::open_read_only`] takes none and changes nothing on disk.
+//!
 //! The clean-shutdown marker is Kafka's rule: its presence at open means nothing is rescanned. It is removed
-//! while partitions are open (so a crash counts as unclean) and written back only if it was there at open:
-//! a tool that opened one partition must not vouch for the others.
+//! while partitions are open (so a crash counts as unclean) and written back at close only if it was there
+//! at open or this writer closed cleanly every partition directory the log directory holds: a tool that
+//! opened one partition must not vouch for the others.
 //!
 //! Checkpoints: a line that does not parse is an error naming the file and the line, raised before anything
 //! is written ([`LogDir::open`]); dropping it would reset that partition's offsets, and rewriting the file
@@ -41,7 +45,7 @@ pub struct LogDir {
     had_clean_shutdown: bool,
     /// Partition directories this writer closed cleanly (and has not reopened since): if they are all the
     /// directory holds, it may vouch for the whole directory at close.
-    closed_cleanly: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    closed_cleanly: std::sync::Mutex<BTreeSet<String>>,
     recovery_points: OffsetMap,
     log_start_offsets: OffsetMap,
     high_watermarks: OffsetMap,
