@@ -148,6 +148,8 @@ struct Inner {
     brokers: BTreeMap<i32, String>,
     cluster_id: Option<String>,
     topics: BTreeMap<String, TopicMetadata>,
+    /// Every FENCED_LEADER_EPOCH whose CurrentLeader carried the epoch, as (sent, carried).
+    fenced: Vec<(i32, i32)>,
 }
 
 pub struct KafkaSource {
@@ -172,6 +174,14 @@ impl KafkaSource {
             runtime,
             inner: Mutex::new(Inner::default()),
         })
+    }
+
+    /// Every FENCED_LEADER_EPOCH this source received with the leader epoch in the response's
+    /// CurrentLeader, as (the CurrentLeaderEpoch we sent, the epoch it carried): how a test sees that a
+    /// real broker fenced us and the epoch came from the response, not from the Metadata fallback.
+    pub fn fenced_leader_epochs(&self) -> Vec<(i32, i32)> {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.fenced.clone()
     }
 
     fn with_inner<T>(&self, f: impl AsyncFnOnce(&mut Inner) -> T) -> T {
@@ -468,6 +478,7 @@ impl KafkaSource {
     ) -> Result<FetchResponse, SourceError> {
         match failure {
             PartitionFailure::Fenced(Some(epoch)) => {
+                inner.fenced.push((req.current_leader_epoch, epoch));
                 self.forget_leader(inner, &req.topic);
                 Err(SourceError::FencedLeaderEpoch {
                     leader_epoch: epoch,

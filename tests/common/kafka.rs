@@ -82,6 +82,9 @@ fn free_port() -> u16 {
 pub struct Cluster {
     pub root: PathBuf,
     pub data: PathBuf,
+    /// The id the storage was formatted with (`storage-tool random-uuid`): the broker's cluster id, for
+    /// tests to compare what klog learned from the broker with.
+    pub cluster_id: String,
     properties: PathBuf,
     log_file: PathBuf,
 }
@@ -137,6 +140,7 @@ impl Cluster {
             log_file: root.join("broker.log"),
             root: root.to_owned(),
             data,
+            cluster_id,
             properties,
         }
     }
