@@ -9,7 +9,8 @@
 //!   baseline `pwrite`: `write_all_at` of the same batches to a fresh file. Opening, syncing and removing
 //!   the log are outside the timed part.
 //! - `log_durable/*`: 32 appends each followed by `flush(last offset + 1)`, from one thread (`single`) and
-//!   from 8 threads sharing one log (`group8`, group commit); baseline `pwrite_fdatasync`.
+//!   from 8 threads sharing one log (`group8`, group commit); baselines `pwrite_fdatasync` (one per
+//!   write: the bound of `single`) and `pwrite8_fdatasync` (one per 8 writes: the bound of `group8`).
 //! - `log_append_100B/*`: the same with 100-byte records, 140 per batch (about 16 KiB, the shape where
 //!   per-record work weighs most): every record walked by the leader's validator. Beside it, the paired
 //!   line `paired/log_append_100B/klog_std_vs_pwrite` (stderr) times both sides back to back, alternating
@@ -19,7 +20,9 @@
 //!   and `.../walk_vs_pwrite`, the record walk alone.
 //! - `log_read/*`: `read(offset, 1 MiB, None, true)` from 0 to the end of a 4 MiB log of 1 MiB segments,
 //!   closed and reopened (sealed segments are memory-mapped); `+copy` copies the bytes out, as `pread`
-//!   delivers them; baseline `pread`: 1 MiB `pread`s over the same `.log` files.
+//!   delivers them; reference `pread`: 1 MiB `pread`s over the same `.log` files (no bound for
+//!   `+copy`, which copies out of a map; `klog bench read` sets it beside mmap + memcpy). The view
+//!   without `+copy` touches no byte: compare it with nothing but `+copy`.
 //!
 //! Run: `cargo bench --bench log` (`-- --quick` for a short run); `cargo test --benches` runs each once
 //! (with smaller sizes in unoptimised builds). For the figures beside the baselines at full size, with
@@ -382,6 +385,28 @@ fn bench_durable(c: &mut Criterion, env: &Env) {
                     file.write_all_at(batch, i * batch.len() as u64)
                         .expect("pwrite");
                     file.sync_data().expect("fdatasync");
+                }
+                total += start.elapsed();
+                std::fs::remove_file(path).expect("remove");
+            }
+            total
+        })
+    });
+    // The bound of `group{THREADS}`: an appender waits for its flush, so one fdatasync covers at most
+    // one append per appender; one per write (above) is the bound of `single` only.
+    g.bench_function(format!("pwrite{THREADS}_fdatasync"), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (file, path) = env.fresh_file();
+                let batch = &env.pool[0];
+                let start = Instant::now();
+                for i in 0..n {
+                    file.write_all_at(batch, i * batch.len() as u64)
+                        .expect("pwrite");
+                    if (i + 1) % THREADS as u64 == 0 || i + 1 == n {
+                        file.sync_data().expect("fdatasync");
+                    }
                 }
                 total += start.elapsed();
                 std::fs::remove_file(path).expect("remove");

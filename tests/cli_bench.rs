@@ -126,12 +126,52 @@ fn check_workloads(doc: &Value) {
         mirror["details"]["bytes"].as_u64().unwrap() > 900_000,
         "{mirror}"
     );
-    // The group commits are all there, per backend.
+    // The group commits are all there, per backend, each beside its own bound: one fdatasync per as many
+    // batches as appenders (one fdatasync per write is no bound for a group).
     let durable = doc["workloads"]["durable"]["results"].as_array().unwrap();
     for t in [1, 4] {
         let name = format!("group commit, {t} threads");
-        assert!(durable.iter().any(|r| r["name"] == name.as_str()), "{name}");
+        let rows: Vec<&Value> = durable
+            .iter()
+            .filter(|r| r["name"] == name.as_str())
+            .collect();
+        assert_eq!(rows.len(), backends.len(), "{name}");
+        for r in rows {
+            let bound = &r["bound"];
+            positive(&bound["value"], &format!("{name} bound"));
+            let ratio = r["value"].as_f64().unwrap() / bound["value"].as_f64().unwrap();
+            let median_ratio = r["ratio"].as_f64().unwrap();
+            assert!((ratio - median_ratio).abs() < 1e-9, "{name}: {r}");
+            if t > 1 {
+                assert!(
+                    bound["name"]
+                        .as_str()
+                        .unwrap()
+                        .contains(&format!("{t} batches")),
+                    "{r}"
+                );
+            }
+        }
     }
+    // The mirror is set against its own appends on the same backend; the leader append is a comparison.
+    for r in mirror["results"].as_array().unwrap() {
+        positive(
+            &r["bound"]["value"],
+            &format!("mirror {} bound", r["backend"]),
+        );
+    }
+    // The sequential read's limit moves the bytes as klog's read + copy does; the view, which touches
+    // no byte, is no row against it.
+    let read = &doc["workloads"]["read"];
+    assert!(
+        read["baseline"]["name"].as_str().unwrap().contains("mmap"),
+        "{read}"
+    );
+    for r in read["results"].as_array().unwrap() {
+        assert_eq!(r["name"], "read + copy out", "{r}");
+        assert!(r["bound"].is_null(), "{r}");
+    }
+    positive(&read["details"]["pread_mb_per_s"]["value"], "pread loop");
     assert!(
         doc["workloads"]["durable"]["details"]["fdatasync_us"]["p50"]
             .as_f64()

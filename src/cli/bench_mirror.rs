@@ -1,6 +1,7 @@
 //! The mirroring benchmark's kernels, shared by `klog bench mirror` and `benches/mirror.rs`:
-//! mirror throughput from a source cluster to a destination on the same disk beside klog's plain leader
-//! append of the same batches (the same run, alternating), and failover time per partition.
+//! mirror throughput from a source cluster to a destination on the same disk beside the destination's
+//! append of the same fetches read beforehand (the bound: the mirror without its fetches), klog's plain
+//! leader append of the same batches, and failover time per partition.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -72,6 +73,50 @@ pub fn append_run(
         c.produce(topic, 0, &mut buf)?;
     }
     Ok((Arc::new(c), started.elapsed()))
+}
+
+/// The source's partition 0 of `topic` as the mirror fetches it: `read` calls of the mirror's
+/// `fetch_max_bytes` from offset 0 to the log end.
+pub fn fetch_chunks(source: &Cluster, topic: &str) -> anyhow::Result<Vec<Vec<u8>>> {
+    let log = source
+        .log(topic, 0)
+        .ok_or_else(|| anyhow::anyhow!("no partition {topic}-0 in the source"))?;
+    let max_bytes = MirrorSettings::default().fetch_max_bytes;
+    let (mut offset, leo) = (0, log.log_end_offset());
+    let mut chunks = Vec::new();
+    while offset < leo {
+        let info = log.read(offset, max_bytes, None, true)?;
+        anyhow::ensure!(
+            info.next_offset > offset,
+            "the read at {offset} returned nothing before the log end {leo}"
+        );
+        chunks.push(info.records.as_slice().to_vec());
+        offset = info.next_offset;
+    }
+    Ok(chunks)
+}
+
+/// The bound of `mirror_run`: the destination's `append_as_mirror` of `chunks` (the source's fetches,
+/// read beforehand) into a new topic of a new cluster at `root`; returns the cluster and the time the
+/// appends took (setup excluded).
+pub fn mirror_append_run(
+    storage: &Arc<dyn Storage>,
+    root: &Path,
+    topic: &str,
+    chunks: &[Vec<u8>],
+) -> anyhow::Result<(Arc<Cluster>, Duration)> {
+    let c = new_cluster(storage, root, true)?;
+    c.create_topic(topic, 1, None, &[])?;
+    let log = c
+        .log(topic, 0)
+        .ok_or_else(|| anyhow::anyhow!("no partition {topic}-0 after creating it"))?;
+    let started = Instant::now();
+    for chunk in chunks {
+        log.append_as_mirror(chunk)?;
+    }
+    let elapsed = started.elapsed();
+    drop(log);
+    Ok((Arc::new(c), elapsed))
 }
 
 /// Mirrors `topic` from `source` into a new cluster at `root` until it is caught up; returns the time

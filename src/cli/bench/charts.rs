@@ -8,7 +8,7 @@ use std::path::Path;
 use plotters::prelude::*;
 use serde_json::Value;
 
-use super::{median, ratios, Goal, Report};
+use super::{median, Goal, Report};
 
 const KLOG: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 const KAFKA: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
@@ -93,13 +93,22 @@ pub(super) fn write_report(
             super::Kafka::NotMeasured => {}
         }
         for row in &r.rows {
+            if let Some(b) = &row.bound {
+                writeln!(
+                    md,
+                    "| limit: {} | {} | {:.1} | 1.00 | |",
+                    b.name,
+                    row.backend,
+                    b.series.median()
+                )?;
+            }
             writeln!(
                 md,
                 "| {} | {} | {:.1} | {:.2} | {} |",
                 row.name,
                 row.backend,
                 row.series.median(),
-                median(&ratios(&row.series, &r.baseline)),
+                median(&row.ratios(&r.baseline)),
                 r.kafka.cell(row.series.median())
             )?;
         }
@@ -127,7 +136,7 @@ fn chart(path: &Path, r: &Report) -> anyhow::Result<()> {
             } else {
                 format!("{} ({})", row.name, row.backend)
             };
-            let limit = median(&ratios(&row.series, &r.baseline));
+            let limit = median(&row.ratios(&r.baseline));
             let kafka = r.kafka.median().map(|k| row.series.median() / k);
             (label, limit, kafka)
         })

@@ -256,11 +256,7 @@ fn append_shape(ctx: &Ctx, shape: Shape) -> anyhow::Result<Report> {
         .backends
         .iter()
         .zip(series)
-        .map(|(b, s)| Row {
-            name: APPEND_ROW.into(),
-            backend: b.name,
-            series: s,
-        })
+        .map(|(b, s)| Row::new(APPEND_ROW, b.name, s))
         .collect();
     report.extra = json!({
         "appends": n,
@@ -329,6 +325,42 @@ fn pwrite_sync_run(
     drop(file);
     std::fs::remove_file(&path)?;
     Ok(elapsed)
+}
+
+/// The bound of a group commit of `threads` appenders: the same appends written by one thread, `threads`
+/// batches (the appenders' batches) per `fdatasync`. An appender waits for its flush before its next
+/// append, so one sync can cover at most one append per appender: this is grouping at its best.
+fn pwrite_group_sync_run(
+    ctx: &Ctx,
+    pool: &[Vec<u8>],
+    threads: usize,
+    n: u64,
+) -> anyhow::Result<(Duration, u64)> {
+    let groups = n.div_ceil(threads as u64);
+    let path = ctx.scratch.join("baseline.bin");
+    let file = fresh_file(&path)?;
+    let mut position = 0u64;
+    let start = Instant::now();
+    for _ in 0..groups {
+        for t in 0..threads {
+            let batch = &pool[t % pool.len()];
+            file.write_all_at(batch, position)?;
+            position += batch.len() as u64;
+        }
+        file.sync_data()?;
+    }
+    let elapsed = start.elapsed();
+    drop(file);
+    std::fs::remove_file(&path)?;
+    Ok((elapsed, groups * threads as u64))
+}
+
+fn group_bound_name(threads: usize) -> String {
+    if threads == 1 {
+        "pwrite + fdatasync loop".into()
+    } else {
+        format!("pwrite of {threads} batches + one fdatasync, loop")
+    }
 }
 
 fn durable_single_run(
@@ -419,10 +451,22 @@ pub(super) fn durable(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     let per_backend = 1 + threads.len();
     // Per backend: the single appender, then each group.
     let mut series: Vec<Series> = vec![Series::default(); nb * per_backend];
-    let slots: Vec<usize> = (0..=nb * per_backend).collect();
+    // After klog's slots, the bound of each group size.
+    let klog_slots = nb * per_backend;
+    let mut bounds: Vec<Series> = vec![Series::default(); threads.len()];
+    let slots: Vec<usize> = (0..=klog_slots + threads.len()).collect();
     let mut group_appends = vec![0u64; threads.len()];
     for round in 0..ctx.rounds() {
         for &slot in alternate(round, &slots) {
+            if slot > klog_slots {
+                let j = slot - klog_slots - 1;
+                let t = threads[j];
+                ctx.progress
+                    .say(&format!("{}, round {}", group_bound_name(t), round + 1));
+                let (d, appends) = pwrite_group_sync_run(ctx, &pool, t, n)?;
+                bounds[j].push(per_s(appends, d));
+                continue;
+            }
             if slot == 0 {
                 ctx.progress
                     .say(&format!("pwrite + fdatasync, round {}", round + 1));
@@ -455,7 +499,8 @@ pub(super) fn durable(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
         "durable",
         format!(
             "{n} appends of one {batch_bytes}-byte batch, each followed by flush(last offset + 1); \
-             group commit: {threads:?} threads share one log"
+             group commit: {threads:?} threads share one log, each group beside its bound (the same \
+             appends from one thread, one fdatasync per as many batches as appenders)"
         ),
         "appends/s",
     );
@@ -463,22 +508,19 @@ pub(super) fn durable(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     report.baseline = baseline;
     for (i, b) in ctx.backends.iter().enumerate() {
         let single = &series[i * per_backend];
-        report.rows.push(Row {
-            name: "append + flush, single".into(),
-            backend: b.name,
-            series: single.clone(),
-        });
+        report
+            .rows
+            .push(Row::new("append + flush, single", b.name, single.clone()));
         for (j, &t) in threads.iter().enumerate() {
             let group = &series[i * per_backend + 1 + j];
             report.comparisons.push((
                 format!("group commit of {t} / single, {}", b.name),
                 super::ratios(group, single),
             ));
-            report.rows.push(Row {
-                name: group_name(t),
-                backend: b.name,
-                series: group.clone(),
-            });
+            report.rows.push(
+                Row::new(group_name(t), b.name, group.clone())
+                    .bounded(group_bound_name(t), bounds[j].clone()),
+            );
         }
     }
     let mut names = vec!["append + flush, single".to_owned()];
@@ -593,6 +635,72 @@ fn pread_pass(logs: &[PathBuf], buf: &mut [u8]) -> anyhow::Result<u64> {
     Ok(total)
 }
 
+/// A read-only shared map of a whole file: the mechanism klog reads sealed segments with.
+struct Map {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+impl Map {
+    fn open(path: &Path) -> anyhow::Result<Map> {
+        use std::os::fd::AsRawFd;
+        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let len = usize::try_from(file.metadata()?.len())?;
+        if len == 0 {
+            bail!("{} is empty", path.display());
+        }
+        // SAFETY: a fresh read-only shared mapping of an open file of `len` bytes; the file is not
+        // truncated while mapped (the bench owns it), and the fd may close once mapped.
+        #[allow(unsafe_code)]
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("mapping {}", path.display()));
+        }
+        Ok(Map { ptr, len })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` readable bytes until `drop` unmaps them.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::slice::from_raw_parts(self.ptr as *const u8, self.len)
+        }
+    }
+}
+
+impl Drop for Map {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `open`, once.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::munmap(self.ptr, self.len);
+        }
+    }
+}
+
+/// The bound of `read + copy out`: every byte of the mapped `.log` files copied out in `READ_BYTES`
+/// chunks (the files mapped once, as klog keeps its maps of sealed segments).
+fn mmap_copy_pass(maps: &[Map], buf: &mut Vec<u8>) -> u64 {
+    let mut total = 0u64;
+    for map in maps {
+        for chunk in map.bytes().chunks(READ_BYTES) {
+            copy_out(chunk, buf);
+            total += chunk.len() as u64;
+        }
+    }
+    total
+}
+
 /// Reads the whole log from offset 0; with `copy`, copies every returned byte into `buf`.
 fn klog_read_pass(log: &PartitionLog, copy: bool, buf: &mut Vec<u8>) -> anyhow::Result<u64> {
     let leo = log.log_end_offset();
@@ -704,26 +812,40 @@ fn sequential(ctx: &Ctx, rl: &ReadLog, opened: &[PartitionLog]) -> anyhow::Resul
         .clamp(1, MAX_READ_PASSES);
     let mut buf = vec![0u8; READ_BYTES];
     let mut copy_buf = vec![0u8; READ_BYTES];
-    // Warm-up: the page cache, the maps of sealed segments, the lazily loaded indexes.
+    let maps: Vec<Map> = rl
+        .logs
+        .iter()
+        .map(|p| Map::open(p))
+        .collect::<Result<_, _>>()?;
+    // Warm-up: the page cache, the maps (klog's of sealed segments, the bound's), the lazy indexes.
     pread_pass(&rl.logs, &mut buf)?;
+    mmap_copy_pass(&maps, &mut copy_buf);
     for log in opened {
         klog_read_pass(log, false, &mut copy_buf)?;
     }
     let nb = ctx.backends.len();
     let mut baseline = Series::default();
+    let mut pread = Series::default();
     let mut view: Vec<Series> = vec![Series::default(); nb];
     let mut copied: Vec<Series> = vec![Series::default(); nb];
-    let slots: Vec<usize> = (0..=2 * nb).collect();
+    // 0: the bound (mmap + memcpy), 1: the pread loop, then per backend the view and the copy.
+    let slots: Vec<usize> = (0..2 + 2 * nb).collect();
     for round in 0..ctx.rounds() {
         for &slot in alternate(round, &slots) {
             if slot == 0 {
                 ctx.progress
-                    .say(&format!("sequential: pread, round {}", round + 1));
-                baseline.push(timed(passes, || pread_pass(&rl.logs, &mut buf))?);
+                    .say(&format!("sequential: mmap + memcpy, round {}", round + 1));
+                baseline.push(timed(passes, || Ok(mmap_copy_pass(&maps, &mut copy_buf)))?);
                 continue;
             }
-            let i = (slot - 1) / 2;
-            let copy = (slot - 1) % 2 == 1;
+            if slot == 1 {
+                ctx.progress
+                    .say(&format!("sequential: pread, round {}", round + 1));
+                pread.push(timed(passes, || pread_pass(&rl.logs, &mut buf))?);
+                continue;
+            }
+            let i = (slot - 2) / 2;
+            let copy = (slot - 2) % 2 == 1;
             ctx.progress.say(&format!(
                 "sequential: klog {}{}, round {}",
                 ctx.backends[i].name,
@@ -742,33 +864,45 @@ fn sequential(ctx: &Ctx, rl: &ReadLog, opened: &[PartitionLog]) -> anyhow::Resul
     let mut report = Report::new(
         "read",
         format!(
-            "read(offset, {READ_BYTES}, None, true) from 0 to the end, {:.1} MiB in {segments} \
-             segments ({} sealed, memory-mapped), reopened after a clean close; {passes} passes each",
+            "read(offset, {READ_BYTES}, None, true) from 0 to the end, every returned byte copied out, \
+             {:.1} MiB in {segments} segments ({} sealed, memory-mapped), reopened after a clean close; \
+             {passes} passes each",
             rl.log_bytes as f64 / (1 << 20) as f64,
             segments.saturating_sub(1)
         ),
         "MB/s",
     );
-    report.baseline_name = "pread loop, 1 MiB".into();
+    report.baseline_name = "mmap + memcpy of the .log files, 1 MiB chunks".into();
     report.baseline = baseline;
     for (i, b) in ctx.backends.iter().enumerate() {
-        report.rows.push(Row {
-            name: "read (view of the bytes)".into(),
-            backend: b.name,
-            series: view[i].clone(),
-        });
-        report.rows.push(Row {
-            name: READ_COPY_ROW.into(),
-            backend: b.name,
-            series: copied[i].clone(),
-        });
+        report
+            .rows
+            .push(Row::new(READ_COPY_ROW, b.name, copied[i].clone()));
+        report.comparisons.push((
+            format!(
+                "{READ_COPY_ROW} / pread loop (1 MiB, into one buffer), {}",
+                b.name
+            ),
+            super::ratios(&copied[i], &pread),
+        ));
+        report.comparisons.push((
+            format!(
+                "read as a view (no byte touched: not a read of the bytes) / {READ_COPY_ROW}, {}",
+                b.name
+            ),
+            super::ratios(&view[i], &copied[i]),
+        ));
     }
-    report.add_uring_vs_std(&["read (view of the bytes)", READ_COPY_ROW]);
+    report.add_uring_vs_std(&[READ_COPY_ROW]);
     report.extra = json!({
         "log_bytes": rl.log_bytes,
         "segments": segments,
         "passes": passes,
         "log_end_offset": rl.log_end_offset,
+        "pread_mb_per_s": {"value": pread.median(), "runs": pread.runs},
+        "view_mb_per_s": ctx.backends.iter().zip(&view)
+            .map(|(b, s)| (b.name.to_owned(), json!({"value": s.median(), "runs": s.runs})))
+            .collect::<serde_json::Map<_, _>>(),
     });
     Ok(report)
 }
@@ -870,11 +1004,9 @@ fn random(
     report.baseline_name = "pread of the same batches".into();
     report.baseline = baseline;
     for (i, b) in ctx.backends.iter().enumerate() {
-        report.rows.push(Row {
-            name: RANDOM_READ_ROW.into(),
-            backend: b.name,
-            series: series[i].clone(),
-        });
+        report
+            .rows
+            .push(Row::new(RANDOM_READ_ROW, b.name, series[i].clone()));
     }
     report.add_uring_vs_std(&[RANDOM_READ_ROW]);
     report.extra = json!({"reads": count, "batches": batches, "by_timestamp": by_timestamp});
