@@ -115,6 +115,9 @@ impl Env {
         let mut backends = vec![("std", open_backend(IoBackend::Std).expect("std"))];
         match open_backend(IoBackend::Uring) {
             Ok(s) => backends.push(("uring", s)),
+            Err(e) if std::env::var("KLOG_REQUIRE_URING").is_ok_and(|v| v == "1") => {
+                panic!("KLOG_REQUIRE_URING=1 but {e}")
+            }
             Err(e) => eprintln!("log bench: skipping the uring backend: {e}"),
         }
         Env {

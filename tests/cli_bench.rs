@@ -86,6 +86,14 @@ fn check_workloads(doc: &Value) {
         .map(|b| b.as_str().unwrap())
         .collect();
     assert!(backends.contains(&"std"), "{backends:?}");
+    // `--backend both` skips uring with a note where io_uring is unavailable; CI requires it.
+    if required("KLOG_REQUIRE_URING") {
+        assert!(
+            backends.contains(&"uring"),
+            "KLOG_REQUIRE_URING=1 but the bench skipped uring: {}",
+            doc["conditions"]["skipped_backends"]
+        );
+    }
     for key in KEYS {
         let wl = &doc["workloads"][key];
         assert!(wl.is_object(), "workload {key} missing from {doc}");

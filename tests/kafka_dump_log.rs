@@ -73,6 +73,17 @@ fn as_segments(name: &str, files: &[(String, Vec<u8>)]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Kafka's output has a `Dumping <file>` line for each file asked for, in order: the comparison covered
+/// every one of them (an empty or shortened list would otherwise compare two empty dumps).
+fn assert_dumped_each(kafka: &str, files: &[PathBuf], what: &str) {
+    let dumped: Vec<&str> = kafka
+        .lines()
+        .filter_map(|l| l.strip_prefix("Dumping "))
+        .collect();
+    let asked: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    assert_eq!(dumped, asked, "{what}: the files Kafka dumped");
+}
+
 fn assert_same_lines(ours: &str, kafka: &str, what: &str) {
     assert!(!kafka.is_empty());
     for (i, (o, k)) in ours.lines().zip(kafka.lines()).enumerate() {
@@ -101,6 +112,11 @@ fn dump_text_matches_kafka_dump_log_on_fixture_segments_and_batches() {
         return;
     }
     let mut files = fixture_segments();
+    // The four real Kafka partitions of the shared fixtures (an empty list would compare nothing).
+    assert!(
+        files.len() >= 4,
+        "expected at least 4 fixture segments, found {files:?}"
+    );
     let batch_dir = fixtures().join("batches");
     let batches: Vec<(String, Vec<u8>)> = common::sorted_entries(&batch_dir)
         .into_iter()
@@ -117,6 +133,7 @@ fn dump_text_matches_kafka_dump_log_on_fixture_segments_and_batches() {
     for (ours_flags, kafka_flags) in MODES {
         let kafka = kafka_dump_log(&files, kafka_flags);
         let ours = klog_dump(&files, ours_flags);
+        assert_dumped_each(&kafka, &files, &format!("fixtures {kafka_flags:?}"));
         assert_same_lines(&ours, &kafka, &format!("fixtures {kafka_flags:?}"));
     }
 }
@@ -139,6 +156,7 @@ fn dump_text_matches_kafka_dump_log_on_klog_built_batches() {
             assert_eq!(kafka.matches(barrier_kafka).count(), 1);
             assert_eq!(ours.matches(barrier_klog).count(), 1);
         }
+        assert_dumped_each(&kafka, &files, &format!("klog-built {kafka_flags:?}"));
         let ours = ours.replace(barrier_klog, barrier_kafka);
         assert_same_lines(&ours, &kafka, &format!("klog-built {kafka_flags:?}"));
     }
@@ -190,9 +208,10 @@ fn index_dumps_match_kafka_dump_log() {
             files.push(e);
         }
     }
-    assert!(files.len() >= 8);
+    assert!(files.len() >= 8, "{files:?}");
     let kafka = kafka_dump_log(&files, &[]);
     let ours = klog_dump(&files, &[]);
+    assert_dumped_each(&kafka, &files, "index dumps");
     assert_same_lines(&ours, &kafka, "index dumps");
     let kafka = kafka_dump_log(&files, &["--index-sanity-check"]);
     let ours = klog_dump(&files, &["--index-sanity-check"]);
@@ -250,6 +269,7 @@ fn snapshot_and_txnindex_dumps_match_kafka_dump_log() {
     }
     let kafka = kafka_dump_log(&files, &[]);
     let ours = klog_dump(&files, &[]);
+    assert_dumped_each(&kafka, &files, "snapshot and txnindex dumps");
     assert!(
         kafka.contains("producerId: 4242") || kafka.contains("producerId: 5"),
         "{kafka}"

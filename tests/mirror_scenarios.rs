@@ -7,8 +7,9 @@ mod support;
 use std::sync::Arc;
 
 use klog::log::clock::Clock;
-use klog::log::format::ControlRecordType;
-use klog::mirror::{Cluster, MirrorState};
+use klog::log::format::{ControlRecordType, RecordBatch};
+use klog::mirror::records::{MirrorKey, MirrorRecord};
+use klog::mirror::{Cluster, ClusterOptions, MirrorState};
 use support::*;
 
 const PID: i64 = 4242;
@@ -24,6 +25,36 @@ fn s1_source(env: &Env, name: &str) -> Arc<Cluster> {
     let mut b = batch(PID, 0, 3, 3, false, "a1");
     assert_eq!(a.produce("t", 0, &mut b).unwrap().first_offset, 3);
     a
+}
+
+/// Every `__mirror_state` key (its record kind and mirror partition), and whether its last value is
+/// non-null, from the records decoded as the store decodes them.
+fn last_mirror_state_values(
+    c: &Cluster,
+) -> std::collections::BTreeMap<(&'static str, MirrorKey), bool> {
+    let mut last = std::collections::BTreeMap::new();
+    let partitions = ClusterOptions::default().mirror_state_partitions as i32;
+    for p in 0..partitions {
+        for stored in batches(&c.log("__mirror_state", p).unwrap()) {
+            let (batch, _) = RecordBatch::parse(&stored.bytes, 0).unwrap();
+            if batch.is_control() {
+                continue;
+            }
+            let mut scratch = Vec::new();
+            for record in batch.records(&mut scratch).unwrap() {
+                let record = record.unwrap();
+                let (kind, key, live) = match MirrorRecord::decode(record.key, record.value) {
+                    Ok(MirrorRecord::State(key, v)) => ("state", key, v.is_some()),
+                    Ok(MirrorRecord::LastMirrorEpoch(key, v)) => {
+                        ("last mirror epoch", key, v.is_some())
+                    }
+                    Err(e) => panic!("__mirror_state-{p} offset {}: {e}", record.offset),
+                };
+                last.insert((kind, key), live);
+            }
+        }
+    }
+    last
 }
 
 fn assert_mirrors(dest: &Cluster, source: &Cluster, topic: &str) {
@@ -689,11 +720,18 @@ fn s12_delete_mirror_failed_retry_and_source_topic_deletion() {
     b.close().unwrap();
     let b2 = env.reopen(Arc::new(klog::log::io::StdStorage), "b");
     assert!(b2.describe().iter().all(|d| d.state.is_none()));
-    // The tombstones are in __mirror_state: its last records have null values.
-    let tombstones = (0..3)
-        .flat_map(|p| batches(&b2.log("__mirror_state", p).unwrap()))
-        .count();
-    assert!(tombstones > 0);
+    // The tombstones are in __mirror_state: the last value of every key is null, and the deleted
+    // mirror's keys (both kinds, for t-0) are among them.
+    let last = last_mirror_state_values(&b2);
+    let alive: Vec<_> = last.iter().filter(|(_, live)| **live).collect();
+    assert!(alive.is_empty(), "keys not tombstoned: {alive:?}");
+    for kind in ["state", "last mirror epoch"] {
+        assert!(
+            last.keys()
+                .any(|(k, key)| *k == kind && key.mirror == "m" && key.partition == 0),
+            "no {kind} record of mirror m for t-0 in __mirror_state: {last:?}"
+        );
+    }
 
     // A deleted source topic: FAILED, not retried; the operator fails over.
     let env = Env::new();

@@ -39,6 +39,8 @@ fn backends(name: &str) -> Vec<(&'static str, Arc<dyn Storage>, PathBuf)> {
             uring,
             temp_dir(&format!("{name}-uring")).join("t-0"),
         ));
+    } else if std::env::var("KLOG_REQUIRE_URING").is_ok_and(|v| v == "1") {
+        panic!("KLOG_REQUIRE_URING=1 but the io_uring backend is unavailable");
     }
     v
 }

@@ -138,15 +138,27 @@ fn transactions_set_the_lso_index_aborts_and_read_committed_returns_them() {
         ),
         (1, 0, 5, 2)
     );
-    let err = log.append_as_leader_with_origin(
-        &mut marker(ControlRecordType::Commit, 2, 0),
-        0,
-        AppendOrigin::Coordinator,
+    // A marker with no open transaction completes nothing but is written: at the log end, moving the
+    // LSO only by itself, and aborting nothing.
+    let late = log
+        .append_as_leader_with_origin(
+            &mut marker(ControlRecordType::Commit, 2, 0),
+            0,
+            AppendOrigin::Coordinator,
+        )
+        .unwrap();
+    assert_eq!(
+        (late.first_offset, late.last_offset, late.duplicate),
+        (7, 7, false),
+        "a marker with no open transaction is written at the log end"
     );
-    assert!(
-        err.is_ok(),
-        "a marker with no open transaction completes nothing but is written"
-    );
+    assert_eq!(log.log_end_offset(), 8);
+    assert_eq!(log.first_unstable_offset(), None, "it opened nothing");
+    log.update_high_watermark(log.log_end_offset());
+    assert_eq!(log.last_stable_offset(), 8);
+    let (read, aborted) = log.read_committed(0, 1 << 20, true).unwrap();
+    assert_eq!(read.next_offset, 8);
+    assert_eq!(aborted.len(), 1, "the late marker aborted nothing");
 }
 
 /// A follower append holding [pid 1 data, MIRROR_PID_RESET, pid 2 data]: only pid 2 survives.

@@ -4,7 +4,13 @@
 //! directory change), the last write may be torn; then the log is recovered and checked:
 //! - everything flushed before the power went out is there (the durability contract);
 //! - the log is a prefix of what was appended, every batch whole and byte-identical;
-//! - producer state after recovery equals a fresh replay of the recovered log.
+//! - producer state after recovery equals the reference model's (`psm/tests/model`, Kafka's rules written
+//!   out plainly, no code shared with `ProducerStateManager`) replay of the recovered log, and a fresh
+//!   `ProducerStateManager` replays it without refusing a batch.
+//!
+//! The only error the workload may meet is the EIO `SimStorage` returns once the power is off: any other
+//! (a validation or producer-state refusal of a valid append) fails the run with its seed, rather than
+//! passing as a simulated power failure.
 //!
 //! A reader runs beside the writer: between steps it opens the partition read-only over the same disk and
 //! must see exactly what the writer has appended (bytes, log end, producers), refuse every change, and
@@ -24,6 +30,15 @@ use klog_log::partition_log::{OpenOptions, PartitionLog};
 use klog_log::producer_state::summarize;
 use klog_log::validator::AppendOrigin;
 use klog_psm::{ProducerStateManager, PsmConfig};
+
+/// The psm crate's reference model, shared with its model-based tests (recovery may depend on psm; the
+/// model is test code, so it is included rather than exported). Not every part is used here.
+#[path = "../../psm/tests/model/mod.rs"]
+#[allow(dead_code)]
+mod model;
+
+/// The errno `SimStorage` fails every operation with once the power is off (`State::tick`, `Fault::Eio`).
+const EIO: i32 = 5;
 
 struct Rng(u64);
 
@@ -77,9 +92,13 @@ fn view(entries: impl Iterator<Item = klog_psm::ProducerStateEntry>) -> Producer
     v
 }
 
-/// Producer state from replaying `log`'s batches from the start, with nothing but the rules.
-fn fresh_replay(log: &PartitionLog) -> ProducerView {
+/// The recovered log's batches replayed from the start, as recovery replays them: through the reference
+/// model (returned) and through a fresh `ProducerStateManager`, which must agree with it. A batch either
+/// refuses fails the run: recovery kept it, so replaying it must succeed.
+fn fresh_replay(log: &PartitionLog, ctx: &str) -> ProducerView {
     let mut psm = ProducerStateManager::new(PsmConfig::default());
+    let config = PsmConfig::default();
+    let mut model = model::Model::new(config.producer_id_expiration_ms, config.max_producers);
     log.update_high_watermark(log.log_end_offset());
     let mut offset = log.log_start_offset();
     while offset < log.log_end_offset() {
@@ -88,15 +107,61 @@ fn fresh_replay(log: &PartitionLog) -> ProducerView {
             let AnyBatch::V2(b) = b.expect("valid") else {
                 continue;
             };
-            if let Ok(plan) = psm.plan_append(&[summarize(&b)], klog_psm::AppendOrigin::Replication)
-            {
-                psm.apply(plan);
+            let summary = [summarize(&b)];
+            let origin = klog_psm::AppendOrigin::Replication;
+            let plan = psm.plan_append(&summary, origin).unwrap_or_else(|e| {
+                panic!(
+                    "{ctx}: replaying the batch at {} refused: {e}",
+                    b.base_offset()
+                )
+            });
+            psm.apply(plan);
+            if let Err(refusal) = model.append(&summary, origin) {
+                panic!(
+                    "{ctx}: the model refused the batch at {}: {refusal:?}",
+                    b.base_offset()
+                );
             }
             psm.update_map_end_offset(b.next_offset());
             offset = b.next_offset();
         }
     }
-    view(psm.producers().map(|(_, e)| e.clone()))
+    let expected = model_view(&model);
+    assert_eq!(
+        view(psm.producers().map(|(_, e)| e.clone())),
+        expected,
+        "{ctx}: a fresh ProducerStateManager's replay differs from the model's"
+    );
+    expected
+}
+
+/// The model's producers, as [`view`] shows a `ProducerStateManager`'s.
+fn model_view(model: &model::Model) -> ProducerView {
+    model
+        .producers
+        .iter()
+        .map(|(pid, e)| {
+            let last = e.batches.back();
+            (
+                *pid,
+                e.epoch,
+                last.map_or(-1, |b| b.last_seq),
+                last.map_or(-1, |b| b.last_offset),
+                e.txn_first_offset,
+            )
+        })
+        .collect()
+}
+
+/// Fails the run unless `e` is the simulated power failure: `SimStorage`'s EIO, once its power is off.
+fn assert_power_off(e: &klog_log::Error, sim: &SimStorage, off_at: u64, ctx: &str) {
+    let eio = matches!(e, klog_log::Error::Io { source, .. } if source.raw_os_error() == Some(EIO));
+    assert!(
+        eio && sim.ops() >= off_at,
+        "{ctx}: the workload failed with something other than the simulated power failure \
+         (operation {} of {off_at}): {e}",
+        sim.ops()
+    );
 }
 
 /// One step of the workload; `Err` once the storage has died.
@@ -260,7 +325,8 @@ fn iteration(seed: u64, crash_at: u64, steps: usize) -> (bool, bool) {
     let storage: Arc<dyn Storage> = Arc::new(sim.clone());
     let dir = PathBuf::from("/crash/t-0");
     let log = open(&storage, &dir, OpenOptions::default()).expect("open");
-    sim.power_off_at(sim.ops() + crash_at);
+    let off_at = sim.ops() + crash_at;
+    sim.power_off_at(off_at);
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut producers: Vec<Producer> = (1..=3)
         .map(|id| Producer {
@@ -278,12 +344,13 @@ fn iteration(seed: u64, crash_at: u64, steps: usize) -> (bool, bool) {
         .wrapping_mul(0x2545_F491_4F6C_DD1D)
         | 1);
     for i in 0..steps {
-        if step(&log, &mut rng, &mut producers, &mut appended, &mut flushed).is_err() {
+        let ctx = format!("seed {seed} crash at op +{crash_at}, step {i}");
+        if let Err(e) = step(&log, &mut rng, &mut producers, &mut appended, &mut flushed) {
+            assert_power_off(&e, &sim, off_at, &ctx);
             power_failed = true;
             break;
         }
         if reader_rng.below(10) == 0 {
-            let ctx = format!("seed {seed} crash at op +{crash_at}, step {i}");
             check_reader(&sim, &dir, &log, &appended, &ctx);
         }
     }
@@ -327,8 +394,8 @@ fn iteration(seed: u64, crash_at: u64, steps: usize) -> (bool, bool) {
     );
     assert_eq!(
         view(log.producers().into_iter()),
-        fresh_replay(&log),
-        "{ctx}: producer state differs from a fresh replay"
+        fresh_replay(&log, &ctx),
+        "{ctx}: recovered producer state differs from the model's replay of the recovered log"
     );
     (power_failed, got.len() < appended.len())
 }
