@@ -8,7 +8,8 @@
 //!   inspection works on a read-only file system and beside a live writer;
 //! - a new file (a rebuilt index, a producer snapshot, a checkpoint) lives in memory;
 //! - a removal or a rename hides or moves the name in memory; the disk entry stays;
-//! - shrinking a disk file (recovery cutting a torn tail) lowers the length this view shows; the bytes stay;
+//! - a disk file is seen as long as it was when the view first opened it (a consistent snapshot beside a
+//!   live writer); shrinking it (recovery cutting a torn tail) lowers that length; the bytes stay;
 //! - writing into a disk file copies it into memory first, but only small files (indexes, snapshots,
 //!   checkpoints): a segment is never copied, the write fails instead;
 //! - nothing is memory-mapped: a live writer may shrink its files in place, which would fault a map.
@@ -49,10 +50,11 @@ struct OverlayFile {
 
 #[derive(Debug)]
 enum Content {
-    /// The disk file, shown up to `cut` bytes when it was shrunk.
+    /// The disk file as long as it was when this view first opened it (a snapshot: a live writer's later
+    /// appends are not seen, and no read needs an `fstat`), shorter once shrunk.
     Disk {
         file: Arc<dyn StorageFile>,
-        cut: Option<u64>,
+        len: u64,
     },
     Memory(Vec<u8>),
 }
@@ -87,9 +89,10 @@ impl ReadOnlyStorage {
             None => {}
         }
         let file = self.inner.open_read(path)?;
+        let len = file.len()?;
         let f = Arc::new(OverlayFile {
             path: path.to_owned(),
-            content: Mutex::new(Content::Disk { file, cut: None }),
+            content: Mutex::new(Content::Disk { file, len }),
         });
         overlay.files.insert(path.to_owned(), Some(f.clone()));
         Ok(f)
@@ -198,21 +201,17 @@ impl OverlayFile {
 }
 
 impl Content {
-    fn len(&self) -> io::Result<u64> {
+    fn len(&self) -> u64 {
         match self {
-            Content::Disk { file, cut } => {
-                let len = file.len()?;
-                Ok(cut.map_or(len, |c| c.min(len)))
-            }
-            Content::Memory(v) => Ok(v.len() as u64),
+            Content::Disk { len, .. } => *len,
+            Content::Memory(v) => v.len() as u64,
         }
     }
 
     /// Turns a (small) disk file into memory so it can be written.
     fn make_memory(&mut self, path: &Path) -> io::Result<&mut Vec<u8>> {
-        if let Content::Disk { file, cut } = self {
-            let len = file.len()?;
-            let len = cut.map_or(len, |c| c.min(len));
+        if let Content::Disk { file, len } = self {
+            let len = *len;
             if len > COPY_ON_WRITE_MAX_BYTES {
                 return Err(refused(path, "writing to"));
             }
@@ -231,7 +230,7 @@ impl Content {
 impl StorageFile for OverlayFile {
     fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
         let content = self.content();
-        let len = content.len()?;
+        let len = content.len();
         if position >= len {
             return Ok(0);
         }
@@ -262,10 +261,10 @@ impl StorageFile for OverlayFile {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut content = self.content();
-        let current = content.len()?;
+        let current = content.len();
         match &mut *content {
-            Content::Disk { cut, .. } if len <= current => {
-                *cut = Some(len);
+            Content::Disk { len: shown, .. } if len <= current => {
+                *shown = len;
                 Ok(())
             }
             _ => {
@@ -277,7 +276,7 @@ impl StorageFile for OverlayFile {
     }
 
     fn len(&self) -> io::Result<u64> {
-        self.content().len()
+        Ok(self.content().len())
     }
 
     fn os_path(&self) -> Option<&Path> {
