@@ -65,3 +65,126 @@ fn the_checker_sees_dependencies() {
     let toml = "[package]\nname = \"x\"\n[dependencies]\nklog-mirror.workspace = true\nserde = \"1\"\n[dev-dependencies]\nklog-log = { path = \"../log\" }\n";
     assert_eq!(our_dependencies(toml), ["klog-mirror", "klog-log"]);
 }
+
+/// Inside klog-mirror the modules are layered too: each names only modules before it in this list
+/// (`mirror/src/lib.rs` explains the order). A cycle, or the manager named from below, fails here.
+const MIRROR_MODULES: [&str; 15] = [
+    "error",
+    "state",
+    "records",
+    "store",
+    "metadata",
+    "source",
+    "kafka_wire",
+    "kafka_source",
+    "node",
+    "topics",
+    "admin",
+    "serving",
+    "manager",
+    "describe",
+    "cluster",
+];
+
+/// The crate root's re-exports, by the module that defines them.
+fn mirror_reexport_module(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "Cluster" | "ClusterOptions" | "MirrorSettings" | "PartitionDescription" => "cluster",
+        "Error" | "MirrorError" => "error",
+        "KafkaSource" => "kafka_source",
+        "TickReport" => "manager",
+        "DesiredState" => "metadata",
+        "LocalSource" => "serving",
+        "MirrorSource" => "source",
+        "MirrorState" => "state",
+        _ => return None,
+    })
+}
+
+/// The modules a source file names through `crate::` paths, outside comments.
+fn crate_paths(source: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in source.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(i) = rest.find("crate::") {
+            rest = &rest[i + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                for item in group[..end].split(',') {
+                    let head = item.trim().split("::").next().unwrap_or("").trim();
+                    if !head.is_empty() {
+                        names.push(head.to_owned());
+                    }
+                }
+            } else {
+                let head: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.push(head);
+            }
+        }
+    }
+    names
+}
+
+fn mirror_sources(dir: &Path, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            mirror_sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push((
+                path.display().to_string(),
+                std::fs::read_to_string(&path).unwrap(),
+            ));
+        }
+    }
+}
+
+/// The layer a file of mirror/src belongs to: its top module (`manager/fetcher.rs` is `manager`).
+fn mirror_module_of(path: &str) -> String {
+    let rel = path.split("mirror/src/").nth(1).unwrap_or(path);
+    let first = rel.split('/').next().unwrap_or(rel);
+    first.trim_end_matches(".rs").to_owned()
+}
+
+#[test]
+fn mirror_modules_depend_only_on_earlier_ones() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("mirror/src");
+    let mut files = Vec::new();
+    mirror_sources(&src, &mut files);
+    assert!(files.len() >= MIRROR_MODULES.len(), "{files:?}");
+    for (path, text) in files {
+        let module = mirror_module_of(&path);
+        if module == "lib" {
+            continue;
+        }
+        let level = MIRROR_MODULES
+            .iter()
+            .position(|m| *m == module)
+            .unwrap_or_else(|| panic!("{path}: module {module} is not in MIRROR_MODULES"));
+        for name in crate_paths(&text) {
+            let target = mirror_reexport_module(&name).unwrap_or(name.as_str());
+            let target_level = MIRROR_MODULES
+                .iter()
+                .position(|m| *m == target)
+                .unwrap_or_else(|| panic!("{path}: names crate::{name}, not a known module"));
+            assert!(
+                target_level <= level,
+                "{path} ({module}) names crate::{name} ({target}), a module above it"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_mirror_checker_sees_paths() {
+    let text = "use crate::node::{lock, Node};\nuse crate::{admin, topics::x};\n// crate::cluster in a comment\nlet e = crate::Error::Refused(s);\n";
+    assert_eq!(crate_paths(text), ["node", "admin", "topics", "Error"]);
+    assert_eq!(
+        mirror_module_of("/x/mirror/src/manager/fetcher.rs"),
+        "manager"
+    );
+}

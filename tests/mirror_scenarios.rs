@@ -651,7 +651,7 @@ fn s12_delete_mirror_failed_retry_and_source_topic_deletion() {
     let (a, b) = synced_pair(&env);
     // FAILED and retry: the source goes away, then comes back.
     let switch = Arc::new(Switchable {
-        inner: klog::mirror::LocalSource::new(Arc::clone(&a)),
+        inner: a.as_source(),
         down: std::sync::atomic::AtomicBool::new(true),
     });
     b.connect_source("m", switch.clone());
@@ -737,7 +737,7 @@ fn s12_delete_mirror_failed_retry_and_source_topic_deletion() {
     let env = Env::new();
     let (a, b) = synced_pair(&env);
     let cut = Arc::new(Switchable {
-        inner: klog::mirror::LocalSource::new(Arc::clone(&a)),
+        inner: a.as_source(),
         down: std::sync::atomic::AtomicBool::new(false),
     });
     b.connect_source("m", cut);
@@ -796,10 +796,7 @@ fn power_off_run_and_restart(
     sim.crash(true);
     sim.clear_faults();
     let cluster = env.reopen(sim.clone(), name);
-    cluster.connect_source(
-        mirror,
-        Arc::new(klog::mirror::LocalSource::new(Arc::clone(source))),
-    );
+    cluster.connect_source(mirror, Arc::new(source.as_source()));
     (cluster, finished)
 }
 
@@ -923,10 +920,7 @@ fn s13_restart_mid_mirroring_resumes_from_the_log_end() {
     drop(b);
     let b = env.reopen(Arc::new(klog::log::io::StdStorage), "b");
     assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Mirroring));
-    b.connect_source(
-        "m",
-        Arc::new(klog::mirror::LocalSource::new(Arc::clone(&a))),
-    );
+    b.connect_source("m", Arc::new(a.as_source()));
     let r = b.run_until_idle(100);
     assert!(
         r.transitions.is_empty(),

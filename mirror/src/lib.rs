@@ -1,31 +1,40 @@
 //! klog-mirror: KIP-1279 cluster mirroring on klog's partition log.
 //!
-//! - [`state`]: the partition state machine and its persisted encoding;
-//! - [`records`] and [`store`]: the `__mirror_state` records and the compacted internal log holding them;
-//! - [`metadata`]: a local cluster's controller metadata (topics, mirrors, desired states);
-//! - [`cluster`]: a local single-node cluster (one root directory) with the mirror administration and
-//!   the source-side serving of fetches and LME lookups;
-//! - [`source`]: the [`MirrorSource`](source::MirrorSource) seam and the in-process source;
-//! - [`kafka_source`] (over `kafka_wire`, one broker connection): the source over the Kafka protocol, for `kafka://` mirrors;
+//! The modules, each depending only on those above it:
+//! - [`error`], [`state`] (the partition state machine and its persisted encoding), [`records`] and
+//!   [`store`] (the `__mirror_state` records and the compacted internal log holding them), [`metadata`]
+//!   (a local cluster's controller metadata: topics, mirrors, desired states);
+//! - [`source`]: the [`MirrorSource`](source::MirrorSource) seam, with [`kafka_source`] (over
+//!   `kafka_wire`, one broker connection) for `kafka://` mirrors;
+//! - [`node`]: a local single-node broker's state (metadata, partition logs, `__mirror_state`, lock);
+//! - [`topics`] and [`admin`]: topic and mirror administration on a node;
+//! - [`serving`]: a node answering another cluster's mirror fetches ([`LocalSource`]);
 //! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
-//!   and FAILED retries.
+//!   and FAILED retries, knowing sources only through the seam;
+//! - [`describe`] and [`cluster`]: the public face, [`Cluster`], putting the rest together.
 #![deny(unsafe_code)]
 
+pub mod admin;
 pub mod cluster;
+pub mod describe;
 pub mod error;
 pub mod kafka_source;
 mod kafka_wire;
 pub mod manager;
 pub mod metadata;
+pub mod node;
 pub mod records;
+pub mod serving;
 pub mod source;
 pub mod state;
 pub mod store;
+pub mod topics;
 
 pub use cluster::{Cluster, ClusterOptions, MirrorSettings, PartitionDescription};
 pub use error::{Error, MirrorError};
 pub use kafka_source::KafkaSource;
 pub use manager::TickReport;
 pub use metadata::DesiredState;
-pub use source::{LocalSource, MirrorSource};
+pub use serving::LocalSource;
+pub use source::MirrorSource;
 pub use state::MirrorState;

@@ -1,11 +1,8 @@
-//! What the mirror fetcher needs from a source cluster (KIP-1279 §3), and the in-process source over
-//! another klog cluster.
-
-use std::sync::Arc;
+//! What the mirror fetcher needs from a source cluster (KIP-1279 §3): the [`MirrorSource`] seam.
+//! Two sources sit behind it: [`crate::serving::LocalSource`] (another klog cluster in this process)
+//! and [`crate::kafka_source::KafkaSource`] (a Kafka cluster over the wire).
 
 use klog_log::checkpoint::TopicId;
-
-use crate::cluster::Cluster;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isolation {
@@ -86,58 +83,4 @@ pub trait MirrorSource: Send + Sync {
         topic_id: TopicId,
         partition: i32,
     ) -> Result<i32, SourceError>;
-}
-
-/// Another klog cluster in this process.
-pub struct LocalSource {
-    cluster: Arc<Cluster>,
-}
-
-impl LocalSource {
-    pub fn new(cluster: Arc<Cluster>) -> Self {
-        LocalSource { cluster }
-    }
-
-    pub fn cluster(&self) -> &Arc<Cluster> {
-        &self.cluster
-    }
-}
-
-impl MirrorSource for LocalSource {
-    fn describe(&self) -> String {
-        self.cluster.root().display().to_string()
-    }
-
-    fn cluster_id(&self) -> Result<String, SourceError> {
-        self.cluster.serving()?;
-        Ok(self.cluster.cluster_id())
-    }
-
-    fn topic(&self, name: &str) -> Result<Option<SourceTopic>, SourceError> {
-        self.cluster.serving()?;
-        Ok(self.cluster.serve_topic(name))
-    }
-
-    fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError> {
-        self.cluster.serve_fetch(request)
-    }
-
-    fn list_offsets(
-        &self,
-        topic: &str,
-        topic_id: TopicId,
-        partition: i32,
-    ) -> Result<(i64, i64), SourceError> {
-        self.cluster.serve_list_offsets(topic, topic_id, partition)
-    }
-
-    fn last_mirrored_epoch(
-        &self,
-        requester_cluster_id: &str,
-        topic_id: TopicId,
-        partition: i32,
-    ) -> Result<i32, SourceError> {
-        self.cluster
-            .serve_last_mirrored_epoch(requester_cluster_id, topic_id, partition)
-    }
 }

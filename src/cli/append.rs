@@ -88,7 +88,10 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
     } else {
         let log_dir = LogDir::open(Arc::clone(&storage), &root)?;
         let (log, _) = log_dir.open_partition(&name, config)?;
-        Target::Plain { log_dir, log }
+        Target::Plain {
+            log_dir,
+            log: Box::new(log),
+        }
     };
     let mut out = super::stdout();
     let mut clean = true;
@@ -179,7 +182,7 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
 enum Target {
     Plain {
         log_dir: LogDir,
-        log: PartitionLog,
+        log: Box<PartitionLog>,
     },
     Cluster {
         cluster: Cluster,
@@ -264,7 +267,7 @@ impl Target {
             Target::Plain { mut log_dir, log } => {
                 if !log.is_failed() {
                     log.flush(log.log_end_offset())?;
-                    log_dir.close_partition(log)?;
+                    log_dir.close_partition(*log)?;
                     log_dir.close()?;
                 }
             }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use klog::log::clock::SystemClock;
 use klog::log::format::{BatchBuilder, Compression};
 use klog::log::io::Storage;
-use klog::mirror::{Cluster, ClusterOptions, LocalSource, MirrorSettings, MirrorState};
+use klog::mirror::{Cluster, ClusterOptions, MirrorSettings, MirrorState};
 
 /// `count` batches of `records` records of `value_size` random-ish bytes (a producer's 16 KiB batches
 /// of 1 KiB records by default), idempotent, one producer per 64 batches.
@@ -129,7 +129,7 @@ pub fn mirror_run(
 ) -> anyhow::Result<(Duration, u64)> {
     let c = new_cluster(storage, root, true)?;
     c.create_mirror("bench", &source.root().display().to_string())?;
-    c.connect_source("bench", Arc::new(LocalSource::new(Arc::clone(source))));
+    c.connect_source("bench", Arc::new(source.as_source()));
     for (t, r) in c.add_topics("bench", &[topic.to_owned()])? {
         r.map_err(|e| anyhow::anyhow!("{t}: {e}"))?;
     }
@@ -177,7 +177,7 @@ pub fn failover_run(
     }
     let dest = new_cluster(storage, &dir.join("fo-dest"), fsync)?;
     dest.create_mirror("fo", &source.root().display().to_string())?;
-    dest.connect_source("fo", Arc::new(LocalSource::new(Arc::clone(&source))));
+    dest.connect_source("fo", Arc::new(source.as_source()));
     for (t, r) in dest.add_topics("fo", &["fo".to_owned()])? {
         r.map_err(|e| anyhow::anyhow!("{t}: {e}"))?;
     }

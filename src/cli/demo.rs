@@ -69,10 +69,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let t = Instant::now();
     let b = Arc::new(init(&storage, &b_root)?);
     b.create_mirror("dr-mirror", a_root.to_str().context("utf-8 path")?)?;
-    b.connect_source(
-        "dr-mirror",
-        Arc::new(klog::mirror::LocalSource::new(Arc::clone(&a))),
-    );
+    b.connect_source("dr-mirror", Arc::new(a.as_source()));
     for (topic, r) in b.add_topics("dr-mirror", &["orders".to_owned()])? {
         r.with_context(|| format!("adding {topic}"))?;
     }
@@ -139,10 +136,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let t = Instant::now();
     let stray = a.produce("orders", 0, &mut idempotent(7, 0, Compression::None, now)?)?;
     a.create_mirror("failback", b_root.to_str().context("utf-8 path")?)?;
-    a.connect_source(
-        "failback",
-        Arc::new(klog::mirror::LocalSource::new(Arc::clone(&b))),
-    );
+    a.connect_source("failback", Arc::new(b.as_source()));
     for (topic, r) in a.add_topics("failback", &["orders".to_owned()])? {
         r.with_context(|| format!("adding {topic}"))?;
     }

@@ -9,7 +9,7 @@ use klog::log::clock::{Clock, ManualClock};
 use klog::log::format::{AnyBatch, BatchBuilder, Batches, Compression, ControlRecordType};
 use klog::log::io::{StdStorage, Storage};
 use klog::log::partition_log::PartitionLog;
-use klog::mirror::{Cluster, ClusterOptions, LocalSource};
+use klog::mirror::{Cluster, ClusterOptions};
 
 pub struct Env {
     pub dir: tempfile::TempDir,
@@ -49,7 +49,7 @@ impl Env {
 pub fn link(dest: &Cluster, name: &str, source: &Arc<Cluster>) {
     dest.create_mirror(name, source.root().to_str().unwrap())
         .unwrap();
-    dest.connect_source(name, Arc::new(LocalSource::new(Arc::clone(source))));
+    dest.connect_source(name, Arc::new(source.as_source()));
 }
 
 pub fn topics(names: &[&str]) -> Vec<String> {

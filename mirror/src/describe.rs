@@ -1,0 +1,111 @@
+//! `describe`: every partition of a node with its mirror state, offsets, lag and failure, as
+//! `klog mirror describe` prints it.
+
+use klog_log::checkpoint::TopicId;
+
+use crate::manager::Manager;
+use crate::metadata::DesiredState;
+use crate::node::{lock, Node};
+use crate::records::MirrorKey;
+use crate::state::MirrorState;
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PartitionDescription {
+    pub topic: String,
+    pub partition: i32,
+    pub topic_id: String,
+    pub mirror: Option<String>,
+    pub desired: Option<DesiredState>,
+    pub state: Option<MirrorState>,
+    pub leader_epoch: i32,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    /// The source's high watermark, as last fetched.
+    pub source_end_offset: Option<i64>,
+    pub lag: Option<i64>,
+    pub last_mirrored_epoch: Option<i32>,
+    pub retry_attempt: Option<i16>,
+    pub error: Option<String>,
+    pub producers: usize,
+}
+
+/// `describe`, with the source's end offset asked from the source for mirror partitions the fetcher
+/// has not reported on yet (a fresh process): lag is then known without running the fetcher.
+pub(crate) fn describe_live(node: &Node, manager: &Manager) -> Vec<PartitionDescription> {
+    let mut rows = describe(node, manager);
+    for r in &mut rows {
+        let mirroring = matches!(
+            r.state,
+            Some(
+                MirrorState::Mirroring
+                    | MirrorState::Paused
+                    | MirrorState::Pausing
+                    | MirrorState::Preparing
+            )
+        );
+        let (Some(mirror), true, None) = (r.mirror.clone(), mirroring, r.source_end_offset) else {
+            continue;
+        };
+        let Some(id) = TopicId::parse(&r.topic_id) else {
+            continue;
+        };
+        if let Ok(source) = manager.source_for(&mirror) {
+            if let Ok((_, end)) = source.list_offsets(&r.topic, id, r.partition) {
+                r.source_end_offset = Some(end);
+                r.lag = Some((end - r.high_watermark).max(0));
+            }
+        }
+    }
+    rows
+}
+
+pub(crate) fn describe(node: &Node, manager: &Manager) -> Vec<PartitionDescription> {
+    let meta = lock(&node.meta).clone();
+    let store = lock(&node.store);
+    let logs = lock(&node.logs);
+    let mut out = Vec::new();
+    for (name, t) in &meta.topics {
+        let id = TopicId::parse(&t.id).expect("validated");
+        for p in 0..t.partitions {
+            let Some(log) = logs.get(&(name.clone(), p)) else {
+                continue;
+            };
+            let key = t.mirror.as_ref().map(|m| MirrorKey {
+                mirror: m.name.clone(),
+                topic_id: id,
+                partition: p,
+            });
+            let stored = key.as_ref().and_then(|k| store.state(k));
+            let source_hw = manager.source_high_watermark(name, p);
+            out.push(PartitionDescription {
+                topic: name.clone(),
+                partition: p,
+                topic_id: t.id.clone(),
+                mirror: t.mirror.as_ref().map(|m| m.name.clone()),
+                desired: t.mirror.as_ref().map(|m| m.desired),
+                state: key
+                    .as_ref()
+                    .map(|_| stored.map_or(MirrorState::Unknown, |s| s.value.state)),
+                leader_epoch: t.leader_epochs[p as usize],
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: log.log_end_offset(),
+                high_watermark: log.high_watermark(),
+                last_stable_offset: log.last_stable_offset(),
+                source_end_offset: source_hw,
+                lag: source_hw.map(|hw| (hw - log.high_watermark()).max(0)),
+                last_mirrored_epoch: key
+                    .as_ref()
+                    .and_then(|k| store.last_mirror_epoch(k))
+                    .map(|s| s.value),
+                retry_attempt: stored
+                    .filter(|s| s.value.state == MirrorState::Failed)
+                    .map(|s| s.value.retry_attempt),
+                error: stored.and_then(|s| s.value.error.clone()),
+                producers: log.producers().len(),
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,516 @@
+//! The mirror manager: drives each mirror partition through the state machine and runs its actions
+//! (KIP-1279 §1.3-1.6, §2.3, §2.6, §3.3). It is a step function, [`Manager::tick`], so tests drive it
+//! deterministically and `klog mirror run` loops it.
+//!
+//! Rules it keeps:
+//! - a state is persisted to `__mirror_state` before its actions run; on open every partition re-runs
+//!   the actions of its recorded state;
+//! - no lock of this cluster is held while a source is called (a source may be another cluster that is
+//!   fetching from this one);
+//! - one partition's failure moves only that partition to FAILED.
+
+//!
+//! Its parts: [`resolver`] (connecting each mirror to its source), [`fetcher`] (PREPARING and one fetch
+//! of a MIRRORING partition) and [`stopping`] (the failover of a partition). It works on a
+//! [`Node`]; it knows sources only through [`MirrorSource`].
+
+mod fetcher;
+pub mod resolver;
+mod stopping;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use klog_log::checkpoint::TopicId;
+use klog_log::partition_log::WriteMode;
+
+use crate::error::Error;
+use crate::metadata::{DesiredState, TopicMeta};
+use crate::node::{lock, Node};
+use crate::records::{MirrorKey, MirrorRecord, PartitionStateValue};
+use crate::source::MirrorSource;
+use crate::state::MirrorState;
+use crate::topics;
+use fetcher::{source_error, FetchOutcome};
+use resolver::Sources;
+
+#[derive(Debug, Clone)]
+pub struct MirrorSettings {
+    /// `mirror.fetch.max.bytes`: per partition fetch.
+    pub fetch_max_bytes: usize,
+    /// `mirror.fetch.backoff.ms`: after a fetch error that does not fail the partition.
+    pub fetch_backoff_ms: i64,
+    /// `mirror.metadata.refresh.interval.ms`: how often a mirror's source topics are described (a
+    /// partition-count increase creates the new partitions here).
+    pub metadata_refresh_ms: i64,
+    /// `mirror.failed.retry.initial.backoff.ms`, `.max.backoff.ms`, `.max.attempts`.
+    pub failed_retry_initial_backoff_ms: i64,
+    pub failed_retry_max_backoff_ms: i64,
+    pub failed_retry_max_attempts: i16,
+    /// Sync `__mirror_state` writes and the log at STOPPING (before the LME is read, after the barrier).
+    /// Off only in benchmarks that measure what the syncs cost: a crash may then lose state.
+    pub fsync: bool,
+}
+
+impl Default for MirrorSettings {
+    fn default() -> Self {
+        MirrorSettings {
+            fetch_max_bytes: 1 << 20,
+            fetch_backoff_ms: 1000,
+            metadata_refresh_ms: 30_000,
+            failed_retry_initial_backoff_ms: 1000,
+            failed_retry_max_backoff_ms: 300_000,
+            failed_retry_max_attempts: 100,
+            fsync: true,
+        }
+    }
+}
+
+/// What the fetcher knows of a partition between ticks (not persisted: rebuilt on restart).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PartitionRuntime {
+    pub(crate) mirror: String,
+    /// The recorded state's actions have run since open (otherwise the next tick re-runs them).
+    pub(crate) entered: bool,
+    /// The source leader epoch learned by fencing.
+    pub(crate) source_epoch: i32,
+    pub(crate) source_high_watermark: Option<i64>,
+    /// Not before this time (fetch backoff, FAILED retry).
+    pub(crate) not_before_ms: i64,
+    /// Consecutive failures (the FAILED retry count), reset by a successful action.
+    pub(crate) failures: i16,
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TickReport {
+    /// `(topic, partition, from, to)` for every persisted transition.
+    pub transitions: Vec<(String, i32, MirrorState, MirrorState)>,
+    pub batches_appended: u64,
+    pub bytes_appended: u64,
+    pub truncations: u64,
+    /// Partitions whose action failed this tick, with the error.
+    pub errors: Vec<(String, i32, String)>,
+    /// The earliest time a backed-off partition wants another try.
+    pub next_retry_ms: Option<i64>,
+}
+
+impl TickReport {
+    /// Whether anything changed (states, log contents).
+    pub fn progressed(&self) -> bool {
+        !self.transitions.is_empty() || self.batches_appended > 0 || self.truncations > 0
+    }
+}
+
+pub(crate) struct Work {
+    pub(crate) topic: String,
+    pub(crate) partition: i32,
+    pub(crate) key: MirrorKey,
+    pub(crate) desired: DesiredState,
+    pub(crate) stored: Option<(PartitionStateValue, i64)>,
+}
+
+/// Drives one node's mirror partitions (see the module docs).
+pub struct Manager {
+    node: Arc<Node>,
+    settings: MirrorSettings,
+    runtime: Mutex<BTreeMap<(String, i32), PartitionRuntime>>,
+    sources: Sources,
+    /// Per mirror, when its source's topic metadata is next described.
+    next_metadata_sync: Mutex<BTreeMap<String, i64>>,
+}
+
+impl Manager {
+    pub(crate) fn new(node: Arc<Node>) -> Self {
+        Manager {
+            node,
+            settings: MirrorSettings::default(),
+            runtime: Mutex::new(BTreeMap::new()),
+            sources: Sources::default(),
+            next_metadata_sync: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub(crate) fn set_settings(&mut self, settings: MirrorSettings) {
+        self.node.set_sync(settings.fsync);
+        self.settings = settings;
+    }
+
+    pub(crate) fn settings(&self) -> &MirrorSettings {
+        &self.settings
+    }
+
+    pub(crate) fn sources(&self) -> &Sources {
+        &self.sources
+    }
+
+    /// The source of `mirror`, connected on first use.
+    pub(crate) fn source_for(
+        &self,
+        mirror: &str,
+    ) -> Result<Arc<dyn MirrorSource>, crate::source::SourceError> {
+        self.sources.get(&self.node, mirror)
+    }
+
+    /// What the fetcher last learned of a partition's source (its high watermark), if anything.
+    pub(crate) fn source_high_watermark(&self, topic: &str, partition: i32) -> Option<i64> {
+        lock(&self.runtime)
+            .get(&(topic.to_owned(), partition))
+            .and_then(|r| r.source_high_watermark)
+    }
+
+    /// Forgets everything about `mirror` (it was deleted).
+    pub(crate) fn forget_mirror(&self, mirror: &str) {
+        lock(&self.runtime).retain(|_, rt| rt.mirror != mirror);
+        self.sources.forget(mirror);
+    }
+
+    /// The mirror partitions to drive, with their recorded states.
+    fn work(&self) -> Vec<Work> {
+        let meta = self.node.metadata();
+        let store = lock(&self.node.store);
+        let mut out = Vec::new();
+        for (name, t) in &meta.topics {
+            let Some(m) = &t.mirror else { continue };
+            let id = TopicId::parse(&t.id).expect("validated");
+            for p in 0..t.partitions {
+                let key = MirrorKey {
+                    mirror: m.name.clone(),
+                    topic_id: id,
+                    partition: p,
+                };
+                let stored = store.state(&key).map(|s| (s.value.clone(), s.offset));
+                out.push(Work {
+                    topic: name.clone(),
+                    partition: p,
+                    key,
+                    desired: m.desired,
+                    stored,
+                });
+            }
+        }
+        out
+    }
+
+    /// One step for every mirror partition: apply desired-state changes, run due actions, fetch once.
+    pub fn tick(&self) -> TickReport {
+        let mut report = TickReport::default();
+        let now = self.node.clock.now_ms();
+        self.sync_metadata(now, &mut report);
+        for w in self.work() {
+            if let Err(e) = self.step(&w, now, &mut report) {
+                report
+                    .errors
+                    .push((w.topic.clone(), w.partition, e.to_string()));
+            }
+        }
+        let rt = lock(&self.runtime);
+        report.next_retry_ms = rt
+            .values()
+            .map(|r| r.not_before_ms)
+            .filter(|t| *t > now)
+            .min();
+        report
+    }
+
+    /// The metadata sync that rides along (§3.5), every `metadata_refresh_ms` per mirror: a source topic
+    /// that gained partitions gets them here too (they then go through PREPARING like any new mirror
+    /// partition). A source that cannot be reached is skipped; the fetcher reports it.
+    fn sync_metadata(&self, now: i64, report: &mut TickReport) {
+        let meta = self.node.metadata();
+        for mirror in meta.mirrors.keys() {
+            {
+                let mut next = self
+                    .next_metadata_sync
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                if next.get(mirror).is_some_and(|t| now < *t) {
+                    continue;
+                }
+                next.insert(mirror.clone(), now + self.settings.metadata_refresh_ms);
+            }
+            let topics: Vec<(&String, &TopicMeta)> = meta
+                .topics
+                .iter()
+                .filter(|(_, t)| {
+                    t.mirror
+                        .as_ref()
+                        .is_some_and(|m| m.name == *mirror && m.desired != DesiredState::Stop)
+                })
+                .collect();
+            if topics.is_empty() {
+                continue;
+            }
+            let Ok(source) = self.source_for(mirror) else {
+                continue;
+            };
+            for (name, local) in topics {
+                let Ok(Some(remote)) = source.topic(name) else {
+                    continue;
+                };
+                if remote.id.to_string() != local.id || remote.partitions <= local.partitions {
+                    continue;
+                }
+                if let Err(e) = topics::create_partitions(&self.node, name, remote.partitions) {
+                    report.errors.push((name.clone(), -1, e.to_string()));
+                }
+            }
+        }
+    }
+
+    /// Ticks until a tick changes nothing, or `max_ticks`. Returns the merged report.
+    pub fn run_until_idle(&self, max_ticks: usize) -> TickReport {
+        let mut all = TickReport::default();
+        for _ in 0..max_ticks {
+            let r = self.tick();
+            let progressed = r.progressed();
+            all.transitions.extend(r.transitions);
+            all.batches_appended += r.batches_appended;
+            all.bytes_appended += r.bytes_appended;
+            all.truncations += r.truncations;
+            all.errors.extend(r.errors);
+            all.next_retry_ms = r.next_retry_ms;
+            if !progressed {
+                break;
+            }
+        }
+        all
+    }
+
+    fn runtime_of(&self, w: &Work) -> PartitionRuntime {
+        let mut rt = lock(&self.runtime);
+        let entry = rt
+            .entry((w.topic.clone(), w.partition))
+            .or_insert_with(|| PartitionRuntime {
+                mirror: w.key.mirror.clone(),
+                ..Default::default()
+            });
+        if entry.mirror != w.key.mirror {
+            *entry = PartitionRuntime {
+                mirror: w.key.mirror.clone(),
+                ..Default::default()
+            };
+        }
+        entry.clone()
+    }
+
+    fn update_runtime(&self, w: &Work, f: impl FnOnce(&mut PartitionRuntime)) {
+        let mut rt = lock(&self.runtime);
+        if let Some(r) = rt.get_mut(&(w.topic.clone(), w.partition)) {
+            f(r);
+        }
+    }
+
+    fn step(&self, w: &Work, now: i64, report: &mut TickReport) -> Result<(), Error> {
+        use MirrorState::*;
+        let rt = self.runtime_of(w);
+        let current = w.stored.as_ref().map_or(Unknown, |(v, _)| v.state);
+        let failed = w
+            .stored
+            .as_ref()
+            .filter(|(v, _)| v.state == Failed)
+            .map(|(v, _)| v.clone());
+        // What the desired state asks for, from the current state (§1.3).
+        let target = match (w.desired, current) {
+            (DesiredState::Stop, Stopped) => Stopped,
+            (DesiredState::Stop, _) => Stopping,
+            (_, Failed) => {
+                let f = failed.expect("failed state");
+                if f.retry_attempt < 0 || now < rt.not_before_ms {
+                    return Ok(());
+                }
+                match f.previous {
+                    Unknown | Failed | Stopped => Preparing,
+                    Pausing | Paused => Mirroring,
+                    other => other,
+                }
+            }
+            (_, Stopping) => Stopping,
+            (_, Pausing) => Pausing,
+            (_, Unknown | Stopped) => Preparing,
+            (DesiredState::Start, Paused) => Mirroring,
+            (DesiredState::Pause, Mirroring) => Pausing,
+            (DesiredState::Pause, Paused) => Paused,
+            (_, s) => s,
+        };
+        if target != current {
+            if !current.can_transition_to(target) {
+                return Ok(()); // "Skipping invalid transition"
+            }
+            self.transition(w, current, target, None, report)?;
+        } else if rt.entered && matches!(target, Paused | Stopped) {
+            return Ok(());
+        }
+        // Otherwise the state's actions run: every tick for MIRRORING (one fetch), and once after open
+        // for a recorded state being re-entered (no rewrite: PREPARING truncates again, STOPPING redoes
+        // its idempotent steps).
+        self.update_runtime(w, |r| r.entered = true);
+        match target {
+            Preparing => match self
+                .source(w)
+                .and_then(|s| fetcher::prepare(&self.node, s.as_ref(), w))
+            {
+                Ok(truncated) => {
+                    report.truncations += truncated as u64;
+                    self.update_runtime(w, |r| {
+                        r.source_epoch = 0;
+                        r.not_before_ms = 0;
+                    });
+                    self.transition(w, Preparing, Mirroring, None, report)
+                }
+                Err(e) => self.fail(w, Preparing, e, now, report),
+            },
+            Mirroring => {
+                if now < rt.not_before_ms {
+                    return Ok(());
+                }
+                match self.fetch(w, &rt, report) {
+                    Ok(()) => Ok(()),
+                    Err(FetchOutcome::Backoff(msg)) => {
+                        let until = now + self.settings.fetch_backoff_ms;
+                        self.update_runtime(w, |r| r.not_before_ms = until);
+                        report.errors.push((w.topic.clone(), w.partition, msg));
+                        Ok(())
+                    }
+                    Err(FetchOutcome::Fail(e)) => self.fail(w, Mirroring, e, now, report),
+                }
+            }
+            Pausing => {
+                // The fetcher is removed (ours runs only inside tick, so there is nothing to wait for).
+                self.transition(w, Pausing, Paused, None, report)
+            }
+            Stopping => match stopping::stop(&self.node, &self.settings, w) {
+                Ok(truncated) => {
+                    report.truncations += truncated as u64;
+                    self.update_runtime(w, |r| r.failures = 0);
+                    self.transition(w, Stopping, Stopped, None, report)
+                }
+                Err(e) => self.fail(w, Stopping, e, now, report),
+            },
+            Paused | Stopped | Failed | Unknown => Ok(()),
+        }
+    }
+
+    /// Persists `to` (with FAILED details) before anything else happens, then sets the write mode.
+    fn transition(
+        &self,
+        w: &Work,
+        from: MirrorState,
+        to: MirrorState,
+        failure: Option<(MirrorState, i16, String)>,
+        report: &mut TickReport,
+    ) -> Result<(), Error> {
+        let value = match failure {
+            Some((previous, attempt, error)) => PartitionStateValue {
+                state: to,
+                previous,
+                retry_attempt: attempt,
+                error: Some(error),
+            },
+            None => PartitionStateValue {
+                previous: from,
+                ..PartitionStateValue::new(to)
+            },
+        };
+        lock(&self.node.store).write(vec![MirrorRecord::State(w.key.clone(), Some(value))])?;
+        if let Some(log) = self.node.log(&w.topic, w.partition) {
+            log.set_write_mode(match to {
+                MirrorState::Stopped => WriteMode::Writable,
+                MirrorState::Stopping => WriteMode::BarrierOnly,
+                _ => WriteMode::ReadOnly,
+            });
+        }
+        report
+            .transitions
+            .push((w.topic.clone(), w.partition, from, to));
+        Ok(())
+    }
+
+    /// FAILED with exponential backoff (20% jitter) from `previous`; a refusal is not retried.
+    fn fail(
+        &self,
+        w: &Work,
+        previous: MirrorState,
+        error: Error,
+        now: i64,
+        report: &mut TickReport,
+    ) -> Result<(), Error> {
+        let stored_attempts = w
+            .stored
+            .as_ref()
+            .filter(|(v, _)| v.state == MirrorState::Failed)
+            .map_or(0, |(v, _)| v.retry_attempt.max(0));
+        let prior = self.runtime_of(w).failures.max(stored_attempts);
+        let retryable = !matches!(error, Error::Refused(_));
+        let attempt = if !retryable || prior + 1 > self.settings.failed_retry_max_attempts {
+            -1
+        } else {
+            prior + 1
+        };
+        self.update_runtime(w, |r| r.failures = attempt.max(0));
+        if attempt > 0 {
+            let base = self
+                .settings
+                .failed_retry_initial_backoff_ms
+                .saturating_mul(1i64 << (attempt - 1).min(30))
+                .min(self.settings.failed_retry_max_backoff_ms);
+            let jitter = jitter_fraction(&w.key, attempt);
+            let delay = (base as f64 * (1.0 + 0.2 * jitter)) as i64;
+            self.update_runtime(w, |r| r.not_before_ms = now + delay.max(1));
+        }
+        if matches!(error, Error::Source { .. }) {
+            self.sources.forget(&w.key.mirror);
+        }
+        // `previous` is the state whose action failed: the state the partition is in now (a retry
+        // persisted it before running the action).
+        report
+            .errors
+            .push((w.topic.clone(), w.partition, error.to_string()));
+        self.transition(
+            w,
+            previous,
+            MirrorState::Failed,
+            Some((previous, attempt, error.to_string())),
+            report,
+        )
+    }
+
+    /// One fetch of a MIRRORING partition; what it learned of the source goes into the runtime.
+    fn fetch(
+        &self,
+        w: &Work,
+        rt: &PartitionRuntime,
+        report: &mut TickReport,
+    ) -> Result<(), FetchOutcome> {
+        let source = self.source(w).map_err(FetchOutcome::Fail)?;
+        let mut source_epoch = rt.source_epoch;
+        let fetched = fetcher::fetch_once(
+            &self.node,
+            source.as_ref(),
+            &self.settings,
+            w,
+            &mut source_epoch,
+            report,
+        );
+        self.update_runtime(w, |r| r.source_epoch = source_epoch);
+        if let Some(hw) = fetched?.high_watermark {
+            self.update_runtime(w, |r| {
+                r.source_high_watermark = Some(hw);
+                r.not_before_ms = 0;
+                r.failures = 0; // a successful fetch ends a FAILED episode's count
+            });
+        }
+        Ok(())
+    }
+
+    fn source(&self, w: &Work) -> Result<Arc<dyn MirrorSource>, Error> {
+        self.source_for(&w.key.mirror)
+            .map_err(|e| source_error(&w.key.mirror, e))
+    }
+}
+
+/// A deterministic jitter in [-1, 1] for a partition's retry (no clock or RNG: repeatable in tests).
+fn jitter_fraction(key: &MirrorKey, attempt: i16) -> f64 {
+    let h = crate::records::java_string_hash(&format!("{}:{attempt}", key.coordinator_key()));
+    (h as f64) / (i32::MAX as f64)
+}

@@ -1,0 +1,210 @@
+//! Serving as a source: a local node answers the mirror fetcher's requests of another cluster in this
+//! process ([`LocalSource`], behind the same [`MirrorSource`] seam as the `kafka://` source): topic
+//! descriptions, consumer fetches with Kafka's leader-epoch fencing and divergence check, ListOffsets,
+//! and the last-mirrored-epoch lookup of a failback (KIP-1279 §2.4).
+
+use std::sync::Arc;
+
+use klog_log::checkpoint::TopicId;
+use klog_log::partition_log::PartitionLog;
+
+use crate::node::{lock, Node};
+use crate::records::MirrorKey;
+use crate::source::{
+    FetchRequest, FetchResponse, Isolation, MirrorSource, SourceError, SourceTopic,
+};
+use crate::state::MirrorState;
+
+/// Another klog cluster in this process, as a mirror's source.
+pub struct LocalSource {
+    node: Arc<Node>,
+}
+
+impl LocalSource {
+    pub fn new(node: Arc<Node>) -> Self {
+        LocalSource { node }
+    }
+
+    /// The node it serves from.
+    pub fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    fn serve_topic(&self, name: &str) -> Option<SourceTopic> {
+        let meta = lock(&self.node.meta);
+        let t = meta.topics.get(name)?;
+        Some(SourceTopic {
+            id: TopicId::parse(&t.id)?,
+            partitions: t.partitions,
+        })
+    }
+
+    fn served_log(
+        &self,
+        topic: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<(Arc<PartitionLog>, i32), SourceError> {
+        self.node.serving()?;
+        let unknown = || SourceError::UnknownTopicOrPartition(format!("{topic}-{partition}"));
+        let epoch = {
+            let meta = lock(&self.node.meta);
+            let t = meta.topics.get(topic).ok_or_else(unknown)?;
+            if t.id != topic_id.to_string() {
+                return Err(unknown());
+            }
+            *t.leader_epochs
+                .get(partition as usize)
+                .ok_or_else(unknown)?
+        };
+        let log = self.node.log(topic, partition).ok_or_else(unknown)?;
+        Ok((log, epoch))
+    }
+
+    /// A consumer fetch, with Kafka's leader-epoch fencing and divergence check.
+    fn serve_fetch(&self, req: &FetchRequest) -> Result<FetchResponse, SourceError> {
+        let (log, leader_epoch) = self.served_log(&req.topic, req.topic_id, req.partition)?;
+        if req.current_leader_epoch < leader_epoch {
+            return Err(SourceError::FencedLeaderEpoch { leader_epoch });
+        }
+        if req.current_leader_epoch > leader_epoch {
+            return Err(SourceError::UnknownLeaderEpoch);
+        }
+        let base = FetchResponse {
+            high_watermark: log.high_watermark(),
+            last_stable_offset: log.last_stable_offset(),
+            log_start_offset: log.log_start_offset(),
+            diverging_epoch: None,
+            records: Vec::new(),
+        };
+        if let Some(fetched) = req.last_fetched_epoch {
+            match log.end_offset_for_epoch(fetched) {
+                None => return Err(SourceError::OffsetOutOfRange),
+                Some((epoch, end)) if epoch < fetched || end < req.fetch_offset => {
+                    return Ok(FetchResponse {
+                        diverging_epoch: Some((epoch, end)),
+                        ..base
+                    })
+                }
+                Some(_) => {}
+            }
+        }
+        if req.fetch_offset < log.log_start_offset() || req.fetch_offset > log.log_end_offset() {
+            return Err(SourceError::OffsetOutOfRange);
+        }
+        let read = match req.isolation {
+            Isolation::ReadCommitted => log
+                .read_committed(req.fetch_offset, req.max_bytes, true)
+                .map(|(r, _)| r),
+            Isolation::ReadUncommitted => log.read(
+                req.fetch_offset,
+                req.max_bytes,
+                Some(log.high_watermark()),
+                true,
+            ),
+        }
+        .map_err(|e| match e.kafka_error() {
+            klog_log::KafkaError::OffsetOutOfRange => SourceError::OffsetOutOfRange,
+            _ => SourceError::Unavailable(e.to_string()),
+        })?;
+        Ok(FetchResponse {
+            records: read.records.into_vec(),
+            ..base
+        })
+    }
+
+    fn serve_list_offsets(
+        &self,
+        topic: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<(i64, i64), SourceError> {
+        let (log, _) = self.served_log(topic, topic_id, partition)?;
+        Ok((log.log_start_offset(), log.high_watermark()))
+    }
+
+    /// The LME lookup (§2.4, keyed as recommended): among this cluster's mirrors from
+    /// `requester_cluster_id`, the one holding this topic must have STOPPED the partition (a source that
+    /// still mirrors from the requester would make a loop), and its LME record is the answer.
+    fn serve_last_mirrored_epoch(
+        &self,
+        requester_cluster_id: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<i32, SourceError> {
+        self.node.serving()?;
+        let meta = lock(&self.node.meta);
+        let Some((_, t)) = meta
+            .topics
+            .iter()
+            .find(|(_, t)| t.id == topic_id.to_string())
+        else {
+            return Ok(-1);
+        };
+        let Some(m) = &t.mirror else {
+            return Ok(-1);
+        };
+        let from_requester = meta
+            .mirrors
+            .get(&m.name)
+            .and_then(|mm| mm.source_cluster_id.as_deref())
+            == Some(requester_cluster_id);
+        if !from_requester {
+            return Ok(-1);
+        }
+        let key = MirrorKey {
+            mirror: m.name.clone(),
+            topic_id,
+            partition,
+        };
+        let store = lock(&self.node.store);
+        let state = store.state(&key).map(|s| s.value.state);
+        if state != Some(MirrorState::Stopped) {
+            return Err(SourceError::Refused(format!(
+                "partition {partition} of topic {topic_id} is still mirrored from cluster {requester_cluster_id} here \
+                 (mirror {}, state {}): stop it before mirroring back",
+                m.name,
+                state.unwrap_or(MirrorState::Unknown)
+            )));
+        }
+        Ok(store.last_mirror_epoch(&key).map_or(-1, |s| s.value))
+    }
+}
+
+impl MirrorSource for LocalSource {
+    fn describe(&self) -> String {
+        self.node.root().display().to_string()
+    }
+
+    fn cluster_id(&self) -> Result<String, SourceError> {
+        self.node.serving()?;
+        Ok(self.node.cluster_id())
+    }
+
+    fn topic(&self, name: &str) -> Result<Option<SourceTopic>, SourceError> {
+        self.node.serving()?;
+        Ok(self.serve_topic(name))
+    }
+
+    fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError> {
+        self.serve_fetch(request)
+    }
+
+    fn list_offsets(
+        &self,
+        topic: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<(i64, i64), SourceError> {
+        self.serve_list_offsets(topic, topic_id, partition)
+    }
+
+    fn last_mirrored_epoch(
+        &self,
+        requester_cluster_id: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<i32, SourceError> {
+        self.serve_last_mirrored_epoch(requester_cluster_id, topic_id, partition)
+    }
+}
