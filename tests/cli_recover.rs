@@ -283,3 +283,53 @@ fn a_directory_killed_mid_write_recovers_and_verifies() {
     let out = klog(&["verify", root.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stdout(&out));
 }
+
+/// `--threads` changes how many partitions recover at once, never what recovery does: the reports (but
+/// their durations) and the bytes left on disk are those of a one-thread recovery.
+#[test]
+fn recover_on_several_threads_reports_and_writes_what_one_thread_does() {
+    let base = scratch_dir("recover-threads");
+    let one = base.join("one");
+    let four = base.join("four");
+    for root in [&one, &four] {
+        for p in 0..6 {
+            build_log(root, &format!("t-{p}"));
+        }
+        // An unclean shutdown with no recovery points: every segment of every partition is rescanned.
+        std::fs::remove_file(root.join("recovery-point-offset-checkpoint")).unwrap();
+        let _ = std::fs::remove_file(root.join(".kafka_cleanshutdown"));
+    }
+    let run = |root: &Path, threads: &str| {
+        let out = klog(&[
+            "recover",
+            root.to_str().unwrap(),
+            "--json",
+            "--threads",
+            threads,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let mut reports = json_lines(&stdout(&out));
+        for r in &mut reports {
+            r.as_object_mut().unwrap().remove("duration_ms");
+        }
+        reports
+    };
+    let serial = run(&one, "1");
+    let parallel = run(&four, "4");
+    assert_eq!(serial.len(), 6);
+    assert_eq!(parallel, serial);
+    assert!(serial
+        .iter()
+        .all(|r| r["clean_shutdown"] == false && r["segments_scanned"].as_u64() > Some(0)));
+    let strip = |root: &Path| {
+        tree_bytes(root)
+            .into_iter()
+            .map(|(p, b)| (p.strip_prefix(root).unwrap().to_owned(), b))
+            .filter(|(p, _)| p != Path::new(".lock"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&one), strip(&four));
+    let bad = klog(&["recover", one.to_str().unwrap(), "--threads", "0"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("--threads"), "{}", stderr(&bad));
+}

@@ -1,9 +1,12 @@
 //! `LogLoader`: every partition of a log directory opened after a clean or an unclean shutdown, each with a
 //! `RecoveryReport`. One partition's failure (an error, or a bug that panics) is reported for that
-//! partition and never stops the others.
+//! partition and never stops the others. Partitions load on up to `threads` threads at once (Kafka's
+//! `num.recovery.threads.per.data.dir`, default 1): each partition is independent, so a log directory's
+//! recovery is as parallel as its partitions.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use klog_log::clock::{Clock, SystemClock};
@@ -61,6 +64,7 @@ pub struct LogLoader {
     storage: Arc<dyn Storage>,
     config: LogConfig,
     clock: Arc<dyn Clock>,
+    threads: usize,
 }
 
 /// One partition's outcome.
@@ -72,7 +76,14 @@ impl LogLoader {
             storage,
             config,
             clock: Arc::new(SystemClock),
+            threads: 1,
         }
+    }
+
+    /// Kafka's `num.recovery.threads.per.data.dir`: how many partitions load at once (at least 1).
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
     }
 
     /// The clock the loaded logs use (producer expiry on load reads it).
@@ -89,12 +100,54 @@ impl LogLoader {
         take_snapshots: bool,
     ) -> Result<(LogDir, Vec<PartitionOutcome>), Error> {
         let log_dir = LogDir::open(self.storage.clone(), root)?;
-        let mut outcomes = Vec::new();
-        for name in self.partition_names(root)? {
-            let result = self.load_partition_isolated(&log_dir, &name, take_snapshots);
-            outcomes.push((name, result));
-        }
+        let names = self.partition_names(root)?;
+        let outcomes = self.load_partitions(&log_dir, &names, take_snapshots, &|| false, &|_| {});
         Ok((log_dir, outcomes))
+    }
+
+    /// Loads `names` of `log_dir` on up to `threads` threads; the outcomes come back in the order of
+    /// `names`. `stop` is asked before each partition starts (one in progress always finishes): the
+    /// partitions never started are absent from the result. `done` is told each partition that finished
+    /// (from the thread that loaded it), for progress.
+    pub fn load_partitions(
+        &self,
+        log_dir: &LogDir,
+        names: &[String],
+        take_snapshots: bool,
+        stop: &(dyn Fn() -> bool + Sync),
+        done: &(dyn Fn(&str) + Sync),
+    ) -> Vec<PartitionOutcome> {
+        let next = AtomicUsize::new(0);
+        let slots: Mutex<Vec<Option<PartitionOutcome>>> =
+            Mutex::new(names.iter().map(|_| None).collect());
+        let work = || loop {
+            if stop() {
+                return;
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(name) = names.get(i) else {
+                return;
+            };
+            let result = self.load_partition_isolated(log_dir, name, take_snapshots);
+            done(name);
+            slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some((name.clone(), result));
+        };
+        let threads = self.threads.min(names.len()).max(1);
+        if threads == 1 {
+            work();
+        } else {
+            std::thread::scope(|scope| {
+                for _ in 0..threads {
+                    scope.spawn(work);
+                }
+            });
+        }
+        slots
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// The partition directories under `root`, sorted ([`partition_dir_names`]: a directory whose name

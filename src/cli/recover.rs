@@ -30,6 +30,9 @@ pub struct RecoverArgs {
     /// system and beside a running writer).
     #[arg(long)]
     dry_run: bool,
+    /// Partitions recovered at once (Kafka's `num.recovery.threads.per.data.dir`); default: one per core.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +89,10 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
     // the rest is left for the next run.
     super::shutdown::install()?;
     let mut interrupted = None;
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
     for dir in &args.dirs {
         let (root, only) = targets(dir)?;
         // A dry run is a reader: the same recovery, in memory over the files opened read-only (no lock,
@@ -95,7 +102,7 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         } else {
             Arc::new(StdStorage)
         };
-        let loader = LogLoader::new(storage.clone(), LogConfig::default());
+        let loader = LogLoader::new(storage.clone(), LogConfig::default()).with_threads(threads);
         // Recovery reads past checkpoint lines it cannot parse, and says so: their partitions are rescanned.
         let (mut log_dir, problems) = LogDir::open_salvaging(storage.clone(), &root)?;
         for p in problems {
@@ -106,14 +113,20 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
             None => loader.partition_names(&root)?,
         };
         let progress = progress_bar(names.len() as u64);
-        for name in names {
-            if let Some(signal) = super::shutdown::requested() {
-                interrupted = Some(signal);
-                break;
-            }
-            progress.set_message(name.clone());
-            let outcome = loader.load_partition_isolated(&log_dir, &name, !args.dry_run);
-            progress.inc(1);
+        let outcomes = loader.load_partitions(
+            &log_dir,
+            &names,
+            !args.dry_run,
+            &|| super::shutdown::requested().is_some(),
+            &|name| {
+                progress.set_message(name.to_owned());
+                progress.inc(1);
+            },
+        );
+        if outcomes.len() < names.len() {
+            interrupted = super::shutdown::requested();
+        }
+        for (name, outcome) in outcomes {
             match outcome {
                 Ok((log, report)) => {
                     if !args.dry_run {
