@@ -1,0 +1,94 @@
+//! Producer state over a partition's life: what Kafka 4.x decides at the edges. A MIRROR_PID_RESET is
+//! known by its control type alone, a snapshot at the log start offset is never loaded, idle producers
+//! expire while the log runs, and a transaction version 2 marker must carry a bumped epoch.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use klog_log::clock::ManualClock;
+use klog_log::config::LogConfig;
+use klog_log::format::{crc32c, BatchBuilder, Compression};
+use klog_log::io::{SimStorage, Storage};
+use klog_log::partition_log::{OpenOptions, PartitionLog};
+
+const NOW: i64 = 1_800_000_000_000;
+
+fn open_at(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    config: LogConfig,
+    options: OpenOptions,
+    clock: &Arc<ManualClock>,
+) -> PartitionLog {
+    PartitionLog::open_with_clock(storage.clone(), dir, config, options, clock.clone())
+        .unwrap()
+        .0
+}
+
+fn sim() -> (Arc<dyn Storage>, PathBuf, Arc<ManualClock>) {
+    (
+        Arc::new(SimStorage::new(11)),
+        PathBuf::from("/p/orders-0"),
+        Arc::new(ManualClock::new(NOW)),
+    )
+}
+
+fn unclean() -> OpenOptions {
+    OpenOptions {
+        clean_shutdown: false,
+        ..OpenOptions::default()
+    }
+}
+
+fn data_at(base_offset: i64, pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None)
+        .producer(pid, epoch, seq)
+        .base_offset(base_offset)
+        .partition_leader_epoch(0);
+    b.append(NOW, None, Some(b"v"), &[]).unwrap();
+    b.build().unwrap()
+}
+
+fn pids(log: &PartitionLog) -> Vec<i64> {
+    log.producers().iter().map(|p| p.producer_id()).collect()
+}
+
+/// A MIRROR_PID_RESET barrier (control type 7, producer id -1) whose value is not a
+/// `MirrorPidResetRecord`: its version is negative. The CRC is made valid again.
+fn barrier_with_bad_value(base_offset: i64) -> Vec<u8> {
+    let mut bytes = BatchBuilder::mirror_pid_reset("ab", NOW)
+        .unwrap()
+        .base_offset(base_offset)
+        .partition_leader_epoch(0)
+        .build()
+        .unwrap();
+    let value = [0u8, 0, 3, b'a', b'b', 0];
+    let at = bytes
+        .windows(value.len())
+        .position(|w| w == value)
+        .expect("the barrier's value");
+    bytes[at] = 0xff;
+    let crc = crc32c(&bytes[21..]);
+    bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+#[test]
+fn a_barrier_whose_value_does_not_parse_still_forgets_the_producers() {
+    let (s, dir, clock) = sim();
+    let log = open_at(
+        &s,
+        &dir,
+        LogConfig::default(),
+        OpenOptions::default(),
+        &clock,
+    );
+    let mut set = data_at(0, 1, 0, 0);
+    set.extend(barrier_with_bad_value(1));
+    set.extend(data_at(2, 2, 0, 0));
+    log.append_as_follower(&set).unwrap();
+    assert_eq!(pids(&log), vec![2], "the barrier is decided by its type");
+    drop(log);
+    let log = open_at(&s, &dir, LogConfig::default(), unclean(), &clock);
+    assert_eq!(pids(&log), vec![2], "and the replay decides the same");
+}
