@@ -1786,11 +1786,12 @@ impl PartitionLog {
         let now = self.clock.now_ms();
         let mut psm = self.psm();
         psm.truncate_fully_and_start_at(log_start);
+        stats.snapshots_deleted = self.delete_snapshots_out_of_range(log_start, end)?;
         for o in snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?
             .into_iter()
             .rev()
         {
-            if o > limit || o < log_start {
+            if o > limit {
                 continue;
             }
             match snapshots::read_snapshot(self.storage.as_ref(), &self.dir, o) {
@@ -1872,6 +1873,20 @@ impl PartitionLog {
         psm.update_map_end_offset(end);
         psm.on_high_watermark_updated(self.high_watermark());
         Ok(stats)
+    }
+
+    /// Kafka's `truncateAndReload` first deletes every snapshot above the end or at or below the log start
+    /// offset: a snapshot at the log start holds the producers of records that are all deleted, which the
+    /// replay from the log start must not bring back. Returns the offsets deleted.
+    fn delete_snapshots_out_of_range(&self, log_start: i64, end: i64) -> Result<Vec<i64>, Error> {
+        let mut deleted = Vec::new();
+        for o in snapshots::list_snapshots(self.storage.as_ref(), &self.dir)? {
+            if o > end || o <= log_start {
+                snapshots::delete_snapshot(self.storage.as_ref(), &self.dir, o)?;
+                deleted.push(o);
+            }
+        }
+        Ok(deleted)
     }
 
     /// Writes a synced producer snapshot at the log end unless one is there (Kafka's `takeSnapshot` at the

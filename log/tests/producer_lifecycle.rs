@@ -92,3 +92,60 @@ fn a_barrier_whose_value_does_not_parse_still_forgets_the_producers() {
     let log = open_at(&s, &dir, LogConfig::default(), unclean(), &clock);
     assert_eq!(pids(&log), vec![2], "and the replay decides the same");
 }
+
+fn leader_data(pid: i64, seq: i32) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None).producer(pid, 0, seq);
+    b.append(NOW, None, Some(b"v"), &[]).unwrap();
+    b.build().unwrap()
+}
+
+/// Producer 1's records are all below the log start offset, and the only snapshot is exactly at the log
+/// start. Kafka's `truncateAndReload` deletes snapshots `<= logStartOffset` and replays from the log
+/// start, so the producer is forgotten on reload, clean or not.
+#[test]
+fn a_snapshot_at_exactly_the_log_start_offset_is_deleted_not_loaded() {
+    for clean_shutdown in [true, false] {
+        let (s, dir, clock) = sim();
+        let log = open_at(
+            &s,
+            &dir,
+            LogConfig::default(),
+            OpenOptions::default(),
+            &clock,
+        );
+        log.append_as_leader(&mut leader_data(1, 0), 0).unwrap();
+        log.append_as_leader(&mut leader_data(1, 1), 0).unwrap();
+        log.roll().unwrap();
+        log.flush(2).unwrap();
+        log.update_high_watermark(2);
+        assert!(log.increment_log_start_offset(2).unwrap());
+        assert_eq!(log.delete_old_segments().unwrap(), vec![0]);
+        log.close().unwrap();
+        drop(log);
+        let snapshot = dir.join(format!("{:020}.snapshot", 2));
+        assert!(s.open(&snapshot).is_ok(), "the roll's snapshot is at 2");
+
+        let options = OpenOptions {
+            recovery_point: 2,
+            log_start_offset: 2,
+            clean_shutdown,
+        };
+        let (log, report) = PartitionLog::open_with_clock(
+            s.clone(),
+            &dir,
+            LogConfig::default(),
+            options,
+            clock.clone(),
+        )
+        .unwrap();
+        assert_eq!(log.log_start_offset(), 2);
+        assert_eq!(
+            pids(&log),
+            Vec::<i64>::new(),
+            "clean shutdown {clean_shutdown}"
+        );
+        assert_eq!(report.snapshot_loaded, None);
+        assert!(report.snapshots_deleted.contains(&2), "{report:?}");
+        assert!(s.open(&snapshot).is_err(), "deleted as Kafka does");
+    }
+}
