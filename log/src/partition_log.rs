@@ -24,6 +24,8 @@ use crate::topic_partition::{self, PartitionDirName};
 use crate::txn_index::AbortedTxn;
 use crate::validator::{validate, AppendOrigin, ValidatedBatches};
 use crate::{Error, KafkaError};
+/// The transaction version a coordinator passes with its markers (re-exported for the log's callers).
+pub use klog_psm::TransactionVersion;
 use klog_psm::{BatchSummary, ProducerStateEntry, ProducerStateManager, PsmConfig};
 
 /// `storage` as a reader's view: a [`ReadOnlyStorage`] over it, unless it is one already.
@@ -858,6 +860,7 @@ impl PartitionLog {
         batches: &mut [u8],
         leader_epoch: i32,
         origin: AppendOrigin,
+        transaction_version: TransactionVersion,
     ) -> Result<LogAppendInfo, Error> {
         assert!(
             origin != AppendOrigin::Replication,
@@ -911,7 +914,11 @@ impl PartitionLog {
         };
         let mut psm = self.psm();
         let plan = psm
-            .plan_append(&summaries(batches, &validated), psm_origin)
+            .plan_append_with_transaction_version(
+                &summaries(batches, &validated),
+                psm_origin,
+                transaction_version,
+            )
             .map_err(producer_error)?;
         if let Some(d) = plan.duplicate {
             return Ok(LogAppendInfo {
@@ -1451,15 +1458,44 @@ impl PartitionLog {
     // Every mutation passes through `guarded`: after an I/O failure the log refuses writes until it is
     // reopened (and recovered), as Kafka takes a failed log directory offline: a failed fsync may have
     // dropped dirty pages, so nothing written since the last good sync can be trusted.
+    ///
+    /// A coordinator's markers are checked under the transaction version 0/1 rule; one that ended the
+    /// transaction under version 2 appends with
+    /// [`append_as_leader_with_transaction_version`](Self::append_as_leader_with_transaction_version).
     pub fn append_as_leader_with_origin(
         &self,
         batches: &mut [u8],
         leader_epoch: i32,
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo, Error> {
+        self.append_as_leader_with_transaction_version(
+            batches,
+            leader_epoch,
+            origin,
+            TransactionVersion::UNKNOWN,
+        )
+    }
+
+    /// Kafka's `appendAsLeader(records, leaderEpoch, origin, ..., transactionVersion)`: the version the
+    /// coordinator wrote its markers under, which the bytes do not carry. From version 2 on, a marker
+    /// whose producer epoch is not above the producer's is refused (`INVALID_PRODUCER_EPOCH`), unless no
+    /// transaction is open and the epoch is the same (a retry of a marker already written).
+    pub fn append_as_leader_with_transaction_version(
+        &self,
+        batches: &mut [u8],
+        leader_epoch: i32,
+        origin: AppendOrigin,
+        transaction_version: TransactionVersion,
+    ) -> Result<LogAppendInfo, Error> {
         self.writable("append")?;
-        let info = self
-            .guarded(|| self.append_as_leader_with_origin_inner(batches, leader_epoch, origin))?;
+        let info = self.guarded(|| {
+            self.append_as_leader_with_origin_inner(
+                batches,
+                leader_epoch,
+                origin,
+                transaction_version,
+            )
+        })?;
         self.flush_if_messages_due()?;
         Ok(info)
     }

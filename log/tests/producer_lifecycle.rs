@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 use klog_log::clock::ManualClock;
 use klog_log::config::LogConfig;
-use klog_log::format::{crc32c, BatchBuilder, Compression};
+use klog_log::format::{crc32c, BatchBuilder, Compression, ControlRecordType};
 use klog_log::io::{SimStorage, Storage};
-use klog_log::partition_log::{OpenOptions, PartitionLog};
+use klog_log::partition_log::{OpenOptions, PartitionLog, TransactionVersion};
+use klog_log::validator::AppendOrigin::Coordinator;
+use klog_log::KafkaError;
 
 const NOW: i64 = 1_800_000_000_000;
 
@@ -148,4 +150,90 @@ fn a_snapshot_at_exactly_the_log_start_offset_is_deleted_not_loaded() {
         assert!(report.snapshots_deleted.contains(&2), "{report:?}");
         assert!(s.open(&snapshot).is_err(), "deleted as Kafka does");
     }
+}
+
+fn txn_data(pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None)
+        .producer(pid, epoch, seq)
+        .transactional(true);
+    b.append(NOW, None, Some(b"v"), &[]).unwrap();
+    b.build().unwrap()
+}
+
+fn abort_marker(pid: i64, epoch: i16) -> Vec<u8> {
+    BatchBuilder::end_txn_marker(ControlRecordType::Abort, pid, epoch, 0, NOW)
+        .unwrap()
+        .build()
+        .unwrap()
+}
+
+/// Under transaction version 2 the coordinator ended producer 1's first transaction with epoch 6; the
+/// producer's next transaction (epoch 6) is open at offset 2 when a late duplicate of that ABORT arrives.
+#[test]
+fn a_late_tv2_abort_is_refused_by_the_leader_and_writes_nothing() {
+    let (s, dir, clock) = sim();
+    let log = open_at(
+        &s,
+        &dir,
+        LogConfig::default(),
+        OpenOptions::default(),
+        &clock,
+    );
+    log.append_as_leader(&mut txn_data(1, 5, 0), 0).unwrap();
+    let tv2 = TransactionVersion::TV_2;
+    log.append_as_leader_with_transaction_version(&mut abort_marker(1, 6), 0, Coordinator, tv2)
+        .unwrap();
+    log.append_as_leader(&mut txn_data(1, 6, 0), 0).unwrap();
+    log.update_high_watermark(3);
+    assert_eq!(log.last_stable_offset(), 2);
+
+    let err = log
+        .append_as_leader_with_transaction_version(&mut abort_marker(1, 6), 0, Coordinator, tv2)
+        .unwrap_err();
+    assert_eq!(err.kafka_error(), KafkaError::InvalidProducerEpoch);
+    assert!(
+        err.to_string().contains("<= the last seen epoch 6"),
+        "{err}"
+    );
+    assert_eq!(log.log_end_offset(), 3, "nothing written");
+    assert_eq!(
+        log.last_stable_offset(),
+        2,
+        "the open transaction stays open"
+    );
+
+    // A marker that bumps the epoch ends it.
+    log.append_as_leader_with_transaction_version(&mut abort_marker(1, 7), 0, Coordinator, tv2)
+        .unwrap();
+    log.update_high_watermark(4);
+    assert_eq!(log.last_stable_offset(), 4);
+}
+
+/// A follower cannot know the version (it is not in the bytes) and copies what its leader accepted, as
+/// Kafka's follower does (TV_UNKNOWN, a warning at most).
+#[test]
+fn a_follower_appends_the_same_late_marker() {
+    let (s, dir, clock) = sim();
+    let log = open_at(
+        &s,
+        &dir,
+        LogConfig::default(),
+        OpenOptions::default(),
+        &clock,
+    );
+    let mut set = Vec::new();
+    for (offset, bytes) in [
+        (0, txn_data(1, 5, 0)),
+        (1, abort_marker(1, 6)),
+        (2, txn_data(1, 6, 0)),
+        (3, abort_marker(1, 6)),
+    ] {
+        let mut bytes = bytes;
+        bytes[..8].copy_from_slice(&i64::to_be_bytes(offset));
+        set.extend(bytes);
+    }
+    log.append_as_follower(&set).unwrap();
+    assert_eq!(log.log_end_offset(), 4);
+    log.update_high_watermark(4);
+    assert_eq!(log.last_stable_offset(), 4, "the replica's marker ended it");
 }
