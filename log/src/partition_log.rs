@@ -229,6 +229,8 @@ pub struct PartitionLog {
     appends_in_progress: AtomicUsize,
     appends_started: std::sync::atomic::AtomicU64,
     last_flush_ms: AtomicI64,
+    /// When the next `producer.id.expiration.check.interval.ms` check is due (clock milliseconds).
+    next_producer_expiration_check_ms: AtomicI64,
     /// A segment file was created since the directory was last synced.
     dir_dirty: std::sync::atomic::AtomicBool,
     failed: std::sync::atomic::AtomicBool,
@@ -380,6 +382,7 @@ impl PartitionLog {
             segments: RwLock::new(BTreeMap::new()),
             writer: Mutex::new(()),
             last_flush_ms: AtomicI64::new(0),
+            next_producer_expiration_check_ms: AtomicI64::new(i64::MAX),
             log_end_offset: AtomicI64::new(0),
             high_watermark: AtomicI64::new(0),
             log_start_offset: AtomicI64::new(options.log_start_offset),
@@ -403,8 +406,12 @@ impl PartitionLog {
             closed: std::sync::atomic::AtomicBool::new(false),
         };
         let report = log.load(options)?;
-        log.last_flush_ms
-            .store(log.clock.now_ms(), Ordering::Release);
+        let now = log.clock.now_ms();
+        log.last_flush_ms.store(now, Ordering::Release);
+        // Kafka schedules the first check one interval after the log is created.
+        let first_check = now.saturating_add(log.config.producer_id_expiration_check_interval_ms);
+        log.next_producer_expiration_check_ms
+            .store(first_check, Ordering::Release);
         Ok((log, report))
     }
 
@@ -1497,6 +1504,7 @@ impl PartitionLog {
             )
         })?;
         self.flush_if_messages_due()?;
+        self.maybe_expire_producers();
         Ok(info)
     }
 
@@ -1582,6 +1590,7 @@ impl PartitionLog {
         self.writable("append")?;
         let info = self.guarded(|| self.append_as_follower_inner(batches))?;
         self.flush_if_messages_due()?;
+        self.maybe_expire_producers();
         Ok(info)
     }
 
@@ -1715,6 +1724,33 @@ impl PartitionLog {
     /// Forgets producers idle longer than `producer.id.expiration.ms` (never one with an open transaction).
     pub fn remove_expired_producers(&self) -> usize {
         self.psm().remove_expired_producers(self.clock.now_ms())
+    }
+
+    /// Kafka's `PeriodicProducerExpirationCheck`: once `producer.id.expiration.check.interval.ms` has
+    /// passed on the log's clock since the last check (or the open), forgets the expired producers.
+    /// Returns how many were removed (0 when no check was due).
+    ///
+    /// There is no timer thread: every append runs it after its write (one clock read and one compare
+    /// when not due), and an embedder's periodic tick calls it for partitions that take no appends. So
+    /// a test drives it with a `ManualClock`, and a check never races an append's plan.
+    pub fn maybe_expire_producers(&self) -> usize {
+        let now = self.clock.now_ms();
+        let due = self
+            .next_producer_expiration_check_ms
+            .load(Ordering::Acquire);
+        if now < due {
+            return 0;
+        }
+        let next = now.saturating_add(self.config.producer_id_expiration_check_interval_ms);
+        // One caller runs a due check; the others see it is no longer due.
+        if self
+            .next_producer_expiration_check_ms
+            .compare_exchange(due, next, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return 0;
+        }
+        self.psm().remove_expired_producers(now)
     }
 
     /// A read_committed fetch: bounded by the last stable offset, with the aborted transactions that

@@ -237,3 +237,64 @@ fn a_follower_appends_the_same_late_marker() {
     log.update_high_watermark(4);
     assert_eq!(log.last_stable_offset(), 4, "the replica's marker ended it");
 }
+
+fn data_with_timestamp(pid: i64, seq: i32, timestamp: i64) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None).producer(pid, 0, seq);
+    b.append(timestamp, None, Some(b"v"), &[]).unwrap();
+    b.build().unwrap()
+}
+
+fn expiring_config() -> LogConfig {
+    LogConfig::from_pairs([
+        "producer.id.expiration.ms=1000",
+        "producer.id.expiration.check.interval.ms=500",
+    ])
+    .unwrap()
+}
+
+/// Kafka removes producers idle for `producer.id.expiration.ms` every
+/// `producer.id.expiration.check.interval.ms` while the log runs, not only when a snapshot is loaded.
+#[test]
+fn idle_producers_expire_while_the_log_runs() {
+    let kafka_default = LogConfig::default().producer_id_expiration_check_interval_ms;
+    assert_eq!(kafka_default, 600_000);
+    let (s, dir, clock) = sim();
+    let log = open_at(&s, &dir, expiring_config(), OpenOptions::default(), &clock);
+    log.append_as_leader(&mut data_with_timestamp(1, 0, NOW), 0)
+        .unwrap();
+    clock.set(NOW + 1_000);
+    log.append_as_leader(&mut data_with_timestamp(2, 0, NOW + 1_000), 0)
+        .unwrap();
+    assert_eq!(
+        pids(&log),
+        vec![2],
+        "producer 1 expired on the append's check"
+    );
+
+    // A partition without appends is checked by its embedder's tick, on the same interval.
+    clock.set(NOW + 1_400);
+    assert_eq!(log.maybe_expire_producers(), 0, "next check due at +1500");
+    clock.set(NOW + 2_000);
+    assert_eq!(log.maybe_expire_producers(), 1);
+    assert_eq!(pids(&log), Vec::<i64>::new());
+
+    // Expired but not yet due: the interval decides when, not each call.
+    log.append_as_leader(&mut data_with_timestamp(3, 0, NOW), 0)
+        .unwrap();
+    assert_eq!(pids(&log), vec![3], "appended within the interval: kept");
+    clock.set(NOW + 2_499);
+    assert_eq!(log.maybe_expire_producers(), 0);
+    assert_eq!(pids(&log), vec![3]);
+    clock.set(NOW + 2_500);
+    assert_eq!(log.maybe_expire_producers(), 1);
+}
+
+#[test]
+fn a_producer_with_an_open_transaction_never_expires() {
+    let (s, dir, clock) = sim();
+    let log = open_at(&s, &dir, expiring_config(), OpenOptions::default(), &clock);
+    log.append_as_leader(&mut txn_data(1, 0, 0), 0).unwrap();
+    clock.set(NOW + 10_000);
+    assert_eq!(log.maybe_expire_producers(), 0);
+    assert_eq!(pids(&log), vec![1]);
+}
