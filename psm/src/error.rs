@@ -12,7 +12,7 @@ pub enum Error {
         "Epoch of producer {producer_id} at offset {offset} is {producer_epoch}, which is {} the last \
          seen epoch {current_epoch}{}",
         if transaction_version.marker_bumps_epoch() { "<=" } else { "smaller than" },
-        if transaction_version.marker_bumps_epoch() { " (TV2: a marker must bump the epoch)" } else { "" }
+        if transaction_version.marker_bumps_epoch() { format!(" (TV{})", transaction_version.0) } else { String::new() }
     )]
     InvalidProducerEpoch {
         producer_id: i64,

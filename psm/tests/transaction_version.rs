@@ -67,8 +67,7 @@ fn a_late_duplicate_tv2_abort_cannot_end_the_next_transaction() {
     assert_eq!(error.kafka_error_name(), "INVALID_PRODUCER_EPOCH");
     assert_eq!(
         error.to_string(),
-        "Epoch of producer 1 at offset 3 is 6, which is <= the last seen epoch 6 \
-         (TV2: a marker must bump the epoch)"
+        "Epoch of producer 1 at offset 3 is 6, which is <= the last seen epoch 6 (TV2)"
     );
     assert_eq!(psm.snapshot(), before, "nothing changed");
     assert_eq!(
