@@ -41,6 +41,9 @@ pub struct LogConfig {
     pub io_backend: IoBackend,
     /// `producer.id.expiration.ms`: how long an idle producer (no open transaction) is remembered.
     pub producer_id_expiration_ms: i64,
+    /// `producer.id.expiration.check.interval.ms`: how often a running log forgets expired producers
+    /// (`PartitionLog::maybe_expire_producers`). A broker setting in Kafka; here per log.
+    pub producer_id_expiration_check_interval_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -63,12 +66,13 @@ impl Default for LogConfig {
             file_delete_delay_ms: 60_000,
             io_backend: IoBackend::Auto,
             producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
         }
     }
 }
 
 /// The keys `set` understands.
-pub const KEYS: [&str; 17] = [
+pub const KEYS: [&str; 18] = [
     "segment.bytes",
     "segment.ms",
     "segment.jitter.ms",
@@ -86,6 +90,7 @@ pub const KEYS: [&str; 17] = [
     "file.delete.delay.ms",
     "io_backend",
     "producer.id.expiration.ms",
+    "producer.id.expiration.check.interval.ms",
 ];
 
 fn bad(key: &'static str, value: &str, reason: &'static str) -> Error {
@@ -162,6 +167,9 @@ impl LogConfig {
             }
             "producer.id.expiration.ms" => {
                 self.producer_id_expiration_ms = int(key, value, 1, i64::MAX)?
+            }
+            "producer.id.expiration.check.interval.ms" => {
+                self.producer_id_expiration_check_interval_ms = int(key, value, 1, i32::MAX as i64)?
             }
             _ => unreachable!("every key in KEYS is handled"),
         }

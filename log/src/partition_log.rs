@@ -24,6 +24,8 @@ use crate::topic_partition::{self, PartitionDirName};
 use crate::txn_index::AbortedTxn;
 use crate::validator::{validate, AppendOrigin, ValidatedBatches};
 use crate::{Error, KafkaError};
+/// The transaction version a coordinator passes with its markers (re-exported for the log's callers).
+pub use klog_psm::TransactionVersion;
 use klog_psm::{BatchSummary, ProducerStateEntry, ProducerStateManager, PsmConfig};
 
 /// `storage` as a reader's view: a [`ReadOnlyStorage`] over it, unless it is one already.
@@ -227,6 +229,8 @@ pub struct PartitionLog {
     appends_in_progress: AtomicUsize,
     appends_started: std::sync::atomic::AtomicU64,
     last_flush_ms: AtomicI64,
+    /// When the next `producer.id.expiration.check.interval.ms` check is due (clock milliseconds).
+    next_producer_expiration_check_ms: AtomicI64,
     /// A segment file was created since the directory was last synced.
     dir_dirty: std::sync::atomic::AtomicBool,
     failed: std::sync::atomic::AtomicBool,
@@ -378,6 +382,7 @@ impl PartitionLog {
             segments: RwLock::new(BTreeMap::new()),
             writer: Mutex::new(()),
             last_flush_ms: AtomicI64::new(0),
+            next_producer_expiration_check_ms: AtomicI64::new(i64::MAX),
             log_end_offset: AtomicI64::new(0),
             high_watermark: AtomicI64::new(0),
             log_start_offset: AtomicI64::new(options.log_start_offset),
@@ -401,8 +406,12 @@ impl PartitionLog {
             closed: std::sync::atomic::AtomicBool::new(false),
         };
         let report = log.load(options)?;
-        log.last_flush_ms
-            .store(log.clock.now_ms(), Ordering::Release);
+        let now = log.clock.now_ms();
+        log.last_flush_ms.store(now, Ordering::Release);
+        // Kafka schedules the first check one interval after the log is created.
+        let first_check = now.saturating_add(log.config.producer_id_expiration_check_interval_ms);
+        log.next_producer_expiration_check_ms
+            .store(first_check, Ordering::Release);
         Ok((log, report))
     }
 
@@ -858,6 +867,7 @@ impl PartitionLog {
         batches: &mut [u8],
         leader_epoch: i32,
         origin: AppendOrigin,
+        transaction_version: TransactionVersion,
     ) -> Result<LogAppendInfo, Error> {
         assert!(
             origin != AppendOrigin::Replication,
@@ -911,7 +921,11 @@ impl PartitionLog {
         };
         let mut psm = self.psm();
         let plan = psm
-            .plan_append(&summaries(batches, &validated), psm_origin)
+            .plan_append_with_transaction_version(
+                &summaries(batches, &validated),
+                psm_origin,
+                transaction_version,
+            )
             .map_err(producer_error)?;
         if let Some(d) = plan.duplicate {
             return Ok(LogAppendInfo {
@@ -1451,16 +1465,46 @@ impl PartitionLog {
     // Every mutation passes through `guarded`: after an I/O failure the log refuses writes until it is
     // reopened (and recovered), as Kafka takes a failed log directory offline: a failed fsync may have
     // dropped dirty pages, so nothing written since the last good sync can be trusted.
+    ///
+    /// A coordinator's markers are checked under the transaction version 0/1 rule; one that ended the
+    /// transaction under version 2 appends with
+    /// [`append_as_leader_with_transaction_version`](Self::append_as_leader_with_transaction_version).
     pub fn append_as_leader_with_origin(
         &self,
         batches: &mut [u8],
         leader_epoch: i32,
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo, Error> {
+        self.append_as_leader_with_transaction_version(
+            batches,
+            leader_epoch,
+            origin,
+            TransactionVersion::UNKNOWN,
+        )
+    }
+
+    /// Kafka's `appendAsLeader(records, leaderEpoch, origin, ..., transactionVersion)`: the version the
+    /// coordinator wrote its markers under, which the bytes do not carry. From version 2 on, a marker
+    /// whose producer epoch is not above the producer's is refused (`INVALID_PRODUCER_EPOCH`), unless no
+    /// transaction is open and the epoch is the same (a retry of a marker already written).
+    pub fn append_as_leader_with_transaction_version(
+        &self,
+        batches: &mut [u8],
+        leader_epoch: i32,
+        origin: AppendOrigin,
+        transaction_version: TransactionVersion,
+    ) -> Result<LogAppendInfo, Error> {
         self.writable("append")?;
-        let info = self
-            .guarded(|| self.append_as_leader_with_origin_inner(batches, leader_epoch, origin))?;
+        let info = self.guarded(|| {
+            self.append_as_leader_with_origin_inner(
+                batches,
+                leader_epoch,
+                origin,
+                transaction_version,
+            )
+        })?;
         self.flush_if_messages_due()?;
+        self.maybe_expire_producers();
         Ok(info)
     }
 
@@ -1546,6 +1590,7 @@ impl PartitionLog {
         self.writable("append")?;
         let info = self.guarded(|| self.append_as_follower_inner(batches))?;
         self.flush_if_messages_due()?;
+        self.maybe_expire_producers();
         Ok(info)
     }
 
@@ -1681,6 +1726,33 @@ impl PartitionLog {
         self.psm().remove_expired_producers(self.clock.now_ms())
     }
 
+    /// Kafka's `PeriodicProducerExpirationCheck`: once `producer.id.expiration.check.interval.ms` has
+    /// passed on the log's clock since the last check (or the open), forgets the expired producers.
+    /// Returns how many were removed (0 when no check was due).
+    ///
+    /// There is no timer thread: every append runs it after its write (one clock read and one compare
+    /// when not due), and an embedder's periodic tick calls it for partitions that take no appends. So
+    /// a test drives it with a `ManualClock`, and a check never races an append's plan.
+    pub fn maybe_expire_producers(&self) -> usize {
+        let now = self.clock.now_ms();
+        let due = self
+            .next_producer_expiration_check_ms
+            .load(Ordering::Acquire);
+        if now < due {
+            return 0;
+        }
+        let next = now.saturating_add(self.config.producer_id_expiration_check_interval_ms);
+        // One caller runs a due check; the others see it is no longer due.
+        if self
+            .next_producer_expiration_check_ms
+            .compare_exchange(due, next, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return 0;
+        }
+        self.psm().remove_expired_producers(now)
+    }
+
     /// A read_committed fetch: bounded by the last stable offset, with the aborted transactions that
     /// overlap the returned range (as a Fetch response carries them).
     pub fn read_committed(
@@ -1786,11 +1858,12 @@ impl PartitionLog {
         let now = self.clock.now_ms();
         let mut psm = self.psm();
         psm.truncate_fully_and_start_at(log_start);
+        stats.snapshots_deleted = self.delete_snapshots_out_of_range(log_start, end)?;
         for o in snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?
             .into_iter()
             .rev()
         {
-            if o > limit || o < log_start {
+            if o > limit {
                 continue;
             }
             match snapshots::read_snapshot(self.storage.as_ref(), &self.dir, o) {
@@ -1872,6 +1945,20 @@ impl PartitionLog {
         psm.update_map_end_offset(end);
         psm.on_high_watermark_updated(self.high_watermark());
         Ok(stats)
+    }
+
+    /// Kafka's `truncateAndReload` first deletes every snapshot above the end or at or below the log start
+    /// offset: a snapshot at the log start holds the producers of records that are all deleted, which the
+    /// replay from the log start must not bring back. Returns the offsets deleted.
+    fn delete_snapshots_out_of_range(&self, log_start: i64, end: i64) -> Result<Vec<i64>, Error> {
+        let mut deleted = Vec::new();
+        for o in snapshots::list_snapshots(self.storage.as_ref(), &self.dir)? {
+            if o > end || o <= log_start {
+                snapshots::delete_snapshot(self.storage.as_ref(), &self.dir, o)?;
+                deleted.push(o);
+            }
+        }
+        Ok(deleted)
     }
 
     /// Writes a synced producer snapshot at the log end unless one is there (Kafka's `takeSnapshot` at the

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use klog_psm::{BatchSummary, ControlKind, SnapshotEntry};
 
 use crate::error::IoContext;
-use crate::format::{ControlRecordType, ControlValue, RecordBatch};
+use crate::format::{ControlRecordType, EndTxnMarker, RecordBatch};
 use crate::io::{read_file, Storage};
 use crate::segment::parse_base_offset;
 use crate::Error;
@@ -32,23 +32,69 @@ pub fn summarize(batch: &RecordBatch<'_>) -> BatchSummary {
     }
 }
 
+/// Kafka decides a control batch by its first record's type (`ControlRecordType.parse` of the key); only
+/// a marker's value is read, for its coordinator epoch. A MIRROR_PID_RESET is a barrier by its type
+/// alone: whether its value parses is for `dump` and `verify` to report ([`control_record_problem`]),
+/// never a reason to keep producer state a barrier forgets.
 fn control_kind(batch: &RecordBatch<'_>) -> ControlKind {
     if batch.records_count() == 0 {
         return ControlKind::Empty;
     }
-    match batch.control_record() {
-        Ok(Some(c)) => match (c.record_type, c.value) {
-            (ControlRecordType::Commit, ControlValue::EndTxn(m)) => ControlKind::Commit {
+    let kind = with_first_control_record(batch, |record_type, value| {
+        let end_txn = || value.and_then(|v| EndTxnMarker::parse(v).ok());
+        match record_type {
+            ControlRecordType::MirrorPidReset => Some(ControlKind::MirrorPidReset),
+            ControlRecordType::Commit => end_txn().map(|m| ControlKind::Commit {
                 coordinator_epoch: m.coordinator_epoch,
-            },
-            (ControlRecordType::Abort, ControlValue::EndTxn(m)) => ControlKind::Abort {
+            }),
+            ControlRecordType::Abort => end_txn().map(|m| ControlKind::Abort {
                 coordinator_epoch: m.coordinator_epoch,
-            },
-            (ControlRecordType::MirrorPidReset, _) => ControlKind::MirrorPidReset,
-            _ => ControlKind::Other,
-        },
-        _ => ControlKind::Other,
+            }),
+            _ => None,
+        }
+    });
+    kind.flatten().unwrap_or(ControlKind::Other)
+}
+
+/// The control type of a control batch, read from its first record's key alone; `None` for a data
+/// batch, an empty control batch, or a first record or key that does not parse.
+pub fn control_record_type(batch: &RecordBatch<'_>) -> Option<ControlRecordType> {
+    with_first_control_record(batch, |record_type, _| record_type)
+}
+
+/// Why a control batch's first record does not decode, naming the batch by its offset and, when the key
+/// parses, its control type (for `klog dump` and `klog verify`). `None` for data batches, empty control
+/// batches (the cleaner's) and control records that decode.
+pub fn control_record_problem(batch: &RecordBatch<'_>) -> Option<String> {
+    if batch.records_count() == 0 {
+        return None;
     }
+    let e = batch.control_record().err()?;
+    let offset = batch.base_offset();
+    Some(match control_record_type(batch) {
+        Some(ControlRecordType::MirrorPidReset) => format!(
+            "the MIRROR_PID_RESET control batch at offset {offset} has a value that does not \
+             parse ({e}); it still resets producer state, as its control type decides"
+        ),
+        Some(t) => format!(
+            "the {t} control batch at offset {offset} has a value that does not parse ({e})"
+        ),
+        None => format!("the control batch at offset {offset} does not parse ({e})"),
+    })
+}
+
+/// Calls `f` with the type (from the key) and the value of a control batch's first record.
+fn with_first_control_record<T>(
+    batch: &RecordBatch<'_>,
+    f: impl FnOnce(ControlRecordType, Option<&[u8]>) -> T,
+) -> Option<T> {
+    if !batch.is_control() {
+        return None;
+    }
+    let mut scratch = Vec::new();
+    let first = batch.records(&mut scratch).ok()?.next()?.ok()?;
+    let (_, record_type) = ControlRecordType::parse_key(first.key).ok()?;
+    Some(f(record_type, first.value))
 }
 
 pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {

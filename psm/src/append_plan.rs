@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::batch::{AppendOrigin, BatchSummary};
+use crate::batch::{AppendOrigin, BatchSummary, TransactionVersion};
 use crate::completed_txn::CompletedTxn;
 use crate::error::Error;
 use crate::one_or_many::OneOrMany;
@@ -82,10 +82,12 @@ pub(crate) fn plan_append(
     generation: u64,
     batches: &[BatchSummary],
     origin: AppendOrigin,
+    transaction_version: TransactionVersion,
 ) -> Result<AppendPlan, Error> {
     let mut planner = Planner {
         producers,
         origin,
+        transaction_version,
         after_barrier: false,
         info_index: HashMap::new(),
         steps: OneOrMany::Empty,
@@ -116,6 +118,7 @@ pub(crate) fn plan_append(
 struct Planner<'a> {
     producers: &'a ProducerTable,
     origin: AppendOrigin,
+    transaction_version: TransactionVersion,
     /// After a barrier the stored producers no longer count: every producer starts empty.
     after_barrier: bool,
     /// The open group's producers by id, filled only once it has more than `LINEAR_SEARCH_LIMIT`;
@@ -160,7 +163,12 @@ impl Planner<'_> {
         let producer_id = batch.producer_id;
         if !matches!(self.steps.as_slice().last(), Some(PlanStep::Updates(_))) {
             // The first producer of a group: the step is built with its info in one go.
-            let info = ProducerAppendInfo::new(producer_id, self.stored(producer_id), self.origin);
+            let info = ProducerAppendInfo::new(
+                producer_id,
+                self.stored(producer_id),
+                self.origin,
+                self.transaction_version,
+            );
             self.steps.push(PlanStep::Updates(PlanUpdates {
                 producers: OneOrMany::One(info),
                 completed: OneOrMany::Empty,
@@ -190,7 +198,12 @@ impl Planner<'_> {
     }
 
     fn add_info(&mut self, producer_id: i64) -> usize {
-        let info = ProducerAppendInfo::new(producer_id, self.stored(producer_id), self.origin);
+        let info = ProducerAppendInfo::new(
+            producer_id,
+            self.stored(producer_id),
+            self.origin,
+            self.transaction_version,
+        );
         let group = open_group(&mut self.steps);
         group.producers.push(info);
         let infos = group.producers.as_slice();

@@ -72,3 +72,24 @@ pub enum AppendOrigin {
     /// stale producer epoch or coordinator epoch is accepted.
     Replication,
 }
+
+/// The transaction version a coordinator ended a transaction under (Kafka's `TransactionVersion`,
+/// KIP-890). It is not in a marker's bytes: only the coordinator's `WriteTxnMarkers` request carries
+/// it, so only the coordinator can say it. A follower or a replay sees the bytes alone and appends with
+/// [`TransactionVersion::UNKNOWN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TransactionVersion(pub i16);
+
+impl TransactionVersion {
+    /// `TV_UNKNOWN`: data batches, and every append whose origin cannot know the version.
+    pub const UNKNOWN: TransactionVersion = TransactionVersion(-1);
+    pub const TV_0: TransactionVersion = TransactionVersion(0);
+    pub const TV_1: TransactionVersion = TransactionVersion(1);
+    /// The coordinator bumps the producer epoch before it writes each marker.
+    pub const TV_2: TransactionVersion = TransactionVersion(2);
+
+    /// From transaction version 2 on, a marker's epoch must be above the producer's current epoch.
+    pub fn marker_bumps_epoch(self) -> bool {
+        self.0 >= 2
+    }
+}

@@ -1,20 +1,26 @@
 //! The crate's one error enum. Refusals carry what Kafka's exception message carries (without the
 //! topic-partition, which this crate does not know) and map to Kafka's error names.
 
+use crate::batch::TransactionVersion;
 /// Why an append was refused, or a snapshot could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// `InvalidProducerEpochException`: the batch or marker has an older epoch than the producer's.
+    /// `InvalidProducerEpochException`: the batch or marker has an older epoch than the producer's, or
+    /// a coordinator's transaction version 2 marker does not bump it.
     #[error(
-        "Epoch of producer {producer_id} at offset {offset} is {producer_epoch}, which is smaller than \
-         the last seen epoch {current_epoch}"
+        "Epoch of producer {producer_id} at offset {offset} is {producer_epoch}, which is {} the last \
+         seen epoch {current_epoch}{}",
+        if transaction_version.marker_bumps_epoch() { "<=" } else { "smaller than" },
+        if transaction_version.marker_bumps_epoch() { format!(" (TV{})", transaction_version.0) } else { String::new() }
     )]
     InvalidProducerEpoch {
         producer_id: i64,
         offset: i64,
         producer_epoch: i16,
         current_epoch: i16,
+        /// The version the append was checked under ([`TransactionVersion::UNKNOWN`] for data).
+        transaction_version: TransactionVersion,
     },
     /// `OutOfOrderSequenceException`: a known producer's new epoch must start at sequence 0.
     #[error(

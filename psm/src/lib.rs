@@ -2,9 +2,10 @@
 //! MIRROR_PID_RESET barrier. Pure: no I/O and no dependency on the other klog crates.
 //!
 //! The rules are Kafka's (`storage/.../log/ProducerStateManager.java`, `ProducerAppendInfo.java`,
-//! `ProducerStateEntry.java`, and `UnifiedLog.analyzeAndValidateProducerState`), with the transaction
-//! version 0/1 marker rule (a marker's epoch may equal the producer's) and without KIP-890 verification
-//! state, which lives above the storage layer.
+//! `ProducerStateEntry.java`, and `UnifiedLog.analyzeAndValidateProducerState`), with both marker rules:
+//! transaction versions 0/1 (a marker's epoch may equal the producer's) and 2 (a coordinator's marker
+//! must carry a bumped epoch, [`TransactionVersion`]), and without KIP-890 verification state, which
+//! lives above the storage layer.
 //!
 //! How the partition log drives it, per append:
 //! 1. [`ProducerStateManager::plan_append`] with a [`BatchSummary`] per batch, in log order: a refusal
@@ -38,7 +39,9 @@ mod snapshot;
 mod transactions;
 
 pub use append_plan::{AppendPlan, DuplicateBatch};
-pub use batch::{AppendOrigin, BatchSummary, ControlKind, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
+pub use batch::{
+    AppendOrigin, BatchSummary, ControlKind, TransactionVersion, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
+};
 pub use batch_metadata::BatchMetadata;
 pub use batch_metadata_queue::NUM_BATCHES_TO_RETAIN;
 pub use completed_txn::CompletedTxn;

@@ -2,7 +2,7 @@
 //! last stable offset. No I/O: the partition log writes and reads the `.snapshot` files and calls in.
 
 use crate::append_plan::{self, AppendPlan, PlanStep, PlanUpdates};
-use crate::batch::{AppendOrigin, BatchSummary};
+use crate::batch::{AppendOrigin, BatchSummary, TransactionVersion};
 use crate::completed_txn::CompletedTxn;
 use crate::error::Error;
 use crate::expiration::is_expired;
@@ -67,12 +67,35 @@ impl ProducerStateManager {
     /// (`analyzeAndValidateProducerState`). Batches without a producer id are skipped, except the
     /// MIRROR_PID_RESET barrier. For a client append, a batch that exactly matches one of the producer's
     /// cached batches makes the whole append a duplicate: `Ok` with `duplicate` set, nothing to write.
+    ///
+    /// Markers are checked under the transaction version 0/1 rule; a coordinator that ended the
+    /// transaction under version 2 says so with
+    /// [`plan_append_with_transaction_version`](Self::plan_append_with_transaction_version).
     pub fn plan_append(
         &self,
         batches: &[BatchSummary],
         origin: AppendOrigin,
     ) -> Result<AppendPlan, Error> {
-        append_plan::plan_append(&self.producers, self.generation, batches, origin)
+        self.plan_append_with_transaction_version(batches, origin, TransactionVersion::UNKNOWN)
+    }
+
+    /// [`plan_append`](Self::plan_append) with the transaction version the coordinator wrote the
+    /// append's markers under (Kafka's `transactionVersion` argument of `appendAsLeader`). From
+    /// version 2 on, a coordinator's marker must carry an epoch above the producer's, except a retry
+    /// of a marker already written (no transaction open, same epoch). Replication is never refused.
+    pub fn plan_append_with_transaction_version(
+        &self,
+        batches: &[BatchSummary],
+        origin: AppendOrigin,
+        transaction_version: TransactionVersion,
+    ) -> Result<AppendPlan, Error> {
+        append_plan::plan_append(
+            &self.producers,
+            self.generation,
+            batches,
+            origin,
+            transaction_version,
+        )
     }
 
     /// Applies a plan after its batches were written. Returns the transactions its markers ended, in

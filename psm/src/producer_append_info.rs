@@ -6,7 +6,9 @@
 //! sequence rules read both. `updated` is not a whole `ProducerStateEntry`: the plan carries only what
 //! the append changes, and applying it merges that into the stored entry in place.
 
-use crate::batch::{AppendOrigin, BatchSummary, ControlKind, NO_PRODUCER_EPOCH};
+use crate::batch::{
+    AppendOrigin, BatchSummary, ControlKind, TransactionVersion, NO_PRODUCER_EPOCH,
+};
 use crate::batch_metadata::BatchMetadata;
 use crate::completed_txn::CompletedTxn;
 use crate::error::Error;
@@ -21,6 +23,9 @@ const LAST_STABLE_OFFSET_PENDING: i64 = -1;
 pub(crate) struct ProducerAppendInfo {
     producer_id: i64,
     origin: AppendOrigin,
+    /// What the coordinator said its markers were written under; data batches are always checked as
+    /// `TV_UNKNOWN`.
+    transaction_version: TransactionVersion,
     /// `currentEntry.producerEpoch()`: −1 for a producer the partition does not know.
     current_epoch: i16,
     /// `currentEntry.lastSeq()`.
@@ -118,10 +123,12 @@ impl ProducerAppendInfo {
         producer_id: i64,
         current: Option<&ProducerStateEntry>,
         origin: AppendOrigin,
+        transaction_version: TransactionVersion,
     ) -> Self {
         ProducerAppendInfo {
             producer_id,
             origin,
+            transaction_version,
             current_epoch: current.map_or(NO_PRODUCER_EPOCH, ProducerStateEntry::producer_epoch),
             current_last_seq: current.map_or(NO_SEQUENCE, ProducerStateEntry::last_seq),
             updated: UpdatedEntry::of(current),
@@ -174,7 +181,11 @@ impl ProducerAppendInfo {
 
     fn append_data_batch(&mut self, batch: &BatchSummary) -> Result<(), Error> {
         let first_offset = batch.first_offset;
-        self.check_producer_epoch(batch.producer_epoch, first_offset)?;
+        self.check_producer_epoch(
+            batch.producer_epoch,
+            first_offset,
+            TransactionVersion::UNKNOWN,
+        )?;
         if self.origin == AppendOrigin::Client {
             self.check_sequence(batch.producer_epoch, batch.first_sequence, first_offset)?;
         }
@@ -209,7 +220,7 @@ impl ProducerAppendInfo {
         is_aborted: bool,
     ) -> Result<Option<CompletedTxn>, Error> {
         let offset = batch.first_offset;
-        self.check_producer_epoch(batch.producer_epoch, offset)?;
+        self.check_producer_epoch(batch.producer_epoch, offset, self.transaction_version)?;
         self.check_coordinator_epoch(coordinator_epoch, offset)?;
         // A marker without data in the transaction changes neither the LSO nor the .txnindex.
         let completed = self
@@ -227,18 +238,36 @@ impl ProducerAppendInfo {
         Ok(completed)
     }
 
-    /// An older epoch is fenced, except for replication, which only copies what the leader accepted.
-    fn check_producer_epoch(&self, producer_epoch: i16, offset: i64) -> Result<(), Error> {
+    /// `checkProducerEpoch`: an older epoch is fenced; under transaction version 2 a marker's epoch must
+    /// also be above the producer's (the coordinator bumps it before each marker), so a late duplicate
+    /// ABORT of the previous transaction cannot end the next one. Two exceptions, as in Kafka:
+    /// replication only copies what the leader accepted (and cannot know the version), and a TV2 marker
+    /// at the current epoch when no transaction is open is a retry of one already written (KAFKA-19999).
+    fn check_producer_epoch(
+        &self,
+        producer_epoch: i16,
+        offset: i64,
+        transaction_version: TransactionVersion,
+    ) -> Result<(), Error> {
         let current_epoch = self.updated.producer_epoch();
-        if producer_epoch < current_epoch && self.origin != AppendOrigin::Replication {
-            return Err(Error::InvalidProducerEpoch {
-                producer_id: self.producer_id,
-                offset,
-                producer_epoch,
-                current_epoch,
-            });
+        let invalid = if transaction_version.marker_bumps_epoch() {
+            producer_epoch <= current_epoch
+        } else {
+            producer_epoch < current_epoch
+        };
+        let marker_retry = transaction_version.marker_bumps_epoch()
+            && producer_epoch == current_epoch
+            && self.updated.current_txn_first_offset().is_none();
+        if !invalid || marker_retry || self.origin == AppendOrigin::Replication {
+            return Ok(());
         }
-        Ok(())
+        Err(Error::InvalidProducerEpoch {
+            producer_id: self.producer_id,
+            offset,
+            producer_epoch,
+            current_epoch,
+            transaction_version,
+        })
     }
 
     /// `checkSequence` (client appends only).

@@ -6,7 +6,7 @@ use common::*;
 use klog_psm::AppendOrigin::{Client, Coordinator, Replication};
 use klog_psm::{
     BatchMetadata, CompletedTxn, DuplicateBatch, Error, ProducerStateManager, PsmConfig,
-    SnapshotEntry,
+    SnapshotEntry, TransactionVersion,
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -23,7 +23,8 @@ fn epoch_fencing_rejects_an_older_epoch_from_a_client() {
             producer_id: 1,
             offset: 1,
             producer_epoch: 4,
-            current_epoch: 5
+            current_epoch: 5,
+            transaction_version: TransactionVersion::UNKNOWN,
         }
     );
     assert_eq!(error.kafka_error_name(), "INVALID_PRODUCER_EPOCH");
@@ -1043,6 +1044,7 @@ fn errors_map_to_kafka_codes() {
                 offset: 0,
                 producer_epoch: 0,
                 current_epoch: 1,
+                transaction_version: TransactionVersion::UNKNOWN,
             },
             Some(47),
         ),

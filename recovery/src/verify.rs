@@ -13,7 +13,9 @@ use std::sync::Arc;
 use klog_log::checkpoint::{read_checkpoint, read_partition_metadata};
 use klog_log::format::{AnyBatch, BatchStream, ControlRecordType, Tail};
 use klog_log::io::{read_file, Storage, StorageFile};
-use klog_log::producer_state::{list_snapshots, read_snapshot, snapshot_path, summarize};
+use klog_log::producer_state::{
+    control_record_problem, list_snapshots, read_snapshot, snapshot_path, summarize,
+};
 use klog_log::segment::{parse_base_offset, LogSegment};
 use klog_log::Error;
 use klog_psm::{AppendOrigin, BatchSummary, ProducerStateManager, PsmConfig};
@@ -133,6 +135,9 @@ fn check_segment(
         };
         batches += 1;
         let in_order = check_batch(&b, base, next, &mut problems);
+        if let AnyBatch::V2(v) = &b {
+            problems.extend(control_record_problem(v));
+        }
         indexes.see(&b);
         // Only a batch whose offsets fit its place may carry the walk past a snapshot: one corrupt base
         // offset (outside the CRC) must not end the windows of every snapshot after it.

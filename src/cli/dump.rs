@@ -356,10 +356,13 @@ impl<'a> Dumper<'a> {
         }
         // Problems found while decoding are reported after the batch's own line.
         let mut problems = Vec::new();
-        let control = b.control_record().unwrap_or_else(|e| {
-            problems.push(e.to_string());
-            None
-        });
+        // The type is read from the key alone, as Kafka decides a control batch: a barrier whose value
+        // does not parse is still a MIRROR_PID_RESET, and the problem names the batch by its offset.
+        let control_type = klog::log::producer_state::control_record_type(&b);
+        if let Err(e) = b.control_record() {
+            let problem = klog::log::producer_state::control_record_problem(&b);
+            problems.push(problem.unwrap_or_else(|| e.to_string()));
+        }
         let compression = match b.compression() {
             Ok(c) => c.name().to_string(),
             Err(_) => format!("unknown_{}", b.attributes().compression_id()),
@@ -379,7 +382,7 @@ impl<'a> Dumper<'a> {
                 timestamp_type: Some(timestamp_type_json(b.timestamp_type())),
                 is_transactional: b.is_transactional(),
                 is_control: b.is_control(),
-                control_type: control.as_ref().map(|c| c.record_type.json_name()),
+                control_type: control_type.map(|t| t.json_name()),
                 producer_id: Some(b.producer_id()),
                 producer_epoch: Some(b.producer_epoch()),
                 base_sequence: Some(b.base_sequence()),

@@ -83,6 +83,28 @@ impl ControlRecordType {
         }
     }
 
+    /// `ControlRecordType.parse`: the key's version and type. The type alone decides what a control
+    /// record is (a MIRROR_PID_RESET barrier is one whatever its value holds), so it is read apart from
+    /// the value.
+    pub fn parse_key(key: Option<&[u8]>) -> Result<(i16, Self), Corruption> {
+        let key = key.ok_or(Corruption::ControlKey("null control record key"))?;
+        if key.len() < 4 {
+            return Err(Corruption::ControlKey(
+                "control record key shorter than 4 bytes",
+            ));
+        }
+        let key_version = i16::from_be_bytes([key[0], key[1]]);
+        if key_version < 0 {
+            return Err(Corruption::ControlKey(
+                "negative control record key version",
+            ));
+        }
+        Ok((
+            key_version,
+            Self::from_id(i16::from_be_bytes([key[2], key[3]])),
+        ))
+    }
+
     /// The 4-byte control key.
     pub fn key(self) -> [u8; 4] {
         let mut k = [0u8; 4];
@@ -278,19 +300,7 @@ pub struct ControlRecord {
 impl ControlRecord {
     /// `ControlRecordType.parse` then the type's value: key at least 4 bytes with a non-negative version.
     pub fn parse(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<Self, Corruption> {
-        let key = key.ok_or(Corruption::ControlKey("null control record key"))?;
-        if key.len() < 4 {
-            return Err(Corruption::ControlKey(
-                "control record key shorter than 4 bytes",
-            ));
-        }
-        let key_version = i16::from_be_bytes([key[0], key[1]]);
-        if key_version < 0 {
-            return Err(Corruption::ControlKey(
-                "negative control record key version",
-            ));
-        }
-        let record_type = ControlRecordType::from_id(i16::from_be_bytes([key[2], key[3]]));
+        let (key_version, record_type) = ControlRecordType::parse_key(key)?;
         let value = match record_type {
             ControlRecordType::Abort | ControlRecordType::Commit => {
                 let v = value.ok_or(Corruption::ControlValue("null end transaction marker"))?;
