@@ -1642,10 +1642,14 @@ impl PartitionLog {
         if self.read_only || self.closed.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.guarded(|| self.close_inner())?;
-        self.closed.store(true, Ordering::Release);
-        self.claim.lock().unwrap_or_else(|e| e.into_inner()).take();
-        Ok(())
+        let closed = self.guarded(|| self.close_inner());
+        // A log that failed a write cannot close cleanly (nothing since its last good sync is trusted),
+        // but it still lets go of the partition, so the writer can reopen it and recover.
+        if closed.is_ok() || self.is_failed() {
+            self.closed.store(true, Ordering::Release);
+            self.claim.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
+        closed
     }
 
     /// Whether this log was opened read-only ([`PartitionLog::open_read_only`]).

@@ -3,8 +3,6 @@
 //! These change only the metadata's desired states (and the write modes that follow from recorded
 //! states); the [`crate::manager`] drives the partitions towards them.
 
-use std::collections::BTreeSet;
-
 use klog_log::checkpoint::TopicId;
 
 use crate::error::{Error, MirrorError};
@@ -24,6 +22,8 @@ pub(crate) fn create_mirror(node: &Node, name: &str, source: &str) -> Result<(),
     if source.is_empty() {
         return Err(Error::mirror(MirrorError::InvalidRequest, "empty source"));
     }
+    // A DeleteMirror of this name that did not finish must not hand its LMEs to the new mirror.
+    node.tombstone_orphans()?;
     let mut guard = lock(&node.meta);
     if guard.mirrors.contains_key(name) {
         return Err(Error::mirror(
@@ -261,7 +261,8 @@ pub(crate) fn delete_mirror(node: &Node, mirror: &str) -> Result<(), Error> {
         ));
     }
     // Metadata first (the topics become ordinary and writable, the mirror is gone), then the
-    // tombstones. A crash in between leaves records of a mirror that no longer exists; open() drops them.
+    // tombstones. A crash (or a failed write) in between leaves records of a mirror that no longer
+    // exists: the next open and the next CreateMirror tombstone them (`crate::heal`).
     let mut meta = guard.clone();
     meta.mirrors.remove(mirror);
     for t in meta.topics.values_mut() {
@@ -271,27 +272,7 @@ pub(crate) fn delete_mirror(node: &Node, mirror: &str) -> Result<(), Error> {
     }
     node.save_meta(&mut guard, meta)?;
     drop(guard);
-    tombstone_orphans(node)?;
+    node.tombstone_orphans()?;
     node.refresh_write_modes();
-    Ok(())
-}
-
-/// Tombstones `__mirror_state` records of mirrors that no longer exist.
-pub(crate) fn tombstone_orphans(node: &Node) -> Result<(), Error> {
-    let mirrors: Vec<String> = lock(&node.meta).mirrors.keys().cloned().collect();
-    let mut store = lock(&node.store);
-    let orphans: BTreeSet<String> = store
-        .states()
-        .map(|(k, _)| k.mirror.clone())
-        .filter(|m| !mirrors.contains(m))
-        .collect();
-    let mut tombstones = Vec::new();
-    for m in orphans {
-        tombstones.extend(store.tombstones_of(&m));
-    }
-    // LME records of deleted mirrors too.
-    if !tombstones.is_empty() {
-        store.write(tombstones)?;
-    }
     Ok(())
 }

@@ -7,6 +7,8 @@
 //! - [`source`]: the [`MirrorSource`](source::MirrorSource) seam, with [`kafka_source`] (over
 //!   `kafka_wire`, one broker connection) for `kafka://` mirrors;
 //! - [`node`]: a local single-node broker's state (metadata, partition logs, `__mirror_state`, lock);
+//! - `heal`: finishing on a running node what a crash or a failed write interrupted (DeleteMirror's
+//!   tombstones, partition logs reopened with recovery);
 //! - [`topics`] and [`admin`]: topic and mirror administration on a node;
 //! - [`serving`]: a node answering another cluster's mirror fetches ([`LocalSource`]);
 //! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
@@ -18,6 +20,7 @@ pub mod admin;
 pub mod cluster;
 pub mod describe;
 pub mod error;
+mod heal;
 pub mod kafka_source;
 mod kafka_wire;
 pub mod manager;

@@ -257,6 +257,41 @@ impl MirrorStateStore {
         keys
     }
 
+    /// Tombstones for every record (state or LME) of a mirror for which `exists` says no: what a
+    /// DeleteMirror interrupted by a crash left behind.
+    pub fn orphan_tombstones(&self, exists: impl Fn(&str) -> bool) -> Vec<MirrorRecord> {
+        let orphans: std::collections::BTreeSet<&str> = self
+            .states
+            .keys()
+            .chain(self.lmes.keys())
+            .map(|k| k.mirror.as_str())
+            .filter(|m| !exists(m))
+            .collect();
+        orphans
+            .into_iter()
+            .flat_map(|m| self.tombstones_of(m))
+            .collect()
+    }
+
+    /// The partitions whose log failed a write (they refuse writes until reopened).
+    pub fn failed_partitions(&self) -> Vec<usize> {
+        (0..self.partitions.len())
+            .filter(|&p| self.partitions[p].is_failed())
+            .collect()
+    }
+
+    /// Puts a reopened (recovered) log in place of partition `p` and replays it: the cache then holds
+    /// what that partition's log holds after recovery.
+    pub fn replace_partition(&mut self, p: usize, log: Arc<PartitionLog>) -> Result<(), Error> {
+        let n = self.partition_count();
+        let elsewhere = |k: &MirrorKey| k.coordinator_partition(n) as usize != p;
+        self.states.retain(|k, _| elsewhere(k));
+        self.lmes.retain(|k, _| elsewhere(k));
+        self.partitions[p] = log;
+        self.records[p] = self.replay(p)?;
+        Ok(())
+    }
+
     /// Tombstones for every record of `mirror`.
     pub fn tombstones_of(&self, mirror: &str) -> Vec<MirrorRecord> {
         let mut out = Vec::new();

@@ -30,6 +30,7 @@ use crate::node::{lock, Node};
 use crate::records::{MirrorKey, MirrorRecord, PartitionStateValue};
 use crate::source::MirrorSource;
 use crate::state::MirrorState;
+use crate::store::MIRROR_STATE_TOPIC;
 use crate::topics;
 use fetcher::{source_error, FetchOutcome};
 use resolver::Sources;
@@ -196,6 +197,13 @@ impl Manager {
     pub fn tick(&self) -> TickReport {
         let mut report = TickReport::default();
         let now = self.node.clock.now_ms();
+        // `__mirror_state` takes every transition: a partition of it that failed a write is reopened
+        // (with recovery) before anything else, or no state could be recorded again without a restart.
+        if let Err(e) = self.node.heal_store() {
+            report
+                .errors
+                .push((MIRROR_STATE_TOPIC.to_owned(), -1, e.to_string()));
+        }
         self.sync_metadata(now, &mut report);
         for w in self.work() {
             if let Err(e) = self.step(&w, now, &mut report) {
@@ -344,6 +352,8 @@ impl Manager {
         // Otherwise the state's actions run: every tick for MIRRORING (one fetch), and once after open
         // for a recorded state being re-entered (no rewrite: PREPARING truncates again, STOPPING redoes
         // its idempotent steps).
+        // A write of this partition failed earlier (a full disk): reopen it with recovery first.
+        self.node.heal_partition(&w.topic, w.partition)?;
         self.update_runtime(w, |r| r.entered = true);
         match target {
             Preparing => match self
