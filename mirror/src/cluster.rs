@@ -61,13 +61,20 @@ impl Cluster {
     }
 
     /// Opens the cluster in `root`: every partition (recovering them as needed), then `__mirror_state`
-    /// replayed. Mirror partitions re-enter their recorded state on the next `tick`.
+    /// replayed, and a DeleteMirror a crash interrupted finished. Mirror partitions re-enter their
+    /// recorded state on the next `tick`.
     pub fn open(
         storage: Arc<dyn Storage>,
         clock: Arc<dyn Clock>,
         root: &Path,
     ) -> Result<Cluster, Error> {
-        Ok(Cluster::of(Node::open(storage, clock, root)?))
+        let node = Node::open(storage, clock, root)?;
+        if !node.storage().is_read_only() {
+            // A failure here (a full disk) only postpones it: CreateMirror tombstones again before a
+            // mirror name can be reused, and until then nothing looks the orphans up.
+            let _ = node.tombstone_orphans();
+        }
+        Ok(Cluster::of(node))
     }
 
     fn of(node: Node) -> Cluster {

@@ -10,7 +10,8 @@
 //! - `heal`: finishing on a running node what a crash or a failed write interrupted (DeleteMirror's
 //!   tombstones, partition logs reopened with recovery);
 //! - [`topics`] and [`admin`]: topic and mirror administration on a node;
-//! - [`serving`]: a node answering another cluster's mirror fetches ([`LocalSource`]);
+//! - [`serving`]: a node answering another cluster's mirror fetches ([`LocalSource`]), open in this
+//!   process or read from disk through `disk_view` (a refreshed read-only view, no lock);
 //! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
 //!   and FAILED retries, knowing sources only through the seam;
 //! - [`describe`] and [`cluster`]: the public face, [`Cluster`], putting the rest together.
@@ -19,6 +20,7 @@
 pub mod admin;
 pub mod cluster;
 pub mod describe;
+mod disk_view;
 pub mod error;
 mod heal;
 pub mod kafka_source;

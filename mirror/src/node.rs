@@ -215,11 +215,6 @@ impl Node {
             dir_lock: Mutex::new(dir_lock),
         };
         node.refresh_write_modes();
-        if !node.storage.is_read_only() {
-            // Finish a DeleteMirror a crash interrupted. A failure here (a full disk) only postpones
-            // it: CreateMirror does it again before a mirror name can be reused.
-            let _ = node.tombstone_orphans();
-        }
         Ok(node)
     }
 

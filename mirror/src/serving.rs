@@ -1,13 +1,19 @@
-//! Serving as a source: a local node answers the mirror fetcher's requests of another cluster in this
-//! process ([`LocalSource`], behind the same [`MirrorSource`] seam as the `kafka://` source): topic
+//! Serving as a source: a local node answers the mirror fetcher's requests of another cluster
+//! ([`LocalSource`], behind the same [`MirrorSource`] seam as the `kafka://` source): topic
 //! descriptions, consumer fetches with Kafka's leader-epoch fencing and divergence check, ListOffsets,
 //! and the last-mirrored-epoch lookup of a failback (KIP-1279 §2.4).
+//!
+//! The node is either open in this process ([`LocalSource::new`]) or a cluster root read from disk
+//! ([`LocalSource::read`], what `klog mirror run` uses): a reader that takes no lock and follows what
+//! the source's own writer appends (see [`crate::disk_view`]).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use klog_log::checkpoint::TopicId;
 use klog_log::partition_log::PartitionLog;
 
+use crate::disk_view::{DiskView, Need};
 use crate::node::{lock, Node};
 use crate::records::MirrorKey;
 use crate::source::{
@@ -15,40 +21,72 @@ use crate::source::{
 };
 use crate::state::MirrorState;
 
-/// Another klog cluster in this process, as a mirror's source.
+/// Another klog cluster, as a mirror's source.
 pub struct LocalSource {
-    node: Arc<Node>,
+    served: Served,
+}
+
+enum Served {
+    /// A node open in this process (its writer, or a test's).
+    Open(Arc<Node>),
+    /// A cluster root on disk, read without its lock.
+    Disk(DiskView),
 }
 
 impl LocalSource {
+    /// Serves `node`, open in this process.
     pub fn new(node: Arc<Node>) -> Self {
-        LocalSource { node }
+        LocalSource {
+            served: Served::Open(node),
+        }
     }
 
-    /// The node it serves from.
-    pub fn node(&self) -> &Arc<Node> {
-        &self.node
+    /// Serves the cluster in `root` by reading its files: no lock is taken (the source's writer and
+    /// other mirrors of it keep working), its new appends are seen, and a root that goes away and comes
+    /// back is followed.
+    pub fn read(root: &Path) -> Self {
+        LocalSource {
+            served: Served::Disk(DiskView::new(root)),
+        }
     }
 
-    fn serve_topic(&self, name: &str) -> Option<SourceTopic> {
-        let meta = lock(&self.node.meta);
-        let t = meta.topics.get(name)?;
-        Some(SourceTopic {
-            id: TopicId::parse(&t.id)?,
-            partitions: t.partitions,
-        })
+    /// The node as `need` requires it (a view read from disk is refreshed first).
+    fn node(&self, need: Need<'_>) -> Result<Arc<Node>, SourceError> {
+        let node = match &self.served {
+            Served::Open(node) => Arc::clone(node),
+            Served::Disk(view) => view.node(need)?,
+        };
+        node.serving()?;
+        Ok(node)
     }
 
+    fn serve_topic(&self, name: &str) -> Result<Option<SourceTopic>, SourceError> {
+        let node = self.node(Need::Meta)?;
+        let meta = lock(&node.meta);
+        Ok(meta.topics.get(name).and_then(|t| {
+            Some(SourceTopic {
+                id: TopicId::parse(&t.id)?,
+                partitions: t.partitions,
+            })
+        }))
+    }
+
+    /// The partition's log and leader epoch; `offset` is where the caller reads next (see [`Need`]).
     fn served_log(
         &self,
         topic: &str,
         topic_id: TopicId,
         partition: i32,
+        offset: Option<i64>,
     ) -> Result<(Arc<PartitionLog>, i32), SourceError> {
-        self.node.serving()?;
+        let node = self.node(Need::Partition {
+            topic,
+            partition,
+            offset,
+        })?;
         let unknown = || SourceError::UnknownTopicOrPartition(format!("{topic}-{partition}"));
         let epoch = {
-            let meta = lock(&self.node.meta);
+            let meta = lock(&node.meta);
             let t = meta.topics.get(topic).ok_or_else(unknown)?;
             if t.id != topic_id.to_string() {
                 return Err(unknown());
@@ -57,13 +95,18 @@ impl LocalSource {
                 .get(partition as usize)
                 .ok_or_else(unknown)?
         };
-        let log = self.node.log(topic, partition).ok_or_else(unknown)?;
+        let log = node.log(topic, partition).ok_or_else(unknown)?;
         Ok((log, epoch))
     }
 
     /// A consumer fetch, with Kafka's leader-epoch fencing and divergence check.
     fn serve_fetch(&self, req: &FetchRequest) -> Result<FetchResponse, SourceError> {
-        let (log, leader_epoch) = self.served_log(&req.topic, req.topic_id, req.partition)?;
+        let (log, leader_epoch) = self.served_log(
+            &req.topic,
+            req.topic_id,
+            req.partition,
+            Some(req.fetch_offset),
+        )?;
         if req.current_leader_epoch < leader_epoch {
             return Err(SourceError::FencedLeaderEpoch { leader_epoch });
         }
@@ -119,7 +162,7 @@ impl LocalSource {
         topic_id: TopicId,
         partition: i32,
     ) -> Result<(i64, i64), SourceError> {
-        let (log, _) = self.served_log(topic, topic_id, partition)?;
+        let (log, _) = self.served_log(topic, topic_id, partition, None)?;
         Ok((log.log_start_offset(), log.high_watermark()))
     }
 
@@ -132,8 +175,8 @@ impl LocalSource {
         topic_id: TopicId,
         partition: i32,
     ) -> Result<i32, SourceError> {
-        self.node.serving()?;
-        let meta = lock(&self.node.meta);
+        let node = self.node(Need::State)?;
+        let meta = lock(&node.meta);
         let Some((_, t)) = meta
             .topics
             .iter()
@@ -157,7 +200,7 @@ impl LocalSource {
             topic_id,
             partition,
         };
-        let store = lock(&self.node.store);
+        let store = lock(&node.store);
         let state = store.state(&key).map(|s| s.value.state);
         if state != Some(MirrorState::Stopped) {
             return Err(SourceError::Refused(format!(
@@ -173,17 +216,18 @@ impl LocalSource {
 
 impl MirrorSource for LocalSource {
     fn describe(&self) -> String {
-        self.node.root().display().to_string()
+        match &self.served {
+            Served::Open(node) => node.root().display().to_string(),
+            Served::Disk(view) => view.root().display().to_string(),
+        }
     }
 
     fn cluster_id(&self) -> Result<String, SourceError> {
-        self.node.serving()?;
-        Ok(self.node.cluster_id())
+        Ok(self.node(Need::Meta)?.cluster_id())
     }
 
     fn topic(&self, name: &str) -> Result<Option<SourceTopic>, SourceError> {
-        self.node.serving()?;
-        Ok(self.serve_topic(name))
+        self.serve_topic(name)
     }
 
     fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError> {

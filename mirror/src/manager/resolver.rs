@@ -1,8 +1,10 @@
 //! How a mirror finds its source: `kafka://` sources as a [`KafkaSource`], anything else as a local
-//! cluster root served by a [`LocalSource`], or whatever a registered factory (tests) returns. A source
+//! cluster root read from disk by a [`LocalSource`] (a reader: no lock, so the source's own writer
+//! and other mirrors of it keep working), or whatever a registered factory (tests) returns. A source
 //! is connected on first use; its cluster id is learned then and checked on every later connect.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::kafka_source::{KafkaSource, KAFKA_SCHEME};
@@ -20,8 +22,6 @@ pub type SourceFactory =
 struct Connections {
     connected: BTreeMap<String, Arc<dyn MirrorSource>>,
     factory: Option<SourceFactory>,
-    /// Local nodes opened here as sources (closed with the destination).
-    owned: Vec<Arc<Node>>,
 }
 
 /// The connected sources of one destination's mirrors.
@@ -50,16 +50,9 @@ impl Sources {
         lock(&self.inner).connected.remove(mirror);
     }
 
-    /// Closes the local sources opened here.
+    /// Drops every connection (a local source is a reader: there is nothing to close).
     pub(crate) fn close(&self) -> Result<(), crate::Error> {
-        let owned = {
-            let mut c = lock(&self.inner);
-            c.connected.clear();
-            std::mem::take(&mut c.owned)
-        };
-        for node in owned {
-            node.close()?;
-        }
+        lock(&self.inner).connected.clear();
         Ok(())
     }
 
@@ -89,11 +82,7 @@ impl Sources {
             None if mirror_meta.source.starts_with(KAFKA_SCHEME) => {
                 Arc::new(KafkaSource::new(&mirror_meta.source)?)
             }
-            None => {
-                let local = open_local_source(&mirror_meta, node.storage().is_read_only())?;
-                lock(&self.inner).owned.push(Arc::clone(&local));
-                Arc::new(LocalSource::new(local))
-            }
+            None => Arc::new(LocalSource::read(Path::new(&mirror_meta.source))),
         };
         let id = source.cluster_id()?;
         if id == node.cluster_id() {
@@ -124,19 +113,4 @@ impl Sources {
             .insert(mirror.to_owned(), Arc::clone(&source));
         Ok(source)
     }
-}
-
-/// A local source cluster, opened as a writer (it serves fetches and LME lookups from its own state), or
-/// read-only when the destination itself was opened read-only (`klog mirror describe`).
-fn open_local_source(meta: &MirrorMeta, read_only: bool) -> Result<Arc<Node>, SourceError> {
-    let root = std::path::Path::new(&meta.source);
-    let std: Arc<dyn klog_log::io::Storage> = Arc::new(klog_log::io::StdStorage);
-    let storage = if read_only {
-        klog_log::partition_log::read_only_view(std)
-    } else {
-        std
-    };
-    let node = Node::open(storage, Arc::new(klog_log::clock::SystemClock), root)
-        .map_err(|e| SourceError::Unavailable(format!("{}: {e}", meta.source)))?;
-    Ok(Arc::new(node))
 }
