@@ -15,7 +15,9 @@
 //! - `__mirror_state` changed, when an LME is asked for: the whole view again (PREPARING only).
 //!
 //! A fetch round that finds nothing changed costs one `stat` of `cluster.json`, one directory listing
-//! and two `stat`s. A root that is gone (moved away, unmounted) is reported as an unavailable source
+//! and two `stat`s. A refresh beside a writer that is still open rescans the source's active segment
+//! (bounded by its `segment.bytes`); one that took long holds the next refresh of that partition off
+//! for four times as long, so refreshing never takes more than a fifth of the fetcher's time. A root that is gone (moved away, unmounted) is reported as an unavailable source
 //! and forgotten; when it is back the view is opened again, and a root that now holds another cluster
 //! is refused.
 
@@ -23,7 +25,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use klog_log::checkpoint::{CLEAN_SHUTDOWN_FILE, LEADER_EPOCH_CHECKPOINT};
 use klog_log::clock::SystemClock;
@@ -72,7 +74,15 @@ struct View {
     meta: FileStamp,
     state: Vec<DirStamp>,
     partitions: BTreeMap<(String, i32), DirStamp>,
+    /// A partition whose last refresh was expensive is not refreshed again before this.
+    not_before: BTreeMap<(String, i32), Instant>,
 }
+
+/// A refresh that took longer than this holds the next one off for [`REFRESH_SPACING`] times as long,
+/// so refreshing takes at most a fifth of the fetcher's time beside a writer with a large active
+/// segment (cheaper refreshes, the usual case, are never held off).
+const EXPENSIVE_REFRESH: Duration = Duration::from_millis(50);
+const REFRESH_SPACING: u32 = 4;
 
 /// The refreshed read-only view of one cluster root.
 pub(crate) struct DiskView {
@@ -219,6 +229,7 @@ impl DiskView {
             meta,
             state,
             partitions,
+            not_before: BTreeMap::new(),
         })
     }
 
@@ -242,6 +253,10 @@ impl DiskView {
         if view.partitions.get(&key) == Some(&now) {
             return Ok(());
         }
+        let started = Instant::now();
+        if view.not_before.get(&key).is_some_and(|t| started < *t) {
+            return Ok(()); // the new data is served by a later fetch
+        }
         let config = view
             .node
             .topic(topic)
@@ -262,7 +277,14 @@ impl DiskView {
                 .map_err(|e| unavailable(&dir, "reading the partition", e))?;
         log.update_high_watermark(log.log_end_offset());
         lock(&view.node.logs).insert(key.clone(), Arc::new(log));
-        view.partitions.insert(key, now);
+        view.partitions.insert(key.clone(), now);
+        let took = started.elapsed();
+        if took > EXPENSIVE_REFRESH {
+            view.not_before
+                .insert(key, Instant::now() + took * REFRESH_SPACING);
+        } else {
+            view.not_before.remove(&key);
+        }
         Ok(())
     }
 }
