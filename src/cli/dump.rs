@@ -356,7 +356,7 @@ impl<'a> Dumper<'a> {
         }
         // Problems found while decoding are reported after the batch's own line.
         let mut problems = Vec::new();
-        let control = b.control_record().unwrap_or_else(|e| {
+        let control = control_record(&b).unwrap_or_else(|e| {
             problems.push(e.to_string());
             None
         });
@@ -657,6 +657,15 @@ impl<'a> Dumper<'a> {
         }
         writeln!(out)
     }
+}
+
+/// The batch's control record; none for a control batch the log cleaner emptied (it keeps the batch for
+/// its producer state), which Kafka's dump prints like any other.
+fn control_record(b: &RecordBatch<'_>) -> Result<Option<ControlRecord>, klog::log::Error> {
+    if b.is_control() && b.records_count() == 0 {
+        return Ok(None);
+    }
+    b.control_record()
 }
 
 fn control_text(c: &ControlRecord) -> String {
