@@ -38,6 +38,8 @@ pub struct DumpArgs {
     /// directories); implies --print-data-log.
     #[arg(long)]
     mirror_state_decoder: bool,
+    #[command(flatten)]
+    coordinator: super::dump_coordinator::DecoderArgs,
     /// Files to dump: `.log` segments, `.bin` files of concatenated batches, `.index`, `.timeindex`,
     /// `.txnindex`, `leader-epoch-checkpoint`, the log directory's offset checkpoints, `partition.metadata`.
     #[arg(required = true)]
@@ -52,6 +54,7 @@ impl DumpArgs {
             print_data_log: false,
             index_sanity_check: false,
             mirror_state_decoder: false,
+            coordinator: Default::default(),
             files,
         }
     }
@@ -152,6 +155,7 @@ fn segment_base_offset(path: &Path) -> Option<i64> {
 struct Dumper<'a> {
     args: &'a DumpArgs,
     mirror_state: bool,
+    coordinator: Option<klog::log::coordinator::Coordinator>,
     deep: bool,
     path: &'a Path,
     scratch: Vec<u8>,
@@ -197,6 +201,9 @@ struct RecordJson {
     /// The decoded `__mirror_state` record (`{"key": ..., "payload": ...}`) with the decoder on.
     #[serde(skip_serializing_if = "Option::is_none")]
     mirror_state: Option<serde_json::Value>,
+    /// The decoded `__consumer_offsets` / `__transaction_state` record with a coordinator decoder on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coordinator: Option<super::dump_coordinator::CoordinatorJson>,
 }
 
 #[derive(Serialize)]
@@ -240,11 +247,14 @@ impl<'a> Dumper<'a> {
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with("__mirror_state-"));
-        let mirror_state = args.mirror_state_decoder || in_state_dir;
+        let mirror_state =
+            args.mirror_state_decoder || (in_state_dir && !args.coordinator.no_decoder);
+        let coordinator = args.coordinator.coordinator_for(path);
         Dumper {
             args,
             mirror_state,
-            deep: args.deep || args.print_data_log || mirror_state,
+            coordinator,
+            deep: args.deep || args.print_data_log || mirror_state || coordinator.is_some(),
             path,
             scratch: Vec::new(),
             clean: true,
@@ -458,6 +468,11 @@ impl<'a> Dumper<'a> {
                             if self.mirror_state && !b.is_control() {
                                 j.mirror_state = Some(mirror_state_json(&r));
                             }
+                            if let Some(c) = self.coordinator.filter(|_| !b.is_control()) {
+                                let decoded = super::dump_coordinator::decode(c, &r);
+                                problems.extend(decoded.problem(r.offset));
+                                j.coordinator = Some(decoded.json());
+                            }
                             json.push(j);
                         }
                         Err(e) => problems.push(e.to_string()),
@@ -500,7 +515,7 @@ impl<'a> Dumper<'a> {
             match r {
                 Ok(r) => {
                     self.note_record_offset(r.offset);
-                    self.record_text(b, &r, out)?;
+                    self.record_text(b, &r, problems, out)?;
                 }
                 Err(e) => problems.push(e.to_string()),
             }
@@ -512,6 +527,7 @@ impl<'a> Dumper<'a> {
         &self,
         b: &RecordBatch<'_>,
         r: &Record<'_>,
+        problems: &mut Vec<String>,
         out: &mut impl Write,
     ) -> anyhow::Result<()> {
         let header_keys: Vec<String> = r
@@ -535,6 +551,10 @@ impl<'a> Dumper<'a> {
                 Ok(c) => write!(out, "{}", control_text(&c))?,
                 Err(e) => write!(out, " controlError: {e}")?,
             }
+        } else if let Some(c) = self.coordinator {
+            let decoded = super::dump_coordinator::decode(c, r);
+            problems.extend(decoded.problem(r.offset));
+            write!(out, "{}", decoded.kafka_text(r.offset))?;
         } else if self.mirror_state {
             let decoded = mirror_state_json(r);
             match (decoded.get("key"), decoded.get("payload")) {
@@ -697,6 +717,7 @@ fn record_json(r: &Record<'_>) -> RecordJson {
             })
             .collect(),
         mirror_state: None,
+        coordinator: None,
     }
 }
 
@@ -716,5 +737,6 @@ fn legacy_record_json(r: &LegacyRecord<'_>) -> RecordJson {
         value: hex(r.value),
         headers: Vec::new(),
         mirror_state: None,
+        coordinator: None,
     }
 }

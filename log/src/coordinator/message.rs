@@ -134,8 +134,12 @@ impl<'a> Reader<'a> {
         Ok(usize::try_from(n).ok())
     }
 
-    fn null_or_fail(&self, field: &'static Field) -> Result<Value, FieldError> {
-        if field.nullable.contains(self.version) {
+    fn null_or_fail(
+        &self,
+        field: &'static Field,
+        ty: &'static FieldType,
+    ) -> Result<Value, FieldError> {
+        if nullable(field, ty, self.version) {
             Ok(Value::Null)
         } else {
             self.fail(field, FieldCorruption::NullNotNullable)
@@ -191,7 +195,7 @@ impl<'a> Reader<'a> {
                     flexible: true,
                     version: self.version,
                 };
-                let value = sub.read(f, &f.ty).map_err(|mut e| {
+                let value = sub.read_tagged_value(f).map_err(|mut e| {
                     e.position += start;
                     e
                 })?;
@@ -201,6 +205,21 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(())
+    }
+
+    /// A tagged field's data. A tagged struct carries its own presence as a varint (0: null), where an
+    /// untagged nullable struct has a byte, as Kafka's generated readers do.
+    fn read_tagged_value(&mut self, f: &'static Field) -> Result<Value, FieldError> {
+        match &f.ty {
+            FieldType::Struct(fields) => {
+                if self.uvarint(f)? == 0 {
+                    Ok(Value::Null)
+                } else {
+                    Ok(Value::Struct(self.read_struct(fields)?))
+                }
+            }
+            ty => self.read(f, ty),
+        }
     }
 
     fn read(&mut self, f: &'static Field, ty: &'static FieldType) -> Result<Value, FieldError> {
@@ -215,18 +234,18 @@ impl<'a> Reader<'a> {
                 Value::Uuid(b.try_into().expect("16 bytes taken"))
             }
             FieldType::String => match self.length(f, 2)? {
-                None => self.null_or_fail(f)?,
+                None => self.null_or_fail(f, ty)?,
                 Some(n) if n > i16::MAX as usize => {
                     return self.fail(f, FieldCorruption::InvalidLength(n as i64))
                 }
                 Some(n) => Value::String(String::from_utf8_lossy(self.take(f, n)?).into_owned()),
             },
             FieldType::Bytes => match self.length(f, 4)? {
-                None => self.null_or_fail(f)?,
+                None => self.null_or_fail(f, ty)?,
                 Some(n) => Value::Bytes(self.take(f, n)?.to_vec()),
             },
             FieldType::Struct(fields) => {
-                if f.nullable.contains(self.version) && self.int(f, 1)? < 0 {
+                if nullable(f, ty, self.version) && self.int(f, 1)? < 0 {
                     Value::Null
                 } else {
                     Value::Struct(self.read_struct(fields)?)
@@ -242,7 +261,7 @@ impl<'a> Reader<'a> {
         inner: &'static FieldType,
     ) -> Result<Value, FieldError> {
         let Some(n) = self.length(f, 4)? else {
-            return self.null_or_fail(f);
+            return self.null_or_fail(f, &f.ty);
         };
         let remaining = self.buf.len() - self.pos;
         if n > remaining {
@@ -262,18 +281,25 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The value a field has when it is absent (a tagged field not written).
+/// Whether `ty`, the field's own type (not an element of its array), may be null at `version`.
+fn nullable(f: &Field, ty: &FieldType, version: i16) -> bool {
+    std::ptr::eq(ty, &f.ty) && f.nullable.contains(version)
+}
+
+/// The value a field has when it is absent (a tagged field not written). A struct's is a struct of its
+/// fields' defaults even when it declares `null`: Kafka's generated code reads an absent tagged struct
+/// so, writes and prints one only when it differs from that, and writes and prints a null one.
 pub fn default_value(f: &Field) -> Value {
     match (f.default, &f.ty) {
+        (_, FieldType::Struct(fields)) => Value::Struct(Struct {
+            fields: fields.iter().map(|g| (g, default_value(g))).collect(),
+        }),
         (Default::Null, _) => Value::Null,
         (Default::Int(i), _) => Value::Int(i),
         (Default::Zero, FieldType::String) => Value::String(String::new()),
         (Default::Zero, FieldType::Bytes) => Value::Bytes(Vec::new()),
         (Default::Zero, FieldType::Uuid) => Value::Uuid([0; 16]),
         (Default::Zero, FieldType::Array(_)) => Value::Array(Vec::new()),
-        (Default::Zero, FieldType::Struct(fields)) => Value::Struct(Struct {
-            fields: fields.iter().map(|g| (g, default_value(g))).collect(),
-        }),
         (Default::Zero, _) => Value::Int(0),
     }
 }
@@ -334,7 +360,7 @@ impl Writer {
                         flexible: true,
                         version: self.version,
                     };
-                    sub.write(f, &f.ty, v)?;
+                    sub.write_tagged_value(f, v)?;
                     tagged.push((f.tag?, sub.out));
                 }
             } else {
@@ -353,9 +379,21 @@ impl Writer {
         Some(())
     }
 
+    fn write_tagged_value(&mut self, f: &Field, v: &Value) -> Option<()> {
+        match (&f.ty, v) {
+            (FieldType::Struct(_), Value::Null) => put_uvarint(&mut self.out, 0),
+            (FieldType::Struct(_), Value::Struct(s)) => {
+                put_uvarint(&mut self.out, 1);
+                self.write_struct(s)?;
+            }
+            (ty, v) => self.write(f, ty, v)?,
+        }
+        Some(())
+    }
+
     fn write(&mut self, f: &Field, ty: &FieldType, v: &Value) -> Option<()> {
         if *v == Value::Null {
-            if !f.nullable.contains(self.version) {
+            if !nullable(f, ty, self.version) {
                 return None;
             }
             return match ty {
@@ -393,7 +431,7 @@ impl Writer {
                 self.out.extend_from_slice(b);
             }
             (FieldType::Struct(_), Value::Struct(s)) => {
-                if f.nullable.contains(self.version) {
+                if nullable(f, ty, self.version) {
                     self.out.push(1);
                 }
                 self.write_struct(s)?;
@@ -475,6 +513,30 @@ mod tests {
                 let again = encode(schema, version, &s).expect("a decoded struct encodes");
                 proptest::prop_assert_eq!(decode(schema, version, &again).unwrap(), s);
             }
+        }
+    }
+
+    /// A tagged nullable struct (ConsumerGroupMemberMetadataValue.classicMemberMetadata), as Kafka 4.4's
+    /// generated code handles it: absent is a struct of defaults (left out of the JSON), present with a
+    /// zero varint is null (printed as null), and each writes back as it was read.
+    #[test]
+    fn a_tagged_struct_is_absent_null_or_present() {
+        let schema = &super::super::schemas::CONSUMER_GROUP_MEMBER_METADATA_VALUE;
+        // instanceId null, rackId null, clientId "c", clientHost "h", topics ["t"], regex null,
+        // rebalanceTimeoutMs 5, serverAssignor null; then the tagged section.
+        let fixed = [0u8, 0, 2, b'c', 2, b'h', 2, 2, b't', 0, 0, 0, 0, 5, 0];
+        let absent = [&fixed[..], &[0]].concat();
+        let null = [&fixed[..], &[1, 0, 1, 0]].concat();
+        let present = [&fixed[..], &[1, 0, 7, 1, 0, 0, 0, 9, 1, 0]].concat();
+        let json = |b: &[u8]| to_json(&decode(schema, 0, b).unwrap(), 0).to_string();
+        assert!(!json(&absent).contains("classicMemberMetadata"));
+        assert!(json(&null).ends_with(r#""serverAssignor":null,"classicMemberMetadata":null}"#));
+        assert!(json(&present).ends_with(
+            r#""classicMemberMetadata":{"sessionTimeoutMs":9,"supportedProtocols":[]}}"#
+        ));
+        for bytes in [absent, null, present] {
+            let s = decode(schema, 0, &bytes).unwrap();
+            assert_eq!(encode(schema, 0, &s).unwrap(), bytes);
         }
     }
 

@@ -96,8 +96,8 @@ impl OffsetCommitKey {
 }
 
 impl OffsetCommitValue {
-    /// The value at `version` (0..=4): fields the version lacks are left out, as Kafka's writer does
-    /// (Kafka 4.x writes 3, or 1 when an expire timestamp is set, or 4 with a topic id).
+    /// The value at `version` (0..=4): fields the version lacks are left out, as Kafka's writer does.
+    /// Kafka 4.x writes version 4 (Kafka 4.4 with the topic id), 1 for a commit with an expire timestamp.
     pub fn encode(&self, version: i16) -> Result<Vec<u8>, Error> {
         if !OFFSET_COMMIT_VALUE.valid.contains(version) {
             return Err(Error::InvalidInput("OffsetCommitValue has versions 0 to 4"));

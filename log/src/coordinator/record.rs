@@ -127,13 +127,23 @@ impl CoordinatorRecord {
         ])
     }
 
-    /// The value's fields as Kafka's JSON (`None` for a tombstone). A classic consumer group's member
-    /// subscriptions and assignments are decoded (Kafka's dump does the same), other bytes are base64.
+    /// The value's fields as Kafka's JSON (`None` for a tombstone). As in Kafka's dump, a classic consumer
+    /// group's member subscriptions and assignments are decoded (other bytes are base64), and a
+    /// transaction's status is its state's name.
     pub fn value_data_json(&self) -> Option<Json> {
         let (version, schema, s) = self.value.as_ref()?;
         let mut json = to_json(s, *version);
         if schema.name == "GroupMetadataValue" && s.string("protocolType") == Some("consumer") {
             decode_consumer_protocol(s, &mut json);
+        }
+        if schema.name == "TransactionLogValue" {
+            if let (Some(id), Some(slot)) = (
+                s.int("transactionStatus"),
+                json_member_mut(&mut json, "transactionStatus"),
+            ) {
+                let name = super::transactions::transaction_state_name(id as i8);
+                *slot = Json::String(name.map_or_else(|| id.to_string(), str::to_string));
+            }
         }
         Some(json)
     }
