@@ -333,3 +333,78 @@ fn every_older_version_decodes_as_kafka_decodes_it() {
         assert_same_lines(&ttext, &kafka, "__transaction_state, every version");
     }
 }
+
+/// CRC-32 (IEEE), the legacy message checksum.
+fn crc32_ieee(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A magic-1 message (an old broker's `__consumer_offsets` segment holds these), uncompressed.
+fn legacy_v1_message(offset: i64, key: &[u8], value: Option<&[u8]>) -> Vec<u8> {
+    let mut body = vec![1u8, 0]; // magic 1, attributes: no codec, CreateTime
+    body.extend(i64b(1_500_000_000_000 + offset));
+    body.extend(b(key));
+    match value {
+        Some(v) => body.extend(b(v)),
+        None => body.extend(NULL_BYTES),
+    }
+    let crc = crc32_ieee(&body);
+    [
+        i64b(offset),
+        i32b(4 + body.len() as i32),
+        crc.to_be_bytes().to_vec(),
+        body,
+    ]
+    .concat()
+}
+
+#[test]
+fn an_old_brokers_message_set_decodes_as_kafka_decodes_it() {
+    let dir = scratch_dir("cli-dump-coordinator-legacy");
+    let key = [i16b(1), s("old-group"), s("orders"), i32b(0)].concat();
+    let value = [
+        i16b(1),
+        i64b(17),
+        s(""),
+        i64b(1_500_000_000_000),
+        i64b(1_500_086_400_000),
+    ]
+    .concat();
+    let bytes = [
+        legacy_v1_message(0, &key, Some(&value)),
+        legacy_v1_message(
+            1,
+            &[i16b(2), s("old-group")].concat(),
+            Some(&group_metadata_value(0, "consumer")),
+        ),
+        legacy_v1_message(2, &key, None),
+    ]
+    .concat();
+    let file = segment(&dir, "__consumer_offsets-7", &bytes);
+    let out = klog_dump(&file, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains(r#"isValid: true crc: "#) && text.contains(r#"payload: {"version":"1","data":{"offset":17,"metadata":"","commitTimestamp":1500000000000,"expireTimestamp":1500086400000}}"#), "{text}");
+    assert!(text.contains(" payload: <DELETE>"), "{text}");
+    let json = stdout(&klog_dump(&file, &["--json"]));
+    assert_eq!(
+        json.matches(r#""coordinator":{"record_type":"#).count(),
+        3,
+        "{json}"
+    );
+    if kafka_available() {
+        let kafka = dump_log(std::slice::from_ref(&file), &["--offsets-decoder"]);
+        assert_same_lines(&text, &kafka, "a magic-1 __consumer_offsets segment");
+    }
+}

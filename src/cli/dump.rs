@@ -469,7 +469,8 @@ impl<'a> Dumper<'a> {
                                 j.mirror_state = Some(mirror_state_json(&r));
                             }
                             if let Some(c) = self.coordinator.filter(|_| !b.is_control()) {
-                                let decoded = super::dump_coordinator::decode(c, &r);
+                                let decoded =
+                                    super::dump_coordinator::decode(c, r.offset, r.key, r.value);
                                 problems.extend(decoded.problem(r.offset));
                                 j.coordinator = Some(decoded.json());
                             }
@@ -552,7 +553,7 @@ impl<'a> Dumper<'a> {
                 Err(e) => write!(out, " controlError: {e}")?,
             }
         } else if let Some(c) = self.coordinator {
-            let decoded = super::dump_coordinator::decode(c, r);
+            let decoded = super::dump_coordinator::decode(c, r.offset, r.key, r.value);
             problems.extend(decoded.problem(r.offset));
             write!(out, "{}", decoded.kafka_text(r.offset))?;
         } else if self.mirror_state {
@@ -579,6 +580,7 @@ impl<'a> Dumper<'a> {
             self.clean = false;
         }
         let mut scratch = std::mem::take(&mut self.scratch);
+        let mut problems = Vec::new();
         let records = match e.records(&mut scratch) {
             Ok(r) => Some(r),
             Err(err) => {
@@ -616,7 +618,13 @@ impl<'a> Dumper<'a> {
                 base_timestamp: None,
                 max_timestamp: e.timestamp,
                 records: if self.deep {
-                    Some(records.iter().flatten().map(legacy_record_json).collect())
+                    Some(
+                        records
+                            .iter()
+                            .flatten()
+                            .map(|r| self.legacy_record_json(r, &mut problems))
+                            .collect(),
+                    )
                 } else {
                     None
                 },
@@ -643,11 +651,14 @@ impl<'a> Dumper<'a> {
             if self.deep {
                 for r in records.iter().flatten() {
                     self.note_record_offset(r.offset);
-                    self.legacy_record_text(ts_type, r, out)?;
+                    self.legacy_record_text(ts_type, r, &mut problems, out)?;
                 }
             }
         }
         self.scratch = scratch;
+        for p in problems {
+            self.error(p, e.position(), out)?;
+        }
         Ok(())
     }
 
@@ -655,6 +666,7 @@ impl<'a> Dumper<'a> {
         &self,
         ts_type: &str,
         r: &LegacyRecord<'_>,
+        problems: &mut Vec<String>,
         out: &mut impl Write,
     ) -> io::Result<()> {
         write!(
@@ -667,7 +679,11 @@ impl<'a> Dumper<'a> {
             r.value.map_or(-1, |v| v.len() as i64),
             r.crc
         )?;
-        if self.args.print_data_log {
+        if let Some(c) = self.coordinator {
+            let decoded = super::dump_coordinator::decode(c, r.offset, r.key, r.value);
+            problems.extend(decoded.problem(r.offset));
+            write!(out, "{}", decoded.kafka_text(r.offset))?;
+        } else if self.args.print_data_log {
             if let Some(k) = r.key {
                 write!(out, " key: {}", String::from_utf8_lossy(k))?;
             }
@@ -676,6 +692,16 @@ impl<'a> Dumper<'a> {
             }
         }
         writeln!(out)
+    }
+
+    fn legacy_record_json(&self, r: &LegacyRecord<'_>, problems: &mut Vec<String>) -> RecordJson {
+        let mut j = legacy_record_json(r);
+        if let Some(c) = self.coordinator {
+            let decoded = super::dump_coordinator::decode(c, r.offset, r.key, r.value);
+            problems.extend(decoded.problem(r.offset));
+            j.coordinator = Some(decoded.json());
+        }
+        j
     }
 }
 

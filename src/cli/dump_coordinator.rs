@@ -12,7 +12,6 @@ use clap::Args;
 use klog::log::coordinator::{
     to_json, Coordinator, CoordinatorCorruption, CoordinatorRecord, Json,
 };
-use klog::log::format::Record;
 use klog::log::topic_partition::{parse_partition_dir_name, PartitionDirName};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
@@ -68,24 +67,30 @@ pub enum Decoded {
     },
 }
 
-pub fn decode(coordinator: Coordinator, r: &Record<'_>) -> Decoded {
-    match CoordinatorRecord::decode(coordinator, r.key, r.value) {
+/// Decodes a record (of a v2 batch or a legacy message set: Kafka's dump decodes both).
+pub fn decode(
+    coordinator: Coordinator,
+    offset: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> Decoded {
+    match CoordinatorRecord::decode(coordinator, key, value) {
         Ok(rec) => Decoded::Record(Box::new(rec)),
         Err(klog::log::Error::CorruptCoordinatorRecord(CoordinatorCorruption::UnknownRecordType(
             t,
         ))) => Decoded::UnknownType(t),
         Err(klog::log::Error::CorruptCoordinatorRecord(CoordinatorCorruption::MissingKey)) => {
             Decoded::Error {
-                kafka: format!("Failed to decode message at offset {} using the specified decoder (message had a missing key)", r.offset),
+                kafka: format!("Failed to decode message at offset {} using the specified decoder (message had a missing key)", offset),
                 klog: CoordinatorCorruption::MissingKey.to_string(),
             }
         }
         Err(klog::log::Error::CorruptCoordinatorRecord(c)) => Decoded::Error {
-            kafka: format!("Error at offset {}, skipping. {}", r.offset, c.kafka_message()),
+            kafka: format!("Error at offset {}, skipping. {}", offset, c.kafka_message()),
             klog: c.to_string(),
         },
         Err(other) => Decoded::Error {
-            kafka: format!("Error at offset {}, skipping. {other}", r.offset),
+            kafka: format!("Error at offset {}, skipping. {other}", offset),
             klog: other.to_string(),
         },
     }
