@@ -69,6 +69,9 @@ pub fn all() -> Vec<Seed> {
     for (name, bytes) in builder_inputs() {
         add("builder_roundtrip", &name, bytes);
     }
+    for (name, bytes) in coordinator_records() {
+        add("coordinator_record", &name, bytes);
+    }
     seeds
 }
 
@@ -585,5 +588,56 @@ fn builder_inputs() -> Vec<(String, Vec<u8>)> {
     v.extend_from_slice(&0u16.to_be_bytes());
     v.push(0);
     out.push(("delete_horizon_deltas".into(), v));
+    out
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// coordinator records
+// ---------------------------------------------------------------------------------------------------------
+
+/// `flags | key length | key | value` for the coordinator_record target: offset commits at every value
+/// version, a tombstone, and a transaction log record.
+fn coordinator_records() -> Vec<(String, Vec<u8>)> {
+    use klog_log::coordinator::{OffsetCommitKey, OffsetCommitValue};
+    let input =
+        |flags: u8, key: &[u8], value: &[u8]| [&[flags, key.len() as u8][..], key, value].concat();
+    let key = OffsetCommitKey {
+        group: "group".into(),
+        topic: "orders".into(),
+        partition: 3,
+    }
+    .encode()
+    .expect("a short key encodes");
+    let value = OffsetCommitValue {
+        offset: 42,
+        leader_epoch: 5,
+        metadata: "meta".into(),
+        commit_timestamp: T0,
+        expire_timestamp: T0 + 1000,
+        topic_id: Some([7; 16]),
+    };
+    let mut out: Vec<(String, Vec<u8>)> = (0..=4)
+        .map(|v| {
+            let bytes = value.encode(v).expect("a valid version encodes");
+            (format!("offset-commit-v{v}"), input(0, &key, &bytes))
+        })
+        .collect();
+    out.push(("offset-commit-tombstone".into(), input(0x02, &key, &[])));
+    // TransactionLogValue v1: producer 1000 epoch 2, 60 s, Ongoing, orders [0], timestamps, one tag.
+    let txn_key = [&[0u8, 0, 0, 4][..], b"tx-1"].concat();
+    let mut txn_value = vec![0u8, 1];
+    txn_value.extend_from_slice(&1000i64.to_be_bytes());
+    txn_value.extend_from_slice(&2i16.to_be_bytes());
+    txn_value.extend_from_slice(&60_000i32.to_be_bytes());
+    txn_value.extend_from_slice(&[1, 2, 7]);
+    txn_value.extend_from_slice(b"orders");
+    txn_value.extend_from_slice(&[2, 0, 0, 0, 0, 0]);
+    txn_value.extend_from_slice(&T0.to_be_bytes());
+    txn_value.extend_from_slice(&T0.to_be_bytes());
+    txn_value.extend_from_slice(&[1, 2, 2, 0, 2]);
+    out.push((
+        "transaction-log-v1".into(),
+        input(0x01, &txn_key, &txn_value),
+    ));
     out
 }

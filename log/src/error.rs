@@ -38,6 +38,9 @@ pub enum Error {
         line: usize,
         reason: String,
     },
+    /// A `__consumer_offsets` or `__transaction_state` record that does not decode under Kafka's schemas.
+    #[error("corrupt coordinator record: {0}")]
+    CorruptCoordinatorRecord(#[from] crate::coordinator::CoordinatorCorruption),
     /// Another process (or another writer in this one) holds the log directory's `.lock`: one writer per
     /// log directory, as Kafka's `LogManager` enforces. Readers open without it.
     #[error(

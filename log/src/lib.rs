@@ -8,6 +8,7 @@
 pub mod checkpoint;
 pub mod clock;
 pub mod config;
+pub mod coordinator;
 pub mod dir_lock;
 pub mod error;
 pub mod format;

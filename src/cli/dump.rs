@@ -38,6 +38,8 @@ pub struct DumpArgs {
     /// directories); implies --print-data-log.
     #[arg(long)]
     mirror_state_decoder: bool,
+    #[command(flatten)]
+    coordinator: super::dump_coordinator::DecoderArgs,
     /// Files to dump: `.log` segments, `.bin` files of concatenated batches, `.index`, `.timeindex`,
     /// `.txnindex`, `leader-epoch-checkpoint`, the log directory's offset checkpoints, `partition.metadata`.
     #[arg(required = true)]
@@ -52,6 +54,7 @@ impl DumpArgs {
             print_data_log: false,
             index_sanity_check: false,
             mirror_state_decoder: false,
+            coordinator: Default::default(),
             files,
         }
     }
@@ -152,6 +155,7 @@ fn segment_base_offset(path: &Path) -> Option<i64> {
 struct Dumper<'a> {
     args: &'a DumpArgs,
     mirror_state: bool,
+    coordinator: Option<klog::log::coordinator::Coordinator>,
     deep: bool,
     path: &'a Path,
     scratch: Vec<u8>,
@@ -197,6 +201,9 @@ struct RecordJson {
     /// The decoded `__mirror_state` record (`{"key": ..., "payload": ...}`) with the decoder on.
     #[serde(skip_serializing_if = "Option::is_none")]
     mirror_state: Option<serde_json::Value>,
+    /// The decoded `__consumer_offsets` / `__transaction_state` record with a coordinator decoder on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coordinator: Option<super::dump_coordinator::CoordinatorJson>,
 }
 
 #[derive(Serialize)]
@@ -240,11 +247,14 @@ impl<'a> Dumper<'a> {
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with("__mirror_state-"));
-        let mirror_state = args.mirror_state_decoder || in_state_dir;
+        let mirror_state =
+            args.mirror_state_decoder || (in_state_dir && !args.coordinator.no_decoder);
+        let coordinator = args.coordinator.coordinator_for(path);
         Dumper {
             args,
             mirror_state,
-            deep: args.deep || args.print_data_log || mirror_state,
+            coordinator,
+            deep: args.deep || args.print_data_log || mirror_state || coordinator.is_some(),
             path,
             scratch: Vec::new(),
             clean: true,
@@ -357,9 +367,10 @@ impl<'a> Dumper<'a> {
         // Problems found while decoding are reported after the batch's own line.
         let mut problems = Vec::new();
         // The type is read from the key alone, as Kafka decides a control batch: a barrier whose value
-        // does not parse is still a MIRROR_PID_RESET, and the problem names the batch by its offset.
+        // does not parse is still a MIRROR_PID_RESET, and the problem names the batch by its offset. A
+        // control batch the cleaner emptied has no record and no problem.
         let control_type = klog::log::producer_state::control_record_type(&b);
-        if let Err(e) = b.control_record() {
+        if let Err(e) = control_record(&b) {
             let problem = klog::log::producer_state::control_record_problem(&b);
             problems.push(problem.unwrap_or_else(|| e.to_string()));
         }
@@ -461,6 +472,12 @@ impl<'a> Dumper<'a> {
                             if self.mirror_state && !b.is_control() {
                                 j.mirror_state = Some(mirror_state_json(&r));
                             }
+                            if let Some(c) = self.coordinator.filter(|_| !b.is_control()) {
+                                let decoded =
+                                    super::dump_coordinator::decode(c, r.offset, r.key, r.value);
+                                problems.extend(decoded.problem(r.offset));
+                                j.coordinator = Some(decoded.json());
+                            }
                             json.push(j);
                         }
                         Err(e) => problems.push(e.to_string()),
@@ -503,7 +520,7 @@ impl<'a> Dumper<'a> {
             match r {
                 Ok(r) => {
                     self.note_record_offset(r.offset);
-                    self.record_text(b, &r, out)?;
+                    self.record_text(b, &r, problems, out)?;
                 }
                 Err(e) => problems.push(e.to_string()),
             }
@@ -515,6 +532,7 @@ impl<'a> Dumper<'a> {
         &self,
         b: &RecordBatch<'_>,
         r: &Record<'_>,
+        problems: &mut Vec<String>,
         out: &mut impl Write,
     ) -> anyhow::Result<()> {
         let header_keys: Vec<String> = r
@@ -538,6 +556,10 @@ impl<'a> Dumper<'a> {
                 Ok(c) => write!(out, "{}", control_text(&c))?,
                 Err(e) => write!(out, " controlError: {e}")?,
             }
+        } else if let Some(c) = self.coordinator {
+            let decoded = super::dump_coordinator::decode(c, r.offset, r.key, r.value);
+            problems.extend(decoded.problem(r.offset));
+            write!(out, "{}", decoded.kafka_text(r.offset))?;
         } else if self.mirror_state {
             let decoded = mirror_state_json(r);
             match (decoded.get("key"), decoded.get("payload")) {
@@ -562,6 +584,7 @@ impl<'a> Dumper<'a> {
             self.clean = false;
         }
         let mut scratch = std::mem::take(&mut self.scratch);
+        let mut problems = Vec::new();
         let records = match e.records(&mut scratch) {
             Ok(r) => Some(r),
             Err(err) => {
@@ -599,7 +622,13 @@ impl<'a> Dumper<'a> {
                 base_timestamp: None,
                 max_timestamp: e.timestamp,
                 records: if self.deep {
-                    Some(records.iter().flatten().map(legacy_record_json).collect())
+                    Some(
+                        records
+                            .iter()
+                            .flatten()
+                            .map(|r| self.legacy_record_json(r, &mut problems))
+                            .collect(),
+                    )
                 } else {
                     None
                 },
@@ -626,11 +655,14 @@ impl<'a> Dumper<'a> {
             if self.deep {
                 for r in records.iter().flatten() {
                     self.note_record_offset(r.offset);
-                    self.legacy_record_text(ts_type, r, out)?;
+                    self.legacy_record_text(ts_type, r, &mut problems, out)?;
                 }
             }
         }
         self.scratch = scratch;
+        for p in problems {
+            self.error(p, e.position(), out)?;
+        }
         Ok(())
     }
 
@@ -638,6 +670,7 @@ impl<'a> Dumper<'a> {
         &self,
         ts_type: &str,
         r: &LegacyRecord<'_>,
+        problems: &mut Vec<String>,
         out: &mut impl Write,
     ) -> io::Result<()> {
         write!(
@@ -650,7 +683,11 @@ impl<'a> Dumper<'a> {
             r.value.map_or(-1, |v| v.len() as i64),
             r.crc
         )?;
-        if self.args.print_data_log {
+        if let Some(c) = self.coordinator {
+            let decoded = super::dump_coordinator::decode(c, r.offset, r.key, r.value);
+            problems.extend(decoded.problem(r.offset));
+            write!(out, "{}", decoded.kafka_text(r.offset))?;
+        } else if self.args.print_data_log {
             if let Some(k) = r.key {
                 write!(out, " key: {}", String::from_utf8_lossy(k))?;
             }
@@ -660,6 +697,25 @@ impl<'a> Dumper<'a> {
         }
         writeln!(out)
     }
+
+    fn legacy_record_json(&self, r: &LegacyRecord<'_>, problems: &mut Vec<String>) -> RecordJson {
+        let mut j = legacy_record_json(r);
+        if let Some(c) = self.coordinator {
+            let decoded = super::dump_coordinator::decode(c, r.offset, r.key, r.value);
+            problems.extend(decoded.problem(r.offset));
+            j.coordinator = Some(decoded.json());
+        }
+        j
+    }
+}
+
+/// The batch's control record; none for a control batch the log cleaner emptied (it keeps the batch for
+/// its producer state), which Kafka's dump prints like any other.
+fn control_record(b: &RecordBatch<'_>) -> Result<Option<ControlRecord>, klog::log::Error> {
+    if b.is_control() && b.records_count() == 0 {
+        return Ok(None);
+    }
+    b.control_record()
 }
 
 fn control_text(c: &ControlRecord) -> String {
@@ -691,6 +747,7 @@ fn record_json(r: &Record<'_>) -> RecordJson {
             })
             .collect(),
         mirror_state: None,
+        coordinator: None,
     }
 }
 
@@ -710,5 +767,6 @@ fn legacy_record_json(r: &LegacyRecord<'_>) -> RecordJson {
         value: hex(r.value),
         headers: Vec::new(),
         mirror_state: None,
+        coordinator: None,
     }
 }

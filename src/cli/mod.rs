@@ -34,6 +34,7 @@ mod bench;
 mod bench_mirror;
 mod demo;
 mod dump;
+mod dump_coordinator;
 mod dump_meta;
 mod mirror;
 mod producers;

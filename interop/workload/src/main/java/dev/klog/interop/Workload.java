@@ -18,6 +18,7 @@ import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -39,6 +40,11 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *                                                 (the LSO for read_committed); one line per record
  *   delete-records BOOTSTRAP TOPIC OFFSET         Admin.deleteRecords on partition 0 below OFFSET;
  *                                                 prints {"low_watermark"}
+ *   commit-offsets BOOTSTRAP TOPIC GROUP PROTOCOL a consumer of group GROUP (group.protocol classic or
+ *                                                 consumer) reads TOPIC, commits its position and then an
+ *                                                 offset with metadata; a transactional producer then
+ *                                                 commits an offset for the group inside a transaction
+ *                                                 (sendOffsetsToTransaction); prints {"committed"}
  * </pre>
  *
  * The workload: an idempotent producer per codec (none, gzip, snappy, lz4, zstd); a transactional producer
@@ -62,6 +68,7 @@ public final class Workload {
             case "produce" -> new Producing(args[1], args[2], args.length > 3 ? Integer.parseInt(args[3]) : 60).run();
             case "consume" -> consume(args[1], args[2], args.length > 3 ? args[3] : "read_uncommitted");
             case "delete-records" -> deleteRecords(args[1], args[2], Long.parseLong(args[3]));
+            case "commit-offsets" -> commitOffsets(args[1], args[2], args[3], args[4]);
             default -> usage();
         }
     }
@@ -257,6 +264,48 @@ public final class Workload {
                 }
             }
             System.out.println("{\"end_offset\":" + end + ",\"position\":" + consumer.position(tp) + "}");
+        }
+    }
+
+    /** Fills __consumer_offsets (and __transaction_state) with what a group and a transaction write there. */
+    private static void commitOffsets(String bootstrap, String topic, String group, String protocol) throws Exception {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, group + "-client");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            int read = 0;
+            while (read == 0) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("group " + group + " read nothing from " + topic);
+                }
+                read += consumer.poll(Duration.ofMillis(500)).count();
+            }
+            consumer.commitSync();
+            long position = consumer.position(tp);
+            consumer.commitSync(Map.of(tp, new OffsetAndMetadata(position, "klog \"metadata\"\n")));
+
+            Properties tx = new Properties();
+            tx.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            tx.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            tx.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            tx.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, group + "-txn");
+            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(tx)) {
+                producer.initTransactions();
+                producer.beginTransaction();
+                producer.send(new ProducerRecord<>(topic, 0, null, "from-a-transaction".getBytes(StandardCharsets.UTF_8))).get();
+                producer.sendOffsetsToTransaction(Map.of(tp, new OffsetAndMetadata(position + 1)), consumer.groupMetadata());
+                producer.commitTransaction();
+            }
+            System.out.println("{\"group\":" + str(group) + ",\"committed\":" + position + "}");
         }
     }
 

@@ -1,0 +1,199 @@
+//! `__transaction_state`: the transaction coordinator's one record type, typed. Key: the transactional
+//! id; value (`TransactionLogValue` v0, v1 flexible with tagged fields): the producer id and epoch, the
+//! transaction's state, timeout and partitions.
+
+use super::message::Value;
+use super::record::{Coordinator, CoordinatorRecord};
+use crate::Error;
+
+/// The transaction coordinator's topic.
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+
+/// The key: a transactional id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionLogKey {
+    pub transactional_id: String,
+}
+
+/// The value: a transactional id's metadata. Tagged fields (v1) absent from the bytes have their defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionLogValue {
+    pub version: i16,
+    pub producer_id: i64,
+    pub previous_producer_id: i64,
+    pub next_producer_id: i64,
+    pub producer_epoch: i16,
+    pub next_producer_epoch: i16,
+    pub transaction_timeout_ms: i32,
+    /// Kafka's `TransactionState` id: 0 Empty, 1 Ongoing, 2 PrepareCommit, 3 PrepareAbort,
+    /// 4 CompleteCommit, 5 CompleteAbort, 6 Dead, 7 PrepareEpochFence.
+    pub transaction_status: i8,
+    /// (topic, partitions); `None` when null.
+    pub transaction_partitions: Option<Vec<(String, Vec<i32>)>>,
+    pub transaction_last_update_timestamp_ms: i64,
+    pub transaction_start_timestamp_ms: i64,
+    pub client_transaction_version: i16,
+}
+
+/// Kafka's name of a `TransactionState` id.
+pub fn transaction_state_name(id: i8) -> Option<&'static str> {
+    const NAMES: [&str; 8] = [
+        "Empty",
+        "Ongoing",
+        "PrepareCommit",
+        "PrepareAbort",
+        "CompleteCommit",
+        "CompleteAbort",
+        "Dead",
+        "PrepareEpochFence",
+    ];
+    NAMES.get(usize::try_from(id).ok()?).copied()
+}
+
+impl TransactionLogKey {
+    /// Decodes a `__transaction_state` key and value (`None` for a tombstone).
+    pub fn decode(
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<(TransactionLogKey, Option<TransactionLogValue>), Error> {
+        let r = CoordinatorRecord::decode(Coordinator::Transaction, Some(key), value)?;
+        let k = TransactionLogKey {
+            transactional_id: r
+                .key
+                .string("transactionalId")
+                .unwrap_or_default()
+                .to_owned(),
+        };
+        let v = r.value.map(|(version, _, s)| {
+            let int = |name: &str| s.int(name).unwrap_or(-1);
+            let partitions = match s.get("transactionPartitions") {
+                Some(Value::Array(items)) => {
+                    Some(items.iter().filter_map(topic_partitions).collect())
+                }
+                _ => None,
+            };
+            TransactionLogValue {
+                version,
+                producer_id: int("producerId"),
+                previous_producer_id: int("previousProducerId"),
+                next_producer_id: int("nextProducerId"),
+                producer_epoch: int("producerEpoch") as i16,
+                next_producer_epoch: int("nextProducerEpoch") as i16,
+                transaction_timeout_ms: int("transactionTimeoutMs") as i32,
+                transaction_status: int("transactionStatus") as i8,
+                transaction_partitions: partitions,
+                transaction_last_update_timestamp_ms: int("transactionLastUpdateTimestampMs"),
+                transaction_start_timestamp_ms: int("transactionStartTimestampMs"),
+                client_transaction_version: s.int("clientTransactionVersion").unwrap_or(0) as i16,
+            }
+        });
+        Ok((k, v))
+    }
+}
+
+fn topic_partitions(v: &Value) -> Option<(String, Vec<i32>)> {
+    let Value::Struct(s) = v else { return None };
+    let partitions = match s.get("partitionIds")? {
+        Value::Array(ids) => ids
+            .iter()
+            .filter_map(|i| match i {
+                Value::Int(i) => Some(*i as i32),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some((s.string("topic")?.to_owned(), partitions))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::message::{encode, Struct};
+    use super::super::schemas::{TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE};
+    use super::*;
+
+    fn value_struct() -> Struct {
+        let f = TRANSACTION_LOG_VALUE.fields;
+        let FieldsOf(ps) = FieldsOf::of(&f[7]);
+        Struct {
+            fields: vec![
+                (&f[0], Value::Int(1000)),
+                (&f[1], Value::Int(-1)),
+                (&f[2], Value::Int(1001)),
+                (&f[3], Value::Int(4)),
+                (&f[4], Value::Int(-1)),
+                (&f[5], Value::Int(60_000)),
+                (&f[6], Value::Int(1)),
+                (
+                    &f[7],
+                    Value::Array(vec![Value::Struct(Struct {
+                        fields: vec![
+                            (&ps[0], Value::String("orders".into())),
+                            (&ps[1], Value::Array(vec![Value::Int(0), Value::Int(3)])),
+                        ],
+                    })]),
+                ),
+                (&f[8], Value::Int(1_700_000_000_500)),
+                (&f[9], Value::Int(1_700_000_000_000)),
+                (&f[10], Value::Int(2)),
+            ],
+        }
+    }
+
+    /// The fields of an array-of-structs field.
+    struct FieldsOf(&'static [super::super::schema::Field]);
+
+    impl FieldsOf {
+        fn of(f: &'static super::super::schema::Field) -> FieldsOf {
+            match &f.ty {
+                super::super::schema::FieldType::Array(
+                    super::super::schema::FieldType::Struct(fields),
+                ) => FieldsOf(fields),
+                _ => panic!("{} is not an array of structs", f.name),
+            }
+        }
+    }
+
+    #[test]
+    fn v1_tagged_fields_round_trip_and_defaults_are_left_out() {
+        let key = [
+            &[0u8, 0][..],
+            &encode(
+                &TRANSACTION_LOG_KEY,
+                0,
+                &Struct {
+                    fields: vec![(&TRANSACTION_LOG_KEY.fields[0], Value::String("tx".into()))],
+                },
+            )
+            .unwrap(),
+        ]
+        .concat();
+        assert_eq!(key, [0, 0, 0, 2, b't', b'x']);
+        let body = encode(&TRANSACTION_LOG_VALUE, 1, &value_struct()).unwrap();
+        let value = [&[0u8, 1][..], &body].concat();
+        // Tagged, in tag order: nextProducerId (tag 1, 8 bytes) and clientTransactionVersion (tag 2, 2
+        // bytes); previousProducerId and nextProducerEpoch have their defaults and are not written.
+        assert_eq!(
+            &body[body.len() - 15..],
+            &[2, 1, 8, 0, 0, 0, 0, 0, 0, 3, 0xe9, 2, 2, 0, 2]
+        );
+        let (k, v) = TransactionLogKey::decode(&key, Some(&value)).unwrap();
+        assert_eq!(k.transactional_id, "tx");
+        let v = v.unwrap();
+        assert_eq!(
+            (v.producer_id, v.previous_producer_id, v.next_producer_id),
+            (1000, -1, 1001)
+        );
+        assert_eq!(v.client_transaction_version, 2);
+        assert_eq!(v.next_producer_epoch, -1);
+        assert_eq!(
+            v.transaction_partitions,
+            Some(vec![("orders".to_string(), vec![0, 3])])
+        );
+        assert_eq!(
+            transaction_state_name(v.transaction_status),
+            Some("Ongoing")
+        );
+        assert_eq!(TransactionLogKey::decode(&key, None).unwrap().1, None);
+    }
+}
