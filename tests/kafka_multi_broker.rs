@@ -401,6 +401,10 @@ fn three_brokers_leaders_move_and_an_unclean_election_diverges() {
         epoch_after > epoch_before,
         "{epoch_before} -> {epoch_after}"
     );
+    eprintln!(
+        "phase 2: {} failed fetches while node 1 was dead or not yet replaced",
+        errors.len()
+    );
     let node1 = kafka.node(1).bootstrap(); // an owned String: node 1 restarts below
     assert!(
         errors
@@ -506,6 +510,7 @@ fn three_brokers_leaders_move_and_an_unclean_election_diverges() {
         }
         assert!(Instant::now() < deadline, "no truncation: {errors:?}");
     }
+    eprintln!("phase 4: failed fetches before the truncation: {errors:?}");
     assert_eq!(
         m.log(DIVERGE, 0).log_end_offset(),
         kept,

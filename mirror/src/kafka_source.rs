@@ -60,12 +60,12 @@ const FETCH_RESPONSE_SLACK: usize = 2 << 20;
 const RECONNECT_BACKOFF_INITIAL: Duration = Duration::from_millis(100);
 const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(5);
 const EARLIEST_TIMESTAMP: i64 = -2;
+const LATEST_TIMESTAMP: i64 = -1;
 /// What a response says when it names no current leader (Kafka's defaults).
 const NO_LEADER: PartitionLeader = PartitionLeader {
     leader_id: -1,
     leader_epoch: -1,
 };
-const LATEST_TIMESTAMP: i64 = -1;
 
 /// `kafka://host:port[,host:port...]` -> the bootstrap addresses.
 pub fn parse_bootstrap(source: &str) -> Result<Vec<String>, String> {
