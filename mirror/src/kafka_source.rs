@@ -9,12 +9,17 @@
 //!   `LastFetchedEpoch`, so the source fences us and reports a diverging epoch exactly as it does for
 //!   its own followers; records are passed on byte for byte (a partial trailing batch included: the
 //!   fetcher drops it).
+//! - A leader that moved is followed within the same fetch, as Kafka's own fetchers do: on
+//!   NOT_LEADER_OR_FOLLOWER the fetch goes once more to the leader the response's CurrentLeader names
+//!   (KIP-951), and when the cached leader refuses connections, to the leader Metadata (asked of the
+//!   other brokers) names now. FENCED_LEADER_EPOCH also points the cache at the leader it names, so
+//!   the manager's immediate retry at the new epoch goes straight there.
 //! - Errors map onto [`SourceError`]: FENCED_LEADER_EPOCH (with the epoch from the response's
 //!   CurrentLeader, else from Metadata), UNKNOWN_LEADER_EPOCH, OFFSET_OUT_OF_RANGE, an unknown topic
 //!   (only once Metadata confirms it is gone or has another id), and everything retriable (a leader
-//!   change, a broken connection) as `Unavailable` after a metadata refresh, which the manager retries
-//!   with backoff. A connection that failed is retried no sooner than its own backoff (100 ms doubling
-//!   to 5 s).
+//!   still unknown or unreachable, a broken connection) as `Unavailable` after a metadata refresh,
+//!   which the manager retries with backoff. A connection that failed is retried no sooner than its
+//!   own backoff (100 ms doubling to 5 s).
 //! - Kafka has no last-mirrored-epoch lookup: `last_mirrored_epoch` is -1, so PREPARING against Kafka
 //!   truncates the local partition to 0 and mirrors it again from the source's log start.
 //!
@@ -56,6 +61,11 @@ const RECONNECT_BACKOFF_INITIAL: Duration = Duration::from_millis(100);
 const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(5);
 const EARLIEST_TIMESTAMP: i64 = -2;
 const LATEST_TIMESTAMP: i64 = -1;
+/// What a response says when it names no current leader (Kafka's defaults).
+const NO_LEADER: PartitionLeader = PartitionLeader {
+    leader_id: -1,
+    leader_epoch: -1,
+};
 
 /// `kafka://host:port[,host:port...]` -> the bootstrap addresses.
 pub fn parse_bootstrap(source: &str) -> Result<Vec<String>, String> {
@@ -81,11 +91,27 @@ pub fn parse_bootstrap(source: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// A partition as Metadata last described it.
+/// A partition as Metadata (or a fetch response's CurrentLeader) last described it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PartitionLeader {
+pub(crate) struct PartitionLeader {
     leader_id: i32,
     leader_epoch: i32,
+}
+
+/// How one fetch attempt at one broker ended, when it did not return data.
+enum Attempt {
+    /// The broker we asked does not lead the partition (any more), or cannot be reached: the cached
+    /// leader has been corrected or dropped, and the fetch may go again where the partition is led now.
+    LeaderMoved(SourceError),
+    Failed(SourceError),
+}
+
+impl Attempt {
+    fn into_error(self) -> SourceError {
+        match self {
+            Attempt::LeaderMoved(e) | Attempt::Failed(e) => e,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -97,22 +123,31 @@ struct TopicMetadata {
 /// What a fetch's partition error asks us to do (the mapping, testable without a broker).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PartitionFailure {
-    /// FENCED_LEADER_EPOCH, with the response's current leader epoch when it carried one.
-    Fenced(Option<i32>),
+    /// FENCED_LEADER_EPOCH, with the response's CurrentLeader when it carried an epoch (its leader id
+    /// may still be -1).
+    Fenced(Option<PartitionLeader>),
+    /// NOT_LEADER_OR_FOLLOWER: the broker no longer leads; its CurrentLeader when it names one
+    /// (KIP-951, Fetch v16+). The fetch is sent again at once where the partition is led now.
+    NotLeader(Option<PartitionLeader>),
     UnknownLeaderEpoch,
     OffsetOutOfRange,
     /// UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID: gone only if Metadata agrees.
     UnknownTopic(String),
-    /// Refresh metadata and try again later (NOT_LEADER_OR_FOLLOWER and every other retriable error).
+    /// Refresh metadata and try again later (every other retriable error).
     Retriable(String),
     /// A refusal that retrying does not cure (authorization, a corrupt message, ...).
     Fatal(String),
 }
 
-pub(crate) fn classify(code: i16, current_leader_epoch: i32) -> PartitionFailure {
+/// `current_leader` is the response's CurrentLeader (Kafka's default: leader -1, epoch -1).
+pub(crate) fn classify(code: i16, current_leader: PartitionLeader) -> PartitionFailure {
     let name = error_name(code);
+    let epoch_known = current_leader.leader_epoch >= 0;
     match code {
-        74 => PartitionFailure::Fenced((current_leader_epoch >= 0).then_some(current_leader_epoch)),
+        74 => PartitionFailure::Fenced(epoch_known.then_some(current_leader)),
+        6 => PartitionFailure::NotLeader(
+            (epoch_known && current_leader.leader_id >= 0).then_some(current_leader),
+        ),
         75 => PartitionFailure::UnknownLeaderEpoch,
         1 => PartitionFailure::OffsetOutOfRange,
         3 | 100 => PartitionFailure::UnknownTopic(name),
@@ -126,7 +161,11 @@ pub(crate) fn classify(code: i16, current_leader_epoch: i32) -> PartitionFailure
 /// A fetched partition's data, or the failure its error code names.
 pub(crate) fn partition_result(p: &PartitionData) -> Result<FetchResponse, PartitionFailure> {
     if p.error_code != 0 {
-        return Err(classify(p.error_code, p.current_leader.leader_epoch));
+        let current = PartitionLeader {
+            leader_id: p.current_leader.leader_id.0,
+            leader_epoch: p.current_leader.leader_epoch,
+        };
+        return Err(classify(p.error_code, current));
     }
     let d = &p.diverging_epoch;
     Ok(FetchResponse {
@@ -401,6 +440,11 @@ impl KafkaSource {
         Ok((address, p))
     }
 
+    /// One fetch at the partition's leader. When that broker cannot be reached or no longer leads, the
+    /// fetch goes once more to where the partition is led now (the response's CurrentLeader, else
+    /// Metadata from the other brokers), as Kafka's own fetchers follow a moved leader: a leader that
+    /// moved while the brokers stay up is never a failure. Only a leader that is still unknown or
+    /// unreachable fails the call (the first failure, naming the broker, is returned).
     async fn fetch_async(
         &self,
         inner: &mut Inner,
@@ -409,6 +453,30 @@ impl KafkaSource {
         let (address, _) = self
             .leader(inner, &req.topic, req.topic_id, req.partition, false)
             .await?;
+        let first = match self.fetch_from(inner, req, &address).await {
+            Err(Attempt::LeaderMoved(e)) => e,
+            other => return other.map_err(Attempt::into_error),
+        };
+        match self
+            .leader(inner, &req.topic, req.topic_id, req.partition, false)
+            .await
+        {
+            Ok((now, _)) if now != address => self
+                .fetch_from(inner, req, &now)
+                .await
+                .map_err(Attempt::into_error),
+            Ok(_) | Err(SourceError::Unavailable(_)) => Err(first),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One fetch sent to `address`.
+    async fn fetch_from(
+        &self,
+        inner: &mut Inner,
+        req: &FetchRequest,
+        address: &str,
+    ) -> Result<FetchResponse, Attempt> {
         let max_bytes = i32::try_from(req.max_bytes).unwrap_or(i32::MAX).max(1);
         let limit = (max_bytes as usize).saturating_add(FETCH_RESPONSE_SLACK);
         let build = |version: i16| {
@@ -437,14 +505,21 @@ impl KafkaSource {
                 .with_topics(vec![topic.with_partitions(vec![partition])])
         };
         let (response, version) =
-            Self::call(inner, &address, FETCH_MIN_VERSION, limit, build).await?;
+            match Self::call(inner, address, FETCH_MIN_VERSION, limit, build).await {
+                Ok(r) => r,
+                Err(e @ SourceError::Unavailable(_)) => {
+                    self.forget_leader(inner, &req.topic);
+                    return Err(Attempt::LeaderMoved(e));
+                }
+                Err(e) => return Err(Attempt::Failed(e)),
+            };
         let what = format!("{}-{} at {address}", req.topic, req.partition);
         if response.error_code != 0 {
             self.forget_leader(inner, &req.topic);
-            return Err(SourceError::Unavailable(format!(
+            return Err(Attempt::Failed(SourceError::Unavailable(format!(
                 "{what}: Fetch: {}",
                 error_name(response.error_code)
-            )));
+            ))));
         }
         let data = response
             .responses
@@ -459,13 +534,22 @@ impl KafkaSource {
             .flat_map(|t| t.partitions.iter())
             .find(|p| p.partition_index == req.partition)
             .ok_or_else(|| {
-                SourceError::Unavailable(format!(
+                Attempt::Failed(SourceError::Unavailable(format!(
                     "{what}: the Fetch response has no such partition"
-                ))
+                )))
             })?;
         match partition_result(data) {
             Ok(r) => Ok(r),
-            Err(failure) => self.fetch_failure(inner, req, &what, failure).await,
+            Err(PartitionFailure::NotLeader(named)) => {
+                self.learn_leader(inner, &req.topic, req.partition, named);
+                Err(Attempt::LeaderMoved(SourceError::Unavailable(format!(
+                    "{what}: NOT_LEADER_OR_FOLLOWER"
+                ))))
+            }
+            Err(failure) => self
+                .fetch_failure(inner, req, &what, failure)
+                .await
+                .map_err(Attempt::Failed),
         }
     }
 
@@ -477,11 +561,14 @@ impl KafkaSource {
         failure: PartitionFailure,
     ) -> Result<FetchResponse, SourceError> {
         match failure {
-            PartitionFailure::Fenced(Some(epoch)) => {
-                inner.fenced.push((req.current_leader_epoch, epoch));
-                self.forget_leader(inner, &req.topic);
+            PartitionFailure::Fenced(Some(current)) => {
+                inner
+                    .fenced
+                    .push((req.current_leader_epoch, current.leader_epoch));
+                // The manager fetches again at once at the new epoch: send it to the leader named.
+                self.learn_leader(inner, &req.topic, req.partition, Some(current));
                 Err(SourceError::FencedLeaderEpoch {
-                    leader_epoch: epoch,
+                    leader_epoch: current.leader_epoch,
                 })
             }
             PartitionFailure::Fenced(None) => {
@@ -513,6 +600,12 @@ impl KafkaSource {
                 self.forget_leader(inner, &req.topic);
                 Err(SourceError::Unavailable(format!("{what}: {name}")))
             }
+            PartitionFailure::NotLeader(named) => {
+                self.learn_leader(inner, &req.topic, req.partition, named);
+                Err(SourceError::Unavailable(format!(
+                    "{what}: NOT_LEADER_OR_FOLLOWER"
+                )))
+            }
             PartitionFailure::Fatal(m) => Err(SourceError::Refused(format!("{what}: {m}"))),
         }
     }
@@ -520,6 +613,28 @@ impl KafkaSource {
     /// Drops a topic's cached leaders so the next call asks Metadata.
     fn forget_leader(&self, inner: &mut Inner, topic: &str) {
         inner.topics.remove(topic);
+    }
+
+    /// Caches the leader a response named for a partition (its CurrentLeader), so the next fetch goes
+    /// straight there rather than to Metadata, which may still name the old leader for a moment. Only
+    /// a broker Metadata has named is used (we connect to no other); otherwise the next call asks
+    /// Metadata.
+    fn learn_leader(
+        &self,
+        inner: &mut Inner,
+        topic: &str,
+        partition: i32,
+        named: Option<PartitionLeader>,
+    ) {
+        let usable = named.filter(|l| inner.brokers.contains_key(&l.leader_id));
+        let cached = inner
+            .topics
+            .get_mut(topic)
+            .and_then(|t| t.partitions.get_mut(&partition));
+        match (usable, cached) {
+            (Some(leader), Some(entry)) => *entry = leader,
+            _ => self.forget_leader(inner, topic),
+        }
     }
 
     async fn list_offset(
@@ -560,7 +675,7 @@ impl KafkaSource {
         if p.error_code == 0 {
             return Ok(p.offset);
         }
-        match classify(p.error_code, -1) {
+        match classify(p.error_code, NO_LEADER) {
             PartitionFailure::UnknownTopic(name) => {
                 self.leader(inner, topic, topic_id, partition, true).await?;
                 Err(SourceError::Unavailable(format!(
@@ -697,36 +812,81 @@ mod tests {
         }
     }
 
+    fn named(leader_id: i32, leader_epoch: i32) -> PartitionLeader {
+        PartitionLeader {
+            leader_id,
+            leader_epoch,
+        }
+    }
+
     #[test]
     fn partition_errors_map_onto_source_errors() {
-        assert_eq!(classify(74, 7), PartitionFailure::Fenced(Some(7)));
-        assert_eq!(classify(74, -1), PartitionFailure::Fenced(None));
-        assert_eq!(classify(75, -1), PartitionFailure::UnknownLeaderEpoch);
-        assert_eq!(classify(1, -1), PartitionFailure::OffsetOutOfRange);
         assert_eq!(
-            classify(3, -1),
+            classify(74, named(2, 7)),
+            PartitionFailure::Fenced(Some(named(2, 7)))
+        );
+        assert_eq!(
+            classify(74, named(-1, 7)),
+            PartitionFailure::Fenced(Some(named(-1, 7)))
+        );
+        assert_eq!(classify(74, NO_LEADER), PartitionFailure::Fenced(None));
+        assert_eq!(
+            classify(6, named(3, 4)),
+            PartitionFailure::NotLeader(Some(named(3, 4)))
+        );
+        assert_eq!(classify(6, NO_LEADER), PartitionFailure::NotLeader(None));
+        assert_eq!(
+            classify(6, named(-1, 4)),
+            PartitionFailure::NotLeader(None),
+            "a leader id of -1 names no leader"
+        );
+        assert_eq!(
+            classify(75, NO_LEADER),
+            PartitionFailure::UnknownLeaderEpoch
+        );
+        assert_eq!(classify(1, NO_LEADER), PartitionFailure::OffsetOutOfRange);
+        assert_eq!(
+            classify(3, NO_LEADER),
             PartitionFailure::UnknownTopic("UNKNOWN_TOPIC_OR_PARTITION".into())
         );
         assert_eq!(
-            classify(100, -1),
+            classify(100, NO_LEADER),
             PartitionFailure::UnknownTopic("UNKNOWN_TOPIC_ID".into())
         );
         assert_eq!(
-            classify(6, -1),
-            PartitionFailure::Retriable("NOT_LEADER_OR_FOLLOWER".into())
-        );
-        assert_eq!(
-            classify(56, -1),
+            classify(56, NO_LEADER),
             PartitionFailure::Retriable("KAFKA_STORAGE_ERROR".into())
         );
         assert_eq!(
-            classify(29, -1),
+            classify(29, NO_LEADER),
             PartitionFailure::Fatal("TOPIC_AUTHORIZATION_FAILED (error code 29)".into())
         );
         assert_eq!(
-            classify(31000, -1),
+            classify(31000, NO_LEADER),
             PartitionFailure::Fatal("UNKNOWN_ERROR_CODE_31000 (error code 31000)".into())
         );
+    }
+
+    #[test]
+    fn a_named_leader_is_cached_only_when_metadata_named_its_broker() {
+        let source = KafkaSource::new("kafka://127.0.0.1:9092").unwrap();
+        let mut inner = Inner::default();
+        inner.brokers.insert(1, "127.0.0.1:9092".into());
+        inner.brokers.insert(2, "127.0.0.1:9093".into());
+        let topic = TopicMetadata {
+            id: TopicId([7; 16]),
+            partitions: [(0, named(1, 3)), (1, named(2, 3))].into(),
+        };
+        inner.topics.insert("t".into(), topic.clone());
+        source.learn_leader(&mut inner, "t", 0, Some(named(2, 4)));
+        assert_eq!(inner.topics["t"].partitions[&0], named(2, 4));
+        assert_eq!(inner.topics["t"].partitions[&1], named(2, 3), "untouched");
+        // A broker Metadata never named (we do not connect to it), or no leader: ask Metadata.
+        source.learn_leader(&mut inner, "t", 0, Some(named(9, 5)));
+        assert!(!inner.topics.contains_key("t"));
+        inner.topics.insert("t".into(), topic);
+        source.learn_leader(&mut inner, "t", 1, None);
+        assert!(!inner.topics.contains_key("t"));
     }
 
     #[test]
@@ -765,7 +925,7 @@ mod tests {
             );
         assert_eq!(
             partition_result(&fenced).unwrap_err(),
-            PartitionFailure::Fenced(Some(9))
+            PartitionFailure::Fenced(Some(named(1, 9)))
         );
     }
 

@@ -1,8 +1,10 @@
 //! `KafkaSource` against a scripted broker on loopback that speaks the real wire format (encoded with
 //! the kafka-protocol crate): version negotiation, leader routing from Metadata, FENCED_LEADER_EPOCH
 //! without `CurrentLeader` (the epoch comes from Metadata), NOT_LEADER_OR_FOLLOWER, and an unknown
-//! topic id that counts as gone only when Metadata agrees. The real broker proves the rest
-//! (`tests/kafka_mirror.rs`); this runs without Java.
+//! topic id that counts as gone only when Metadata agrees; and, with a second scripted broker, a
+//! leader that moved (NOT_LEADER_OR_FOLLOWER naming the new one, or a leader that refuses
+//! connections) followed within the same fetch. Real brokers prove the rest (`tests/kafka_mirror.rs`,
+//! `tests/kafka_multi_broker.rs`); this runs without Java.
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -40,9 +42,17 @@ struct Script {
     metadata_requests: usize,
     /// `(version, current leader epoch, topic id)` of every fetch.
     fetches: Vec<(i16, i32, [u8; 16])>,
+    /// Brokers Metadata names besides node 1, as `(node id, port)`.
+    other_brokers: Vec<(i32, u16)>,
+    /// The partition leader each Metadata response names, in turn (then node 1).
+    metadata_leaders: VecDeque<i32>,
+    /// The CurrentLeader `(leader id, epoch)` a scripted fetch error carries (none: Kafka's default).
+    named_leader: Option<(i32, i32)>,
+    /// The node that served each fetch.
+    fetch_nodes: Vec<i32>,
 }
 
-fn respond(script: &Mutex<Script>, mut frame: Bytes) -> Bytes {
+fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Bytes {
     let header = decode_request_header_from_buffer(&mut frame).unwrap();
     let key = ApiKey::try_from(header.request_api_key).unwrap();
     let version = header.request_api_version;
@@ -75,20 +85,27 @@ fn respond(script: &Mutex<Script>, mut frame: Bytes) -> Bytes {
             let topic = MetadataResponseTopic::default()
                 .with_name(Some(TopicName(StrBytes::from_static_str("t"))))
                 .with_topic_id(Uuid::from_bytes(TOPIC_ID));
+            let leader = s.metadata_leaders.pop_front().unwrap_or(1);
             let topic = if s.topic_known {
                 topic.with_partitions(vec![MetadataResponsePartition::default()
                     .with_partition_index(0)
-                    .with_leader_id(1.into())
+                    .with_leader_id(leader.into())
                     .with_leader_epoch(s.leader_epoch)])
             } else {
                 topic.with_error_code(3).with_topic_id(Uuid::nil())
             };
+            let brokers = std::iter::once((1, s.port))
+                .chain(s.other_brokers.iter().copied())
+                .map(|(id, port)| {
+                    MetadataResponseBroker::default()
+                        .with_node_id(id.into())
+                        .with_host(StrBytes::from_static_str("127.0.0.1"))
+                        .with_port(port as i32)
+                })
+                .collect();
             MetadataResponse::default()
                 .with_cluster_id(Some(StrBytes::from_static_str("fake-cluster-id-000000")))
-                .with_brokers(vec![MetadataResponseBroker::default()
-                    .with_node_id(1.into())
-                    .with_host(StrBytes::from_static_str("127.0.0.1"))
-                    .with_port(s.port as i32)])
+                .with_brokers(brokers)
                 .with_topics(vec![topic])
                 .encode(&mut out, version)
                 .unwrap();
@@ -99,12 +116,18 @@ fn respond(script: &Mutex<Script>, mut frame: Bytes) -> Bytes {
             let p = &t.partitions[0];
             s.fetches
                 .push((version, p.current_leader_epoch, *t.topic_id.as_bytes()));
+            s.fetch_nodes.push(node);
             let data = PartitionData::default().with_partition_index(0);
+            let named = s
+                .named_leader
+                .map_or_else(LeaderIdAndEpoch::default, |(id, epoch)| {
+                    LeaderIdAndEpoch::default()
+                        .with_leader_id(id.into())
+                        .with_leader_epoch(epoch)
+                });
             let data = match s.fetch_errors.pop_front() {
-                // No CurrentLeader: the source must ask Metadata for the epoch.
-                Some(code) => data
-                    .with_error_code(code)
-                    .with_current_leader(LeaderIdAndEpoch::default()),
+                // No CurrentLeader unless scripted: the source must ask Metadata for the epoch.
+                Some(code) => data.with_error_code(code).with_current_leader(named),
                 None if p.current_leader_epoch < s.leader_epoch => data
                     .with_error_code(74)
                     .with_current_leader(LeaderIdAndEpoch::default()),
@@ -126,7 +149,7 @@ fn respond(script: &Mutex<Script>, mut frame: Bytes) -> Bytes {
     out.freeze()
 }
 
-fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>) {
+fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>, node: i32) {
     loop {
         let mut prefix = [0u8; 4];
         if stream.read_exact(&mut prefix).is_err() {
@@ -134,7 +157,7 @@ fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>) {
         }
         let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
         stream.read_exact(&mut body).unwrap();
-        let reply = respond(&script, Bytes::from(body));
+        let reply = respond(&script, node, Bytes::from(body));
         stream
             .write_all(&(reply.len() as i32).to_be_bytes())
             .unwrap();
@@ -151,14 +174,27 @@ fn fake_broker() -> (String, Arc<Mutex<Script>>) {
         topic_known: true,
         ..Script::default()
     }));
-    let shared = Arc::clone(&script);
+    listen(listener, &script, 1);
+    (format!("kafka://127.0.0.1:{port}"), script)
+}
+
+/// Serves `listener` as node `node` of the scripted cluster.
+fn listen(listener: TcpListener, script: &Arc<Mutex<Script>>, node: i32) {
+    let shared = Arc::clone(script);
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let shared = Arc::clone(&shared);
-            std::thread::spawn(move || serve(stream, shared));
+            std::thread::spawn(move || serve(stream, shared, node));
         }
     });
-    (format!("kafka://127.0.0.1:{port}"), script)
+}
+
+/// A second broker of the scripted cluster, node `node`, named by Metadata from now on.
+fn add_broker(script: &Arc<Mutex<Script>>, node: i32) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    script.lock().unwrap().other_brokers.push((node, port));
+    listen(listener, script, node);
 }
 
 fn fetch_at(epoch: i32) -> FetchRequest {
@@ -227,4 +263,56 @@ fn fencing_routing_and_unknown_topics_against_a_scripted_broker() {
         "{e:?}"
     );
     assert_eq!(source.topic("t").unwrap(), None);
+}
+
+#[test]
+fn a_leader_that_moved_is_followed_within_the_fetch() {
+    let (source_uri, script) = fake_broker();
+    add_broker(&script, 2);
+    // Node 3 is named by Metadata but refuses connections (a port that was free a moment ago).
+    let dead = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    script.lock().unwrap().other_brokers.push((3, dead));
+    let source = KafkaSource::new(&source_uri).unwrap();
+    source.topic("t").unwrap().unwrap();
+    assert_eq!(source.fetch(&fetch_at(5)).unwrap().records, RECORDS);
+
+    // Node 1 no longer leads and names node 2 in CurrentLeader: the same call fetches from node 2
+    // (Metadata, which might still name node 1, is not needed). Seen to fail before the fetcher
+    // followed a moved leader: Unavailable("... NOT_LEADER_OR_FOLLOWER"), the partition FAILED.
+    {
+        let mut s = script.lock().unwrap();
+        s.fetch_errors.push_back(6);
+        s.named_leader = Some((2, 5));
+    }
+    let metadata_before = script.lock().unwrap().metadata_requests;
+    let r = source.fetch(&fetch_at(5));
+    assert_eq!(r.unwrap().records, RECORDS);
+    {
+        let s = script.lock().unwrap();
+        assert_eq!(s.fetch_nodes[s.fetch_nodes.len() - 2..], [1, 2]);
+        assert_eq!(s.metadata_requests, metadata_before);
+    }
+    assert_eq!(source.fetch(&fetch_at(5)).unwrap().records, RECORDS);
+    assert_eq!(*script.lock().unwrap().fetch_nodes.last().unwrap(), 2);
+
+    // The leader moves to node 3, which refuses connections; Metadata asked again after the refusal
+    // names node 1: the same call fetches from node 1.
+    script.lock().unwrap().metadata_leaders.extend([3, 1]);
+    source.topic("t").unwrap().unwrap(); // Metadata: node 3 leads
+    let r = source.fetch(&fetch_at(5));
+    assert_eq!(r.unwrap().records, RECORDS);
+    assert_eq!(*script.lock().unwrap().fetch_nodes.last().unwrap(), 1);
+
+    // A leader Metadata still names but nobody can reach fails the call, naming the broker.
+    script.lock().unwrap().metadata_leaders.extend([3, 3]);
+    source.topic("t").unwrap().unwrap();
+    let e = source.fetch(&fetch_at(5)).unwrap_err();
+    assert!(
+        matches!(&e, SourceError::Unavailable(m) if m.contains(&format!("127.0.0.1:{dead}"))),
+        "{e:?}"
+    );
 }

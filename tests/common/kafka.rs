@@ -160,49 +160,52 @@ impl Cluster {
 
     /// Starts `kafka.Kafka` and waits until it says it started (or fails with the log's tail).
     pub fn start(&self) -> Broker {
-        let mut log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log_file)
-            .expect("broker log file");
-        let start_len = log.metadata().map(|m| m.len()).unwrap_or(0);
-        use std::io::Write;
-        writeln!(log, "===== klog test: broker start =====").unwrap();
-        let child = tools()
-            .args(["run", "kafka.Kafka", self.properties.to_str().unwrap()])
-            .env("KLOG_KAFKA_HEAP_OPTS", "-Xmx512M -Xms256M")
-            .env("KLOG_KAFKA_LOG_LEVEL", "INFO")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start kafka.Kafka");
-        let mut broker = Broker {
-            child: Some(child),
-            log_file: self.log_file.clone(),
-            bootstrap: self.bootstrap(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(180);
-        loop {
-            let text = broker.log_since(start_len);
-            if text.contains("Kafka Server started") {
-                return broker;
-            }
-            if let Some(status) = broker.child.as_mut().unwrap().try_wait().unwrap() {
-                broker.child = None;
-                panic!(
-                    "the broker exited ({status}) before it started; log tail:\n{}",
-                    broker.tail()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the broker did not start; log tail:\n{}",
-                broker.tail()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let (mut broker, from) = launch(&self.properties, &self.log_file, self.bootstrap(), None);
+        broker.wait_started(from);
+        broker
     }
+}
+
+/// JVM options for a test broker that starts with less CPU: the client compiler only and the serial
+/// collector. Three nodes starting at once on a shared 2-core machine took about 50 s without them and
+/// 30 s with them; a test broker's throughput is irrelevant.
+const QUICK_START_JVM: &str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
+
+/// Spawns `kafka.Kafka PROPERTIES` with its output appended to `log_file` (and `java_opts` as
+/// `KLOG_KAFKA_JAVA_OPTS`); returns the broker and where this run's output starts in the file.
+fn launch(
+    properties: &Path,
+    log_file: &Path,
+    bootstrap: String,
+    java_opts: Option<&str>,
+) -> (Broker, u64) {
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_file)
+        .expect("broker log file");
+    let start_len = log.metadata().map(|m| m.len()).unwrap_or(0);
+    use std::io::Write;
+    writeln!(log, "===== klog test: broker start =====").unwrap();
+    let mut command = tools();
+    if let Some(opts) = java_opts {
+        command.env("KLOG_KAFKA_JAVA_OPTS", opts);
+    }
+    let child = command
+        .args(["run", "kafka.Kafka", properties.to_str().unwrap()])
+        .env("KLOG_KAFKA_HEAP_OPTS", "-Xmx512M -Xms256M")
+        .env("KLOG_KAFKA_LOG_LEVEL", "INFO")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start kafka.Kafka");
+    let broker = Broker {
+        child: Some(child),
+        log_file: log_file.to_owned(),
+        bootstrap,
+    };
+    (broker, start_len)
 }
 
 /// A running broker. Dropping it kills it (SIGKILL); `stop` shuts it down cleanly.
@@ -213,6 +216,30 @@ pub struct Broker {
 }
 
 impl Broker {
+    /// Waits until this run (its output from `from` on) says it started, or fails with the log's tail.
+    fn wait_started(&mut self, from: u64) {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            let text = self.log_since(from);
+            if text.contains("Kafka Server started") {
+                return;
+            }
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                self.child = None;
+                panic!(
+                    "the broker exited ({status}) before it started; log tail:\n{}",
+                    self.tail()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the broker did not start; log tail:\n{}",
+                self.tail()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     fn log_since(&self, from: u64) -> String {
         let mut f = match std::fs::File::open(&self.log_file) {
             Ok(f) => f,
@@ -321,5 +348,216 @@ pub fn copy_dir(from: &Path, to: &Path) {
         } else {
             std::fs::copy(e.path(), &target).expect("copy file");
         }
+    }
+}
+
+/// One node of a [`KraftCluster`]: a combined broker and controller (one of the quorum's voters).
+pub struct Node {
+    pub id: i32,
+    /// The node's log directory (`log.dirs`): its partition directories and checkpoints.
+    pub data: PathBuf,
+    pub port: u16,
+    properties: PathBuf,
+    log_file: PathBuf,
+}
+
+impl Node {
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// This node's copy of a partition (its `<topic>-<partition>` directory).
+    pub fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
+        self.data.join(format!("{topic}-{partition}"))
+    }
+
+    pub fn log_file(&self) -> &Path {
+        &self.log_file
+    }
+}
+
+/// A formatted multi-node KRaft cluster on loopback: every node is a combined broker and controller,
+/// all of them voters of one quorum, formatted with one cluster id. Nodes are started together (a
+/// quorum needs a majority before any broker finishes starting), then stopped, killed and started
+/// one at a time. Dropping the cluster kills every node still running (SIGKILL).
+///
+/// Brokers are fenced 4 s after their last heartbeat (Kafka's default is 9 s), so a killed leader's
+/// partitions move within seconds; leaders never move back by themselves (no automatic preferred
+/// leader election), so a test decides where leaders are.
+pub struct KraftCluster {
+    pub root: PathBuf,
+    pub cluster_id: String,
+    pub nodes: Vec<Node>,
+    running: Vec<Option<Broker>>,
+}
+
+impl KraftCluster {
+    /// Writes each node's `server.properties` (node ids 1..=count) and formats every node's storage
+    /// with one cluster id.
+    pub fn format(root: &Path, count: usize) -> KraftCluster {
+        let ports: Vec<(u16, u16)> = (0..count).map(|_| (free_port(), free_port())).collect();
+        let voters = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, c))| format!("{}@127.0.0.1:{c}", i + 1))
+            .collect::<Vec<_>>()
+            .join(",");
+        let cluster_id = String::from_utf8(kafka_tools(&["storage-tool", "random-uuid"]).stdout)
+            .expect("utf-8 uuid")
+            .trim()
+            .to_owned();
+        let nodes: Vec<Node> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, &(port, controller_port))| {
+                write_node(root, i as i32 + 1, port, controller_port, &voters)
+            })
+            .collect();
+        // One JVM per format, in parallel: they share nothing but the cluster id.
+        std::thread::scope(|s| {
+            for node in &nodes {
+                let cluster_id = &cluster_id;
+                s.spawn(move || {
+                    kafka_tools(&[
+                        "storage-tool",
+                        "format",
+                        "-t",
+                        cluster_id,
+                        "-c",
+                        node.properties.to_str().expect("utf-8 path"),
+                    ])
+                });
+            }
+        });
+        let running = nodes.iter().map(|_| None).collect();
+        KraftCluster {
+            root: root.to_owned(),
+            cluster_id,
+            nodes,
+            running,
+        }
+    }
+
+    /// Every node's address, comma-separated (what a client bootstraps from).
+    pub fn bootstrap(&self) -> String {
+        self.nodes
+            .iter()
+            .map(Node::bootstrap)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    pub fn node(&self, id: i32) -> &Node {
+        self.nodes
+            .iter()
+            .find(|n| n.id == id)
+            .unwrap_or_else(|| panic!("no node {id}"))
+    }
+
+    /// Starts every node that is not running, all at once, and waits until each says it started.
+    pub fn start_all(&mut self) {
+        let ids: Vec<i32> = self.nodes.iter().map(|n| n.id).collect();
+        let mut launched = Vec::new();
+        for id in ids {
+            if !self.is_running(id) {
+                let node = self.node(id);
+                let quick = Some(QUICK_START_JVM);
+                launched.push((
+                    id,
+                    launch(&node.properties, &node.log_file, node.bootstrap(), quick),
+                ));
+            }
+        }
+        for (id, (mut broker, from)) in launched {
+            broker.wait_started(from);
+            self.running[(id - 1) as usize] = Some(broker);
+        }
+    }
+
+    /// Starts one node (a majority of the quorum must be running or starting) and waits for it.
+    pub fn start(&mut self, id: i32) {
+        assert!(!self.is_running(id), "node {id} is already running");
+        let node = self.node(id);
+        let (mut broker, from) = launch(
+            &node.properties,
+            &node.log_file,
+            node.bootstrap(),
+            Some(QUICK_START_JVM),
+        );
+        broker.wait_started(from);
+        self.running[(id - 1) as usize] = Some(broker);
+    }
+
+    pub fn is_running(&self, id: i32) -> bool {
+        self.running[(id - 1) as usize].is_some()
+    }
+
+    /// A clean shutdown of one node (SIGTERM; controlled shutdown moves its leaderships first).
+    pub fn stop(&mut self, id: i32) {
+        let broker = self.running[(id - 1) as usize]
+            .take()
+            .unwrap_or_else(|| panic!("node {id} is not running"));
+        broker.stop();
+    }
+
+    /// A crash of one node: SIGKILL, nothing flushed.
+    pub fn kill(&mut self, id: i32) {
+        let broker = self.running[(id - 1) as usize]
+            .take()
+            .unwrap_or_else(|| panic!("node {id} is not running"));
+        broker.kill();
+    }
+
+    /// Every running node's log lines at ERROR or FATAL.
+    pub fn error_lines(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .flat_map(|n| error_lines(&n.log_file))
+            .collect()
+    }
+}
+
+/// `<root>/node<id>/server.properties` for one combined node of a quorum of `voters`.
+fn write_node(root: &Path, id: i32, port: u16, controller_port: u16, voters: &str) -> Node {
+    let dir = root.join(format!("node{id}"));
+    let (data, meta) = (dir.join("data"), dir.join("meta"));
+    std::fs::create_dir_all(&dir).expect("create the node's directory");
+    let properties = dir.join("server.properties");
+    std::fs::write(
+        &properties,
+        format!(
+            "process.roles=broker,controller\n\
+             node.id={id}\n\
+             controller.quorum.voters={voters}\n\
+             listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}\n\
+             advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n\
+             controller.listener.names=CONTROLLER\n\
+             inter.broker.listener.name=PLAINTEXT\n\
+             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+             log.dirs={}\n\
+             metadata.log.dir={}\n\
+             num.partitions=1\n\
+             auto.create.topics.enable=false\n\
+             auto.leader.rebalance.enable=false\n\
+             broker.heartbeat.interval.ms=500\n\
+             broker.session.timeout.ms=4000\n\
+             offsets.topic.replication.factor=1\n\
+             offsets.topic.num.partitions=1\n\
+             transaction.state.log.replication.factor=1\n\
+             transaction.state.log.min.isr=1\n\
+             transaction.state.log.num.partitions=1\n\
+             group.initial.rebalance.delay.ms=0\n\
+             log.flush.interval.messages=9223372036854775807\n",
+            data.display(),
+            meta.display()
+        ),
+    )
+    .expect("write server.properties");
+    Node {
+        id,
+        data,
+        port,
+        properties,
+        log_file: dir.join("broker.log"),
     }
 }

@@ -6,8 +6,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.Future;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -15,6 +17,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -23,7 +26,10 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.ElectionType;
+import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -45,6 +51,19 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *                                                 offset with metadata; a transactional producer then
  *                                                 commits an offset for the group inside a transaction
  *                                                 (sendOffsetsToTransaction); prints {"committed"}
+ *   create-topic-assigned BOOTSTRAP TOPIC ASSIGNMENT [KEY=VALUE...]
+ *                                                 one partition per `/`-separated replica list
+ *                                                 (`1,2/2,3/3,1`: partition 0 on brokers 1 and 2, its
+ *                                                 first replica the preferred leader); prints {"topic_id"}
+ *   send BOOTSTRAP TOPIC PARTITION COUNT ACKS [PAUSE_MS]
+ *                                                 COUNT records to one partition, lz4: ACKS=all through
+ *                                                 an idempotent producer, ACKS=1 through a plain one (no
+ *                                                 producer id: what a leader accepts without its
+ *                                                 followers); a flush and a pause every 10 records when
+ *                                                 PAUSE_MS is given; one line per record written
+ *   describe-topic BOOTSTRAP TOPIC                one line per partition: leader, replicas, isr
+ *   elect-leaders BOOTSTRAP TOPIC PARTITION TYPE  Admin.electLeaders (TYPE unclean or preferred);
+ *                                                 prints {"partition","error"} (error null or its name)
  * </pre>
  *
  * The workload: an idempotent producer per codec (none, gzip, snappy, lz4, zstd); a transactional producer
@@ -69,12 +88,18 @@ public final class Workload {
             case "consume" -> consume(args[1], args[2], args.length > 3 ? args[3] : "read_uncommitted");
             case "delete-records" -> deleteRecords(args[1], args[2], Long.parseLong(args[3]));
             case "commit-offsets" -> commitOffsets(args[1], args[2], args[3], args[4]);
+            case "create-topic-assigned" -> createTopicAssigned(args[1], args[2], args);
+            case "send" -> send(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), args[5],
+                    args.length > 6 ? Long.parseLong(args[6]) : 0);
+            case "describe-topic" -> describeTopic(args[1], args[2]);
+            case "elect-leaders" -> electLeaders(args[1], args[2], Integer.parseInt(args[3]), args[4]);
             default -> usage();
         }
     }
 
     private static void usage() {
-        System.err.println("usage: Workload create-topic|produce|consume|delete-records BOOTSTRAP TOPIC [...]");
+        System.err.println("usage: Workload create-topic|create-topic-assigned|produce|send|consume|delete-records|"
+                + "describe-topic|elect-leaders BOOTSTRAP TOPIC [...]");
         System.exit(2);
     }
 
@@ -90,6 +115,106 @@ public final class Workload {
             CreateTopicsResult r = admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(configs)));
             r.all().get();
             System.out.println("{\"topic\":" + str(topic) + ",\"topic_id\":" + str(r.topicId(topic).get().toString()) + "}");
+        }
+    }
+
+    private static Map<String, String> configs(String[] args, int from) {
+        Map<String, String> configs = new HashMap<>();
+        for (int i = from; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            configs.put(kv[0], kv[1]);
+        }
+        return configs;
+    }
+
+    private static Admin admin(String bootstrap) {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        return Admin.create(p);
+    }
+
+    private static void createTopicAssigned(String bootstrap, String topic, String[] args) throws Exception {
+        Map<Integer, List<Integer>> assignment = new HashMap<>();
+        String[] partitions = args[3].split("/");
+        for (int partition = 0; partition < partitions.length; partition++) {
+            List<Integer> replicas = new ArrayList<>();
+            for (String id : partitions[partition].split(",")) {
+                replicas.add(Integer.parseInt(id));
+            }
+            assignment.put(partition, replicas);
+        }
+        try (Admin admin = admin(bootstrap)) {
+            CreateTopicsResult r = admin.createTopics(List.of(new NewTopic(topic, assignment).configs(configs(args, 4))));
+            r.all().get();
+            System.out.println("{\"topic\":" + str(topic) + ",\"topic_id\":" + str(r.topicId(topic).get().toString()) + "}");
+        }
+    }
+
+    private static void send(String bootstrap, String topic, int partition, int count, String acks, long pauseMs)
+            throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.ACKS_CONFIG, acks);
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, Boolean.toString(acks.equals("all")));
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        // Metadata again soon after a leader moves, so a send waits for the new leader, not the old one.
+        p.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, "1000");
+        Random random = new Random(0x73656e64L + partition);
+        long baseTimestamp = System.currentTimeMillis() - 60_000L;
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < count; i++) {
+                byte[] key = ("key-" + i).getBytes(StandardCharsets.UTF_8);
+                byte[] value = new byte[40 + random.nextInt(400)];
+                for (int k = 0; k < value.length; k++) {
+                    value[k] = (byte) ('a' + random.nextInt(26));
+                }
+                sent.add(producer.send(new ProducerRecord<>(topic, partition, baseTimestamp + i, key, value)));
+                if (pauseMs > 0 && i % 10 == 9) {
+                    producer.flush();
+                    Thread.sleep(pauseMs);
+                }
+            }
+            producer.flush();
+        }
+        for (Future<RecordMetadata> f : sent) {
+            RecordMetadata m = f.get();
+            System.out.println("{\"partition\":" + m.partition() + ",\"offset\":" + m.offset() + "}");
+        }
+    }
+
+    private static void describeTopic(String bootstrap, String topic) throws Exception {
+        try (Admin admin = admin(bootstrap)) {
+            TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+            for (TopicPartitionInfo p : d.partitions()) {
+                System.out.println("{\"partition\":" + p.partition() + ",\"leader\":"
+                        + (p.leader() == null ? -1 : p.leader().id()) + ",\"replicas\":" + ids(p.replicas())
+                        + ",\"isr\":" + ids(p.isr()) + "}");
+            }
+        }
+    }
+
+    private static String ids(List<Node> nodes) {
+        StringBuilder s = new StringBuilder("[");
+        for (Node n : nodes) {
+            if (s.length() > 1) {
+                s.append(',');
+            }
+            s.append(n.id());
+        }
+        return s.append(']').toString();
+    }
+
+    private static void electLeaders(String bootstrap, String topic, int partition, String type) throws Exception {
+        TopicPartition tp = new TopicPartition(topic, partition);
+        ElectionType election = type.equals("unclean") ? ElectionType.UNCLEAN : ElectionType.PREFERRED;
+        try (Admin admin = admin(bootstrap)) {
+            Optional<Throwable> error = admin.electLeaders(election, Set.of(tp)).partitions().get().get(tp);
+            String name = error.map(e -> str(e.getClass().getSimpleName())).orElse("null");
+            System.out.println("{\"partition\":" + partition + ",\"error\":" + name + "}");
         }
     }
 
