@@ -62,6 +62,7 @@ public final class Workload {
             case "produce" -> new Producing(args[1], args[2], args.length > 3 ? Integer.parseInt(args[3]) : 60).run();
             case "consume" -> consume(args[1], args[2], args.length > 3 ? args[3] : "read_uncommitted");
             case "delete-records" -> deleteRecords(args[1], args[2], Long.parseLong(args[3]));
+            case "fixture-batches" -> FixtureBatches.run(args[1], args[2]);
             default -> usage();
         }
     }
@@ -260,7 +261,7 @@ public final class Workload {
         }
     }
 
-    private static String recordJson(long timestamp, byte[] key, byte[] value, Iterable<Header> headers) {
+    static String recordJson(long timestamp, byte[] key, byte[] value, Iterable<Header> headers) {
         StringBuilder h = new StringBuilder("[");
         for (Header header : headers) {
             if (h.length() > 1) {
