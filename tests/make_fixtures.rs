@@ -76,7 +76,9 @@ fn main() {
     let manifest = json!({
         "description": "Written by scripts/make-fixtures.sh (tests/make_fixtures.rs): a real Apache Kafka broker \
             from interop/pom.xml and the Java workload in interop/workload. Values a regeneration changes are \
-            recorded here; batch fields come from kafka-dump-log, record bytes from what the producers sent.",
+            recorded here; batch fields come from kafka-dump-log, record bytes from what the producers sent. \
+            Producer batches are stored as sent (base offset 0, partition leader epoch -1; log_base_offset is \
+            where the broker put them), control batches as the broker wrote them.",
         "kafka_version": String::from_utf8_lossy(&common::kafka::kafka_tools(&["version"]).stdout).trim(),
         "workload": {"topic_configs": WORKLOAD_CONFIGS, "records_per_producer": WORKLOAD_RECORDS},
         "batches": batches,
@@ -176,8 +178,17 @@ fn flag(fields: &BTreeMap<String, String>, name: &str) -> bool {
     fields.get(name).is_some_and(|v| v == "true")
 }
 
+/// A producer batch as the producer sent it: base offset 0 and partition leader epoch -1. The broker's
+/// in-place offset assignment sets only these two fields of a v2 CreateTime batch, and the CRC covers
+/// neither (kafka-storage.md §1.1), so the rest is the broker's bytes and the CRC holds.
+fn as_sent(batch: &mut [u8]) {
+    batch[0..8].copy_from_slice(&0i64.to_be_bytes());
+    batch[12..16].copy_from_slice(&(-1i32).to_be_bytes());
+}
+
 /// Cuts each batch of the `batches` topic into `<producer>.bin` (or `control-commit.bin` for the COMMIT of
-/// `txn-none`, `control-abort.bin` for the ABORT) and describes it.
+/// `txn-none`, `control-abort.bin` for the ABORT) and describes it. Producer batches are written as sent
+/// (`as_sent`), ready for `klog append`; the markers as the broker wrote them.
 fn cut_batches(partition: &Path, sent: &[Value], out: &Path) -> Vec<Value> {
     std::fs::create_dir_all(out).expect("create batches/");
     let by_offset: BTreeMap<i64, &Value> = sent
@@ -206,7 +217,7 @@ fn cut_batches(partition: &Path, sent: &[Value], out: &Path) -> Vec<Value> {
             )
         } else {
             let first = by_offset[&base];
-            let records: Vec<Value> = (base..=last).map(|o| record(by_offset[&o])).collect();
+            let records: Vec<Value> = (base..=last).map(|o| record(by_offset[&o], base)).collect();
             (
                 first["producer"].as_str().expect("producer").to_owned(),
                 Value::Null,
@@ -215,9 +226,13 @@ fn cut_batches(partition: &Path, sent: &[Value], out: &Path) -> Vec<Value> {
         };
         let position = int(&b.fields, "position") as usize;
         let size = int(&b.fields, "size") as usize;
-        let bytes = std::fs::read(&b.file).expect("read the segment");
+        let segment = std::fs::read(&b.file).expect("read the segment");
+        let mut bytes = segment[position..position + size].to_vec();
+        if !control {
+            as_sent(&mut bytes);
+        }
         let file = format!("{name}.bin");
-        std::fs::write(out.join(&file), &bytes[position..position + size]).expect("write a batch");
+        std::fs::write(out.join(&file), &bytes).expect("write a batch");
         described.push(batch_json(&file, &b, control_type, records));
     }
     described
@@ -225,20 +240,27 @@ fn cut_batches(partition: &Path, sent: &[Value], out: &Path) -> Vec<Value> {
 
 fn batch_json(file: &str, b: &DumpedBatch, control_type: Value, records: Vec<Value>) -> Value {
     let f = &b.fields;
-    let base = int(f, "baseOffset");
+    let log_base_offset = int(f, "baseOffset");
+    let control = flag(f, "isControl");
+    let (base, epoch) = if control {
+        (log_base_offset, int(f, "partitionLeaderEpoch"))
+    } else {
+        (0, -1)
+    };
     json!({
         "file": file,
         "size": int(f, "size"),
         "base_offset": base,
+        "log_base_offset": log_base_offset,
         "batch_length": int(f, "size") - 12,
-        "partition_leader_epoch": int(f, "partitionLeaderEpoch"),
+        "partition_leader_epoch": epoch,
         "magic": int(f, "magic"),
         "crc": int(f, "crc"),
         "codec": f["compresscodec"],
         "timestamp_type": "CreateTime",
         "is_transactional": flag(f, "isTransactional"),
         "is_control": flag(f, "isControl"),
-        "last_offset_delta": int(f, "lastOffset") - base,
+        "last_offset_delta": int(f, "lastOffset") - log_base_offset,
         "first_timestamp": records[0]["timestamp"],
         "max_timestamp": int(f, "CreateTime"),
         "producer_id": int(f, "producerId"),
@@ -250,8 +272,9 @@ fn batch_json(file: &str, b: &DumpedBatch, control_type: Value, records: Vec<Val
     })
 }
 
-/// A record as the producer sent it (headers as `[key, value hex]` pairs).
-fn record(sent: &Value) -> Value {
+/// A record as the producer sent it (headers as `[key, value hex]` pairs), its offset counted from the
+/// batch's base offset `base` in the log, as in the batch the producer sent.
+fn record(sent: &Value, base: i64) -> Value {
     let headers: Vec<Value> = sent["headers"]
         .as_array()
         .expect("headers")
@@ -259,7 +282,7 @@ fn record(sent: &Value) -> Value {
         .map(|h| json!([h["key"], h["value"]]))
         .collect();
     json!({
-        "offset": sent["offset"],
+        "offset": sent["offset"].as_i64().expect("offset") - base,
         "timestamp": sent["timestamp"],
         "key": sent["key"],
         "value": sent["value"],
