@@ -39,6 +39,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *                                                 (the LSO for read_committed); one line per record
  *   delete-records BOOTSTRAP TOPIC OFFSET         Admin.deleteRecords on partition 0 below OFFSET;
  *                                                 prints {"low_watermark"}
+ *   fixture-batches BOOTSTRAP TOPIC               the single batches of fixtures/ (FixtureBatches)
  * </pre>
  *
  * The workload: an idempotent producer per codec (none, gzip, snappy, lz4, zstd); a transactional producer
@@ -68,7 +69,7 @@ public final class Workload {
     }
 
     private static void usage() {
-        System.err.println("usage: Workload create-topic|produce|consume|delete-records BOOTSTRAP TOPIC [...]");
+        System.err.println("usage: Workload create-topic|produce|consume|delete-records|fixture-batches BOOTSTRAP TOPIC [...]");
         System.exit(2);
     }
 
