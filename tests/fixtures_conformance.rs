@@ -211,7 +211,7 @@ fn dump_decodes_every_shared_fixture_segment() {
 fn check_segment(seg: &Path, batches_want: usize, records_want: i64) -> Vec<Value> {
     let partition = seg.parent().unwrap().display().to_string();
     let base_offset: i64 = seg.file_stem().unwrap().to_str().unwrap().parse().unwrap();
-    let batches = dump_json(&seg);
+    let batches = dump_json(seg);
     assert_eq!(batches.len(), batches_want, "{partition}");
     let mut next_offset = base_offset;
     let mut position = 0;
@@ -237,7 +237,7 @@ fn check_segment(seg: &Path, batches_want: usize, records_want: i64) -> Vec<Valu
     assert_eq!(records, records_want, "{partition}");
     assert_eq!(
         position as u64,
-        std::fs::metadata(&seg).unwrap().len(),
+        std::fs::metadata(seg).unwrap().len(),
         "{partition}: no tail"
     );
     batches

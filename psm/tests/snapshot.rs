@@ -126,6 +126,10 @@ fn real_kafka_snapshots_decode_and_encode_back_byte_for_byte() {
     assert!(files.len() >= 10 && empty >= 2, "{files:?}");
     assert!(producers >= 20, "{producers} producer entries");
     assert!(transactional >= 1, "producers that ended transactions");
+    assert!(
+        identical_with_producers >= 1,
+        "some snapshot with producers lists them in id order"
+    );
 }
 
 #[test]
