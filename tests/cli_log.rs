@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fixtures, klog, scratch_dir, stderr, stdout};
+use common::{fixture_manifest, fixtures, klog, scratch_dir, shared_fixtures, stderr, stdout};
 use klog::log::format::{BatchBuilder, Compression};
 use serde_json::Value;
 
@@ -168,13 +168,39 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A copy of the broker's `batches-0` (its `.log` and `partition.metadata` only), appended to as a follower.
 #[test]
 fn follower_append_to_a_copy_of_a_kafka_directory() {
     let root = scratch_dir("cli-log-kafka-copy");
+    let dir = root.join("logs/batches-0");
+    let src = fixtures().join("kafka-segments/clean/batches-0");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["00000000000000000000.log", "partition.metadata"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let p = &fixture_manifest()["partitions"]["clean"]["batches-0"];
+    let end = p["log_end_offset"].as_i64().unwrap();
+    let kafka_batches = p["segments"][0]["batches"].as_u64().unwrap() as usize;
+    follower_append_to(&root, &dir, end, kafka_batches);
+}
+
+/// The shared fixtures' Kafka 3.4 `test-0` (97 records in 28 batches), when present.
+#[test]
+fn follower_append_to_a_copy_of_a_shared_kafka_directory() {
+    let Some(shared) = shared_fixtures() else {
+        return;
+    };
+    let root = scratch_dir("cli-log-shared-kafka-copy");
     let dir = root.join("logs/test-0");
-    copy_dir(&fixtures().join("kafka-segments/panic08/test-0"), &dir);
+    copy_dir(&shared.join("kafka-segments/panic08/test-0"), &dir);
+    follower_append_to(&root, &dir, 97, 28);
+}
+
+/// Appends three follower batches (two records each) at `end` to a Kafka partition directory without
+/// indexes, reads everything back, checks the rebuilt indexes and a refused append going backwards.
+fn follower_append_to(root: &Path, dir: &Path, end: i64, kafka_batches: usize) {
     let input = root.join("more.bin");
-    std::fs::write(&input, batches(3, Some(97), 0)).unwrap();
+    std::fs::write(&input, batches(3, Some(end), 0)).unwrap();
     let d = dir.to_str().unwrap();
     let out = klog(&[
         "append",
@@ -185,11 +211,11 @@ fn follower_append_to_a_copy_of_a_kafka_directory() {
         "--json",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(json_lines(&stdout(&out))[2]["last_offset"], 102);
-    // Kafka's 97 records then ours, readable from the start (a read stays in one segment), every CRC valid.
+    assert_eq!(json_lines(&stdout(&out))[2]["last_offset"], end + 5);
+    // Kafka's records then ours, readable from the start (a read stays in one segment), every CRC valid.
     let mut offset = 0;
     let mut count = 0;
-    while offset < 103 {
+    while offset < end + 6 {
         let out = klog(&[
             "read",
             d,
@@ -202,11 +228,11 @@ fn follower_append_to_a_copy_of_a_kafka_directory() {
         let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
         let batches = v["batches"].as_array().unwrap();
         assert!(batches.iter().all(|b| b["crc_valid"] == true));
-        assert_eq!(v["log_end_offset"], 103);
+        assert_eq!(v["log_end_offset"], end + 6);
         count += batches.len();
         offset = v["next_offset"].as_i64().unwrap();
     }
-    assert_eq!(count, 28 + 3);
+    assert_eq!(count, kafka_batches + 3);
     // Our append rebuilt the missing indexes; the dump checks them against the .log.
     let index = dir.join("00000000000000000000.index");
     let out = klog(&[

@@ -45,14 +45,14 @@ fn failover_and_failback_by_hand() {
     let a_id = init["cluster_id"].as_str().unwrap().to_owned();
     ok(&["cluster", "init", b_s]);
     ok(&["topic", "create", a_s, "t"]);
-    // Source data: an idempotent producer (pid 1), a committed transaction (pid 6), two elections,
-    // another idempotent producer (pid 2) at epoch 2.
-    ok(&["append", at_s, &batch("librdkafka-idempotent-none.bin")]);
-    ok(&["append", at_s, &batch("librdkafka-txn-commit-none.bin")]);
+    // Source data (fixtures/batches, five records per batch): an idempotent producer, a committed
+    // transaction and its COMMIT marker, two elections, another idempotent producer at epoch 2.
+    ok(&["append", at_s, &batch("idempotent-none.bin")]);
+    ok(&["append", at_s, &batch("txn-none.bin")]);
     ok(&["append", at_s, &batch("control-commit.bin")]);
     ok(&["topic", "elect", a_s, "t"]);
     ok(&["topic", "elect", a_s, "t"]);
-    ok(&["append", at_s, &batch("librdkafka-idempotent-gzip.bin")]);
+    ok(&["append", at_s, &batch("idempotent-gzip.bin")]);
 
     // S1: mirror A -> B.
     ok(&["mirror", "create", b_s, "m", "--source", a_s]);
@@ -68,12 +68,7 @@ fn failover_and_failback_by_hand() {
         std::fs::read(bt.join("00000000000000000000.log")).unwrap()
     );
     // Read-only: `klog append` on the mirror partition is refused.
-    let out = klog(&[
-        "append",
-        bt_s,
-        &batch("librdkafka-idempotent-lz4.bin"),
-        "--json",
-    ]);
+    let out = klog(&["append", bt_s, &batch("idempotent-lz4.bin"), "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let line: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
     assert_eq!(line["error"], "READ_ONLY_TOPIC");
@@ -98,12 +93,12 @@ fn failover_and_failback_by_hand() {
             && dump.contains(&format!("mirrorPidReset: sourceClusterId: {a_id}")),
         "{dump}"
     );
-    // The producer with pid 1 starts again at sequence 0: accepted, not a duplicate.
-    let appended = ok(&["append", bt_s, &batch("librdkafka-idempotent-none.bin")]);
+    // The first idempotent producer starts again at sequence 0: accepted, not a duplicate.
+    let appended = ok(&["append", bt_s, &batch("idempotent-none.bin")]);
     assert!(appended.contains("appended offsets 17..=21"), "{appended}");
 
     // S3 case a: A took a stray write while cut off, then mirrors back from B.
-    ok(&["append", at_s, &batch("librdkafka-idempotent-snappy.bin")]);
+    ok(&["append", at_s, &batch("idempotent-snappy.bin")]);
     ok(&["mirror", "create", a_s, "back", "--source", b_s]);
     ok(&["mirror", "add", a_s, "back", "t"]);
     let run = ok(&["mirror", "run", a_s, "--until-idle", "--json"]);

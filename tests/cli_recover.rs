@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{fixtures, klog, scratch_dir, stderr, stdout};
+use common::{fixture_manifest, fixtures, klog, scratch_dir, shared_fixtures, stderr, stdout};
 use serde_json::Value;
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -43,37 +43,81 @@ fn tree_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     v
 }
 
+/// The broker's log directory after its clean shutdown, every index deleted: `klog recover` rebuilds each
+/// `.index`, `.timeindex` and `.txnindex` as Kafka wrote it and finds the log end the manifest records.
 #[test]
 fn kafka_directories_recover_to_the_same_end_with_byte_identical_indexes() {
-    let root = scratch_dir("recover-kafka").join("logs");
-    copy_tree(&fixtures().join("kafka-segments/nomanazeem"), &root);
-    let originals: Vec<(PathBuf, Vec<u8>)> = tree_bytes(&root)
-        .into_iter()
-        .filter(|(p, _)| {
-            p.extension()
-                .is_some_and(|e| e == "index" || e == "timeindex")
-        })
+    let root = scratch_dir("recover-kafka-own").join("logs");
+    copy_tree(&fixtures().join("kafka-segments/clean"), &root);
+    let originals = index_files(&root);
+    assert!(originals.len() >= 16, "{} index files", originals.len());
+    let manifest = fixture_manifest();
+    let mut ends: Vec<(String, i64)> = manifest["partitions"]["clean"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(p, v)| (p.clone(), v["log_end_offset"].as_i64().unwrap()))
         .collect();
-    assert_eq!(originals.len(), 4);
-    for (p, _) in &originals {
-        std::fs::remove_file(p).unwrap();
-    }
-    let out = klog(&["verify", root.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1), "missing indexes are reported");
+    ends.sort();
+    let reports = recover_without_indexes(&root, &originals);
+    assert_eq!(partition_ends(&reports), ends);
+    assert!(reports
+        .iter()
+        .all(|r| r["truncated"] == serde_json::json!([]) && r["bytes_truncated"] == 0));
+}
+
+/// The broker's partition as SIGKILL left it (active indexes preallocated, no clean-shutdown marker) recovers
+/// to what Kafka's own recovery of the same crash wrote: every file byte for byte.
+#[test]
+fn a_killed_kafka_directory_recovers_to_what_kafka_recovered() {
+    let root = scratch_dir("recover-kafka-killed").join("logs");
+    copy_tree(&fixtures().join("kafka-segments/killed"), &root);
     let out = klog(&["recover", root.to_str().unwrap(), "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let reports = json_lines(&stdout(&out));
-    let ends: Vec<(String, i64)> = reports
-        .iter()
-        .map(|r| {
-            (
-                r["partition"].as_str().unwrap().to_owned(),
-                r["log_end_offset"].as_i64().unwrap(),
-            )
-        })
-        .collect();
+    let end = fixture_manifest()["partitions"]["clean"]["workload-0"]["log_end_offset"].clone();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let r = &reports[0];
+    assert_eq!(r["clean_shutdown"], false, "{r}");
     assert_eq!(
-        ends,
+        (&r["log_end_offset"], &r["truncated"]),
+        (&end, &serde_json::json!([])),
+        "{r}"
+    );
+    let kafkas = fixtures().join("kafka-segments/clean/workload-0");
+    let ours = root.join("workload-0");
+    for ext in ["log", "index", "timeindex", "txnindex"] {
+        let names = |d: &Path| -> Vec<PathBuf> {
+            common::sorted_entries(d)
+                .into_iter()
+                .filter(|p| p.extension().is_some_and(|e| e == ext))
+                .map(|p| PathBuf::from(p.file_name().unwrap()))
+                .collect()
+        };
+        assert_eq!(names(&ours), names(&kafkas), ".{ext} files");
+        for name in names(&kafkas) {
+            let same = std::fs::read(ours.join(&name)).unwrap()
+                == std::fs::read(kafkas.join(&name)).unwrap();
+            assert!(same, "{name:?} differs from Kafka's");
+        }
+    }
+    let out = klog(&["verify", root.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stdout(&out));
+}
+
+/// Kafka 4.2's `__cluster_metadata-0` and `__consumer_offsets-15` from the shared fixtures, when present.
+#[test]
+fn shared_kafka_directories_recover_to_the_same_end_with_byte_identical_indexes() {
+    let Some(shared) = shared_fixtures() else {
+        return;
+    };
+    let root = scratch_dir("recover-kafka").join("logs");
+    copy_tree(&shared.join("kafka-segments/nomanazeem"), &root);
+    let originals = index_files(&root);
+    assert_eq!(originals.len(), 4);
+    let reports = recover_without_indexes(&root, &originals);
+    assert_eq!(
+        partition_ends(&reports),
         vec![
             ("__cluster_metadata-0".into(), 2067),
             ("__consumer_offsets-15".into(), 256)
@@ -84,7 +128,43 @@ fn kafka_directories_recover_to_the_same_end_with_byte_identical_indexes() {
         .all(|r| r["truncated"] == serde_json::json!([])
             && r["bytes_truncated"] == 0
             && r["clean_shutdown"] == false));
-    for (p, bytes) in &originals {
+}
+
+/// Every `.index`, `.timeindex` and `.txnindex` under `root`, with its bytes.
+fn index_files(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    tree_bytes(root)
+        .into_iter()
+        .filter(|(p, _)| {
+            p.extension()
+                .is_some_and(|e| e == "index" || e == "timeindex" || e == "txnindex")
+        })
+        .collect()
+}
+
+fn partition_ends(reports: &[Value]) -> Vec<(String, i64)> {
+    reports
+        .iter()
+        .map(|r| {
+            (
+                r["partition"].as_str().unwrap().to_owned(),
+                r["log_end_offset"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Deletes the index files, checks `verify` reports them missing, recovers, checks each is rebuilt byte for
+/// byte and `verify` then passes; returns the recovery reports.
+fn recover_without_indexes(root: &Path, originals: &[(PathBuf, Vec<u8>)]) -> Vec<Value> {
+    for (p, _) in originals {
+        std::fs::remove_file(p).unwrap();
+    }
+    let out = klog(&["verify", root.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "missing indexes are reported");
+    let out = klog(&["recover", root.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let reports = json_lines(&stdout(&out));
+    for (p, bytes) in originals {
         assert_eq!(
             &std::fs::read(p).unwrap(),
             bytes,
@@ -94,6 +174,7 @@ fn kafka_directories_recover_to_the_same_end_with_byte_identical_indexes() {
     }
     let out = klog(&["verify", root.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stdout(&out));
+    reports
 }
 
 fn build_log(root: &Path, name: &str) -> PathBuf {

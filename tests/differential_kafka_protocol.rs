@@ -1,9 +1,9 @@
 //! Differential test of klog's v2 batch reader and writer against an independent implementation, the
 //! `kafka-protocol` crate (tychedelia/kafka-protocol-rs 0.18, `kafka_protocol::records`).
 //!
-//! 1. Fixtures: every `.bin` under `../shared/fixtures/batches/` and every `.log` under
-//!    `../shared/fixtures/kafka-segments/*/*/`, decoded by both sides and compared batch by batch and record by
-//!    record, with exact expected counts.
+//! 1. Fixtures: every `.bin` under `fixtures/batches/` and every `.log` under `fixtures/kafka-segments/*/*/`
+//!    (and under `../shared/fixtures/` when it is beside the checkout), decoded by both sides and compared
+//!    batch by batch and record by record, with exact expected counts (the manifest's for `fixtures/`).
 //! 2. klog's `BatchBuilder` → both decoders (random batches, every codec).
 //! 3. kafka-protocol's `RecordBatchEncoder` → klog's decoder (random records, every codec), including klog's CRC
 //!    check and a byte-for-byte comparison with what `BatchBuilder` writes for the same records.
@@ -34,6 +34,8 @@
 //!   as ordinary records with `control = true` (their key and value raw).
 //! * Codecs: the default features enable all four (gzip flate2, snappy with xerial framing and a raw fallback,
 //!   lz4 through liblz4 with block and content checksums on write, zstd), so every codec is exercised both ways.
+
+mod common;
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -428,18 +430,6 @@ fn compare_file(data: &[u8], name: &str) -> (Compared, usize) {
 // 1. Fixtures
 // ---------------------------------------------------------------------------------------------------------
 
-fn fixtures_dir() -> PathBuf {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures"));
-    assert!(
-        dir.join("batches").is_dir() && dir.join("kafka-segments").is_dir(),
-        "the fixtures are required: expected {}/batches and {}/kafka-segments (the shared fixture tree next to \
-         the repository)",
-        dir.display(),
-        dir.display()
-    );
-    dir
-}
-
 fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
@@ -460,9 +450,88 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The repository's fixtures: every batch and record as the manifest (from `kafka-dump-log`) counts them.
 #[test]
 fn fixtures_agree_with_kafka_protocol() {
-    let root = fixtures_dir();
+    let root = common::fixtures();
+    let manifest = common::fixture_manifest();
+    let entries = manifest["batches"].as_array().unwrap();
+    let bins = files_with_extension(&root.join("batches"), "bin");
+    assert_eq!(bins.len(), entries.len(), "fixture .bin files: {bins:?}");
+    let mut bin_total = Compared::default();
+    for m in entries {
+        let name = m["file"].as_str().unwrap();
+        let (seen, legacy) = compare_file(
+            &std::fs::read(root.join("batches").join(name)).unwrap(),
+            name,
+        );
+        assert_eq!(legacy, 0, "{name}");
+        assert_eq!(seen.batches, 1, "{name}: one batch per .bin");
+        assert_eq!(
+            seen.records as u64,
+            m["record_count"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            seen.control_batches,
+            usize::from(m["is_control"] == true),
+            "{name}"
+        );
+        let headers: usize = m["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["headers"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(seen.headers, headers, "{name}: headers");
+        bin_total += seen;
+    }
+    assert_eq!(bin_total.records_with_duplicate_header_keys, 0);
+    let mut seg_total = Compared::default();
+    let mut segments = 0;
+    for (copy, partitions) in manifest["partitions"].as_object().unwrap() {
+        for (partition, p) in partitions.as_object().unwrap() {
+            for seg in p["segments"].as_array().unwrap() {
+                let file = seg["file"].as_str().unwrap();
+                let name = format!("{copy}/{partition}/{file}");
+                let data = std::fs::read(root.join("kafka-segments").join(&name)).unwrap();
+                let (seen, legacy) = compare_file(&data, &name);
+                assert_eq!(legacy, 0, "{name}: magic 2");
+                assert_eq!(
+                    seen.batches as u64,
+                    seg["batches"].as_u64().unwrap(),
+                    "{name}"
+                );
+                assert_eq!(
+                    seen.records as u64,
+                    seg["records"].as_u64().unwrap(),
+                    "{name}"
+                );
+                assert_eq!(
+                    seen.control_batches as u64,
+                    seg["control_batches"].as_u64().unwrap(),
+                    "{name}"
+                );
+                seg_total += seen;
+                segments += 1;
+            }
+        }
+    }
+    assert_eq!(
+        common::fixture_segments(&root).len(),
+        segments,
+        "the manifest lists every segment"
+    );
+    assert_eq!(seg_total.records_with_duplicate_header_keys, 0);
+    eprintln!("fixtures: .bin {bin_total:?}; segments {seg_total:?}");
+}
+
+/// `../shared/fixtures` (third-party captures), when beside the checkout: their README's exact counts.
+#[test]
+fn shared_fixtures_agree_with_kafka_protocol() {
+    let Some(root) = common::shared_fixtures() else {
+        return;
+    };
 
     // Single batches: five records each, except the two broker-written control batches (one marker each).
     let bins = files_with_extension(&root.join("batches"), "bin");

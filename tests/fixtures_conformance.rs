@@ -1,9 +1,12 @@
 //! `klog dump --json --deep` against the fixtures: every field of every manifest entry, and every batch and
-//! record of the real Kafka segments.
+//! record of the real Kafka segments. The repository's own `fixtures/` always; `../shared/fixtures` too
+//! when it is beside the checkout (required in CI).
 
 mod common;
 
-use common::{fixture_segments, fixtures, klog, stdout};
+use std::path::Path;
+
+use common::{fixture_manifest, fixture_segments, fixtures, klog, shared_fixtures, stdout};
 use serde_json::Value;
 
 fn dump_json(path: &std::path::Path) -> Vec<Value> {
@@ -28,13 +31,45 @@ fn timestamp_type(manifest: &str) -> &'static str {
     }
 }
 
+/// Every single-batch file of `fixtures/batches/` is in the manifest, and klog's dump agrees with it.
 #[test]
 fn dump_reproduces_every_manifest_entry() {
     let dir = fixtures().join("batches");
+    let manifest = fixture_manifest();
+    let entries = manifest["batches"].as_array().unwrap();
+    let bins = common::sorted_entries(&dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+        .count();
+    assert_eq!(entries.len(), bins, "every .bin is described");
+    let want: u64 = entries
+        .iter()
+        .map(|m| m["record_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(check_manifest_entries(&dir, entries), want);
+    for kind in ["none", "gzip", "snappy", "lz4", "zstd"] {
+        assert!(entries.iter().any(|m| m["codec"] == kind), "{kind}");
+    }
+    for control in ["commit", "abort"] {
+        assert!(entries.iter().any(|m| m["control_type"] == control));
+    }
+}
+
+#[test]
+fn dump_reproduces_every_shared_manifest_entry() {
+    let Some(shared) = shared_fixtures() else {
+        return;
+    };
+    let dir = shared.join("batches");
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     let files = manifest["files"].as_array().unwrap();
     assert_eq!(files.len(), 13);
+    assert_eq!(check_manifest_entries(&dir, files), 5 * 11 + 2);
+}
+
+/// Dumps each described file and compares every field and record; returns the records checked.
+fn check_manifest_entries(dir: &Path, files: &[Value]) -> u64 {
     let mut records_checked = 0;
     for m in files {
         let name = m["file"].as_str().unwrap();
@@ -92,19 +127,62 @@ fn dump_reproduces_every_manifest_entry() {
             records_checked += 1;
         }
     }
-    assert_eq!(records_checked, 5 * 11 + 2);
+    records_checked
 }
 
-/// Batch and record counts, offsets and CRCs of the four real Kafka segments (numbers from their README).
+/// Every segment of the repository's Kafka partition directories: batch and record counts as
+/// `kafka-dump-log` counted them (the manifest), contiguous offsets and positions, valid CRCs.
 #[test]
 fn dump_decodes_every_fixture_segment() {
+    let manifest = fixture_manifest();
+    let root = fixtures();
+    let segments = fixture_segments(&root);
+    let mut expected = Vec::new();
+    for (copy, partitions) in manifest["partitions"].as_object().unwrap() {
+        for (partition, p) in partitions.as_object().unwrap() {
+            for seg in p["segments"].as_array().unwrap() {
+                let path = root
+                    .join("kafka-segments")
+                    .join(copy)
+                    .join(partition)
+                    .join(seg["file"].as_str().unwrap());
+                let counts = (
+                    seg["batches"].as_u64().unwrap(),
+                    seg["records"].as_u64().unwrap(),
+                );
+                expected.push((path, counts));
+            }
+        }
+    }
+    expected.sort();
+    let listed: Vec<_> = expected.iter().map(|(p, _)| p.clone()).collect();
+    assert_eq!(segments, listed, "the manifest describes every segment");
+    for (seg, (batches, records)) in &expected {
+        check_segment(seg, *batches as usize, *records as i64);
+    }
+    // The quirks that make these logs worth having: a KRaft log opening with control records, producer ids
+    // on every workload batch, transactions ended by markers.
+    let dumped = |p: &str| dump_json(&root.join("kafka-segments/clean").join(p));
+    let metadata = dumped("__cluster_metadata-0/00000000000000000000.log");
+    assert!(metadata[0]["is_control"] == true && metadata.iter().all(|b| b["producer_id"] == -1));
+    let txn = dumped("batches-0/00000000000000000000.log");
+    assert!(txn.iter().all(|b| b["producer_id"].as_i64().unwrap() >= 0));
+    assert!(txn.iter().any(|b| b["control_type"] == "abort"));
+}
+
+/// The four real Kafka segments of the shared fixtures (numbers from their README).
+#[test]
+fn dump_decodes_every_shared_fixture_segment() {
+    let Some(shared) = shared_fixtures() else {
+        return;
+    };
     let expected = [
         ("cities-0", 11, 11),
         ("__cluster_metadata-0", 1842, 2067),
         ("__consumer_offsets-15", 88, 256),
         ("test-0", 28, 97),
     ];
-    let segments = fixture_segments();
+    let segments = fixture_segments(&shared);
     assert_eq!(segments.len(), 4);
     for seg in segments {
         let partition = seg.parent().unwrap().file_name().unwrap().to_str().unwrap();
@@ -112,35 +190,7 @@ fn dump_decodes_every_fixture_segment() {
             .iter()
             .find(|(p, ..)| *p == partition)
             .expect("known partition");
-        let batches = dump_json(&seg);
-        assert_eq!(batches.len(), batches_want, "{partition}");
-        let mut next_offset = 0;
-        let mut position = 0;
-        let mut records = 0;
-        for b in &batches {
-            assert_eq!(b["crc_valid"], Value::Bool(true));
-            assert_eq!(
-                b["base_offset"], next_offset,
-                "{partition}: offsets are contiguous"
-            );
-            assert_eq!(
-                b["position"], position,
-                "{partition}: positions are contiguous"
-            );
-            for r in b["records"].as_array().unwrap() {
-                assert_eq!(r["offset"], next_offset);
-                next_offset += 1;
-                records += 1;
-            }
-            assert_eq!(b["last_offset"], next_offset - 1);
-            position += b["batch_size"].as_i64().unwrap();
-        }
-        assert_eq!(records, records_want, "{partition}");
-        assert_eq!(
-            position as u64,
-            std::fs::metadata(&seg).unwrap().len(),
-            "{partition}: no tail"
-        );
+        let batches = check_segment(&seg, batches_want, records_want);
         // Quirks the README documents.
         match partition {
             "__cluster_metadata-0" => assert_eq!(batches[0]["control_type"], "leader_change"),
@@ -155,4 +205,40 @@ fn dump_decodes_every_fixture_segment() {
             _ => {}
         }
     }
+}
+
+/// Dumps one segment (named by its base offset) and checks its counts, offsets, positions and CRCs.
+fn check_segment(seg: &Path, batches_want: usize, records_want: i64) -> Vec<Value> {
+    let partition = seg.parent().unwrap().display().to_string();
+    let base_offset: i64 = seg.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let batches = dump_json(seg);
+    assert_eq!(batches.len(), batches_want, "{partition}");
+    let mut next_offset = base_offset;
+    let mut position = 0;
+    let mut records = 0;
+    for b in &batches {
+        assert_eq!(b["crc_valid"], Value::Bool(true));
+        assert_eq!(
+            b["base_offset"], next_offset,
+            "{partition}: offsets are contiguous"
+        );
+        assert_eq!(
+            b["position"], position,
+            "{partition}: positions are contiguous"
+        );
+        for r in b["records"].as_array().unwrap() {
+            assert_eq!(r["offset"], next_offset);
+            next_offset += 1;
+            records += 1;
+        }
+        assert_eq!(b["last_offset"], next_offset - 1);
+        position += b["batch_size"].as_i64().unwrap();
+    }
+    assert_eq!(records, records_want, "{partition}");
+    assert_eq!(
+        position as u64,
+        std::fs::metadata(seg).unwrap().len(),
+        "{partition}: no tail"
+    );
+    batches
 }

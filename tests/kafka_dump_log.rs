@@ -6,12 +6,12 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{
-    fixture_segments, fixtures, have_java, klog, klog_built_batches, repo_path, required,
-    scratch_dir,
+    fixture_batch, fixture_manifest, fixture_segments, fixtures, have_java, klog,
+    klog_built_batches, repo_path, required, scratch_dir, shared_fixtures,
 };
 
 fn kafka_available() -> bool {
@@ -111,13 +111,36 @@ fn dump_text_matches_kafka_dump_log_on_fixture_segments_and_batches() {
     if !kafka_available() {
         return;
     }
-    let mut files = fixture_segments();
-    // The four real Kafka partitions of the shared fixtures (an empty list would compare nothing).
-    assert!(
-        files.len() >= 4,
-        "expected at least 4 fixture segments, found {files:?}"
-    );
-    let batch_dir = fixtures().join("batches");
+    let manifest = fixture_manifest();
+    let batches = manifest["batches"].as_array().unwrap().len();
+    let segments: usize = manifest["partitions"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|copy| copy.as_object().unwrap().values())
+        .map(|p| p["segments"].as_array().unwrap().len())
+        .sum();
+    compare_fixture_tree(&fixtures(), "kafka-dump-fixture-batches", segments, batches);
+}
+
+/// The shared fixtures' four real Kafka partitions and 13 batches, when present.
+#[test]
+fn dump_text_matches_kafka_dump_log_on_shared_fixture_segments_and_batches() {
+    if !kafka_available() {
+        return;
+    }
+    let Some(shared) = shared_fixtures() else {
+        return;
+    };
+    compare_fixture_tree(&shared, "kafka-dump-shared-batches", 4, 13);
+}
+
+/// Every segment and every single-batch file of a fixture tree, dumped by both in every mode.
+fn compare_fixture_tree(root: &Path, scratch: &str, segments: usize, batch_files: usize) {
+    let mut files = fixture_segments(root);
+    // An empty list would compare nothing.
+    assert_eq!(files.len(), segments, "fixture segments: {files:?}");
+    let batch_dir = root.join("batches");
     let batches: Vec<(String, Vec<u8>)> = common::sorted_entries(&batch_dir)
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "bin"))
@@ -128,8 +151,8 @@ fn dump_text_matches_kafka_dump_log_on_fixture_segments_and_batches() {
             )
         })
         .collect();
-    assert_eq!(batches.len(), 13);
-    files.extend(as_segments("kafka-dump-fixture-batches", &batches));
+    assert_eq!(batches.len(), batch_files);
+    files.extend(as_segments(scratch, &batches));
     for (ours_flags, kafka_flags) in MODES {
         let kafka = kafka_dump_log(&files, kafka_flags);
         // The fixtures include internal topics, which klog decodes by their directory unless told not to;
@@ -170,14 +193,31 @@ fn index_dumps_match_kafka_dump_log() {
     if !kafka_available() {
         return;
     }
+    // Kafka's own indexes: the broker's partitions (several with entries), and the shared fixtures'.
     let mut files = Vec::new();
     for p in [
-        "nomanazeem/__cluster_metadata-0",
-        "nomanazeem/__consumer_offsets-15",
+        "clean/workload-0",
+        "clean/batches-0",
+        "clean/__transaction_state-0",
     ] {
-        let dir = fixtures().join("kafka-segments").join(p);
-        files.push(dir.join("00000000000000000000.index"));
-        files.push(dir.join("00000000000000000000.timeindex"));
+        files.extend(
+            common::sorted_entries(&fixtures().join("kafka-segments").join(p))
+                .into_iter()
+                .filter(|e| {
+                    e.extension()
+                        .is_some_and(|x| x == "index" || x == "timeindex")
+                }),
+        );
+    }
+    if let Some(shared) = shared_fixtures() {
+        for p in [
+            "nomanazeem/__cluster_metadata-0",
+            "nomanazeem/__consumer_offsets-15",
+        ] {
+            let dir = shared.join("kafka-segments").join(p);
+            files.push(dir.join("00000000000000000000.index"));
+            files.push(dir.join("00000000000000000000.timeindex"));
+        }
     }
     // A partition klog wrote: several segments with index entries.
     let root = scratch_dir("kafka-dump-klog-indexes");
@@ -210,7 +250,7 @@ fn index_dumps_match_kafka_dump_log() {
             files.push(e);
         }
     }
-    assert!(files.len() >= 8, "{files:?}");
+    assert!(files.len() >= 20, "{files:?}");
     let kafka = kafka_dump_log(&files, &[]);
     let ours = klog_dump(&files, &[]);
     assert_dumped_each(&kafka, &files, "index dumps");
@@ -230,11 +270,13 @@ fn snapshot_and_txnindex_dumps_match_kafka_dump_log() {
     let dir = root.join("logs/txn-0");
     let d = dir.to_str().unwrap();
     let batches = fixtures().join("batches");
+    let txn = fixture_batch("txn-none.bin");
+    let txn_producer = txn["producer_id"].as_i64().unwrap();
     let abort = root.join("abort.bin");
     let marker = klog::log::format::BatchBuilder::end_txn_marker(
         klog::log::format::ControlRecordType::Abort,
-        4242,
-        3,
+        txn_producer,
+        txn["producer_epoch"].as_i64().unwrap() as i16,
         7,
         1_700_000_000_100,
     )
@@ -243,10 +285,10 @@ fn snapshot_and_txnindex_dumps_match_kafka_dump_log() {
     .unwrap();
     std::fs::write(&abort, marker).unwrap();
     for f in [
-        batches.join("librdkafka-idempotent-none.bin"),
-        batches.join("kafka-python-txn-none.bin"),
+        batches.join("idempotent-none.bin"),
+        batches.join("txn-none.bin"),
         abort.clone(),
-        batches.join("librdkafka-idempotent-zstd.bin"),
+        batches.join("idempotent-zstd.bin"),
     ] {
         let out = klog(&["append", d, f.to_str().unwrap()]);
         assert!(out.status.success(), "{}", common::stderr(&out));
@@ -263,17 +305,34 @@ fn snapshot_and_txnindex_dumps_match_kafka_dump_log() {
         "the abort was indexed: {files:?}"
     );
     assert!(files.iter().any(|p| p.extension().unwrap() == "snapshot"));
+    // Kafka's own: every snapshot and transaction index of the broker's partitions, and the shared ones.
     for p in [
-        "nomanazeem/__cluster_metadata-0/00000000000000002067.snapshot",
-        "nomanazeem/__consumer_offsets-15/00000000000000000256.snapshot",
+        "clean/workload-0",
+        "clean/batches-0",
+        "clean/__transaction_state-0",
     ] {
-        files.push(fixtures().join("kafka-segments").join(p));
+        files.extend(
+            common::sorted_entries(&fixtures().join("kafka-segments").join(p))
+                .into_iter()
+                .filter(|e| {
+                    e.extension()
+                        .is_some_and(|x| x == "snapshot" || x == "txnindex")
+                }),
+        );
+    }
+    if let Some(shared) = shared_fixtures() {
+        for p in [
+            "nomanazeem/__cluster_metadata-0/00000000000000002067.snapshot",
+            "nomanazeem/__consumer_offsets-15/00000000000000000256.snapshot",
+        ] {
+            files.push(shared.join("kafka-segments").join(p));
+        }
     }
     let kafka = kafka_dump_log(&files, &[]);
     let ours = klog_dump(&files, &[]);
     assert_dumped_each(&kafka, &files, "snapshot and txnindex dumps");
     assert!(
-        kafka.contains("producerId: 4242") || kafka.contains("producerId: 5"),
+        kafka.contains(&format!("producerId: {txn_producer} ")),
         "{kafka}"
     );
     assert_same_lines(&ours, &kafka, "snapshot and txnindex dumps");

@@ -10,10 +10,35 @@ use klog_log::io::{read_file, SimStorage, StdStorage, Storage};
 use klog_log::partition_log::{OpenOptions, PartitionLog};
 use klog_log::{Error, KafkaError};
 
+/// The repository's Kafka-written partition directories (`fixtures/`, made by `scripts/make-fixtures.sh`).
 fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/kafka-segments")
+}
+
+/// `../shared/fixtures` beside the checkout: used when present, required when
+/// `KLOG_REQUIRE_SHARED_FIXTURES=1` (CI).
+fn shared_fixtures() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/kafka-segments");
-    assert!(dir.is_dir(), "shared fixtures missing at {}", dir.display());
-    dir
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("KLOG_REQUIRE_SHARED_FIXTURES").map_or(true, |v| v != "1"),
+        "KLOG_REQUIRE_SHARED_FIXTURES=1 but {} is missing",
+        dir.display()
+    );
+    None
+}
+
+/// A partition directory's file names with this extension, sorted.
+fn names_with(dir: &Path, ext: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(&format!(".{ext}")))
+        .collect();
+    names.sort();
+    names
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -63,10 +88,75 @@ fn open(
         .0
 }
 
-/// Appending a real Kafka segment's batches as a follower, one batch per append as the broker did, and
-/// closing cleanly yields Kafka's own `.index` and `.timeindex`, byte for byte.
+/// Appending a Kafka broker's partition as a follower, one batch per append as the broker did, with the
+/// topic's `segment.bytes`, and closing cleanly yields Kafka's own files byte for byte: the same rolls, every
+/// `.log`, `.index`, `.timeindex` and `.txnindex`, and the leader-epoch checkpoint.
 #[test]
-fn kafka_fixture_indexes_are_reproduced_byte_for_byte() {
+fn kafka_partitions_are_reproduced_byte_for_byte() {
+    let cases = [
+        ("workload-0", "segment.bytes=16384"),
+        ("batches-0", "segment.bytes=1073741824"),
+        ("__transaction_state-0", "segment.bytes=104857600"),
+    ];
+    for (backend, storage, root) in backends("kafka-partitions") {
+        for (partition, segment_bytes) in cases {
+            let src = fixtures().join("clean").join(partition);
+            let config = LogConfig::from_pairs([segment_bytes]).unwrap();
+            let dir = root.join(partition);
+            let log = open(&storage, &dir, config, OpenOptions::default());
+            for name in names_with(&src, "log") {
+                let bytes = std::fs::read(src.join(name)).unwrap();
+                for batch in batches_of(&bytes) {
+                    log.append_as_follower(&batch).unwrap();
+                }
+            }
+            log.close().unwrap();
+            let read = |name: &str| {
+                read_file(storage.as_ref(), &dir.join(name))
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{backend} {partition}: klog wrote no {name}"))
+            };
+            for ext in ["log", "index", "timeindex", "txnindex"] {
+                for name in names_with(&src, ext) {
+                    let kafkas = std::fs::read(src.join(&name)).unwrap();
+                    assert!(
+                        read(&name) == kafkas,
+                        "{backend} {partition}: {name} differs"
+                    );
+                }
+            }
+            // Kafka's restarts started epochs at the log end that no batch carries: only those are extra.
+            let entries = |bytes: Vec<u8>| -> Vec<(i32, i64)> {
+                let text = String::from_utf8(bytes).unwrap();
+                text.lines()
+                    .skip(2)
+                    .map(|l| {
+                        let (epoch, offset) = l.split_once(' ').unwrap();
+                        (epoch.parse().unwrap(), offset.parse().unwrap())
+                    })
+                    .collect()
+            };
+            let ours = entries(read("leader-epoch-checkpoint"));
+            let kafkas = entries(std::fs::read(src.join("leader-epoch-checkpoint")).unwrap());
+            assert!(
+                !ours.is_empty() && kafkas.starts_with(&ours),
+                "{backend} {partition}: {ours:?} {kafkas:?}"
+            );
+            let end = log.log_end_offset();
+            assert!(
+                kafkas[ours.len()..].iter().all(|&(_, start)| start == end),
+                "{kafkas:?}"
+            );
+        }
+    }
+}
+
+/// The same on the shared fixtures (Kafka 3.4 and 4.2 brokers), when present.
+#[test]
+fn shared_kafka_fixture_indexes_are_reproduced_byte_for_byte() {
+    let Some(shared) = shared_fixtures() else {
+        return;
+    };
     let cases = [
         ("nomanazeem", "__cluster_metadata-0", 34, 35),
         ("nomanazeem", "__consumer_offsets-15", 5, 6),
@@ -75,7 +165,7 @@ fn kafka_fixture_indexes_are_reproduced_byte_for_byte() {
     ];
     for (backend, storage, root) in backends("fixture-indexes") {
         for (owner, partition, index_entries, time_entries) in cases {
-            let src = fixtures().join(owner).join(partition);
+            let src = shared.join(owner).join(partition);
             let log_bytes = std::fs::read(src.join("00000000000000000000.log")).unwrap();
             let dir = root.join(partition);
             let log = open(&storage, &dir, LogConfig::default(), OpenOptions::default());
@@ -127,10 +217,51 @@ fn kafka_fixture_indexes_are_reproduced_byte_for_byte() {
     }
 }
 
-/// A copy of a Kafka partition directory (no indexes at all, unclean) opens: indexes rebuilt, every batch
-/// readable, the end offset right.
+/// A copy of a Kafka partition directory (no indexes at all, unclean) opens: indexes rebuilt as Kafka wrote
+/// them, every batch readable, the end offset right (Kafka's snapshot at its clean shutdown names it).
 #[test]
 fn a_kafka_directory_without_indexes_opens_and_rebuilds_them() {
+    let src = fixtures().join("clean/batches-0");
+    let dir = temp_dir("kafka-copy-own").join("batches-0");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in [
+        "00000000000000000000.log",
+        "leader-epoch-checkpoint",
+        "partition.metadata",
+    ] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let snapshots = names_with(&src, "snapshot");
+    let end: i64 = snapshots.last().unwrap()[..20].parse().unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(StdStorage);
+    let (log, report) =
+        PartitionLog::open(storage, &dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    assert_eq!(report.rebuilt_indexes, vec![0]);
+    assert_eq!(log.log_end_offset(), end);
+    assert!(log.topic_id().unwrap().is_some());
+    log.update_high_watermark(end);
+    let read = log.read(end / 2, 1 << 20, None, true).unwrap();
+    assert!(!batches_of(read.records.as_slice()).is_empty());
+    assert_eq!(read.next_offset, end);
+    log.close().unwrap();
+    for name in [
+        "00000000000000000000.index",
+        "00000000000000000000.timeindex",
+    ] {
+        let ours = std::fs::read(dir.join(name)).unwrap();
+        assert!(
+            ours == std::fs::read(src.join(name)).unwrap(),
+            "{name} differs from Kafka's"
+        );
+    }
+}
+
+/// The same on the shared fixtures' Kafka 3.4 directory, when present.
+#[test]
+fn a_shared_kafka_directory_without_indexes_opens_and_rebuilds_them() {
+    let Some(shared) = shared_fixtures() else {
+        return;
+    };
     let dir = temp_dir("kafka-copy").join("test-0");
     std::fs::create_dir_all(&dir).unwrap();
     for f in [
@@ -138,7 +269,7 @@ fn a_kafka_directory_without_indexes_opens_and_rebuilds_them() {
         "leader-epoch-checkpoint",
         "partition.metadata",
     ] {
-        std::fs::copy(fixtures().join("panic08/test-0").join(f), dir.join(f)).unwrap();
+        std::fs::copy(shared.join("panic08/test-0").join(f), dir.join(f)).unwrap();
     }
     let storage: Arc<dyn Storage> = Arc::new(StdStorage);
     let (log, report) =

@@ -3,10 +3,46 @@
 use klog_psm::{decode_snapshot, encode_snapshot, Error, SnapshotCorruption, SnapshotEntry};
 use proptest::prelude::*;
 
-const FIXTURES: &str = concat!(
+/// The repository's Kafka-written partition directories (`fixtures/`, made by `scripts/make-fixtures.sh`).
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/kafka-segments");
+/// Third-party captures beside the checkout: used when present, required in CI.
+const SHARED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../shared/fixtures/kafka-segments/nomanazeem"
 );
+
+fn shared_fixtures() -> Option<&'static str> {
+    if std::path::Path::new(SHARED).is_dir() {
+        return Some(SHARED);
+    }
+    assert!(
+        std::env::var("KLOG_REQUIRE_SHARED_FIXTURES").map_or(true, |v| v != "1"),
+        "KLOG_REQUIRE_SHARED_FIXTURES=1 but {SHARED} is missing"
+    );
+    None
+}
+
+/// Every `.snapshot` file of the repository's fixtures, sorted.
+fn fixture_snapshots() -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let list = |dir: &std::path::Path| -> Vec<std::path::PathBuf> {
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        entries
+            .map(|e| e.expect("a directory entry").path())
+            .collect()
+    };
+    for copy in list(std::path::Path::new(FIXTURES)) {
+        for partition in list(&copy).into_iter().filter(|p| p.is_dir()) {
+            files.extend(
+                list(&partition)
+                    .into_iter()
+                    .filter(|f| f.extension().is_some_and(|e| e == "snapshot")),
+            );
+        }
+    }
+    files.sort();
+    files
+}
 
 const EMPTY: [u8; 10] = [0x00, 0x01, 0x48, 0x67, 0x4b, 0xc7, 0x00, 0x00, 0x00, 0x00];
 
@@ -57,13 +93,55 @@ fn the_one_entry_vector() {
     assert_eq!(decode_snapshot(&expected), Ok(vec![one_entry()]));
 }
 
+/// Kafka's own snapshots, empty (internal topics) and with idempotent, transactional and fenced producers:
+/// each decodes, and encoding what it decoded gives Kafka's bytes back (up to the order of entries).
 #[test]
-fn real_kafka_snapshots_decode() {
+fn real_kafka_snapshots_decode_and_encode_back_byte_for_byte() {
+    let files = fixture_snapshots();
+    let (mut empty, mut producers, mut transactional) = (0, 0, 0);
+    let mut identical_with_producers = 0;
+    for path in &files {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let entries = decode_snapshot(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // Kafka writes its HashMap's order, klog sorts by producer id: the same bytes when the orders agree.
+        let mut sorted = entries.clone();
+        sorted.sort_by_key(|e| e.producer_id);
+        let ours = encode_snapshot(&entries);
+        assert_eq!(
+            decode_snapshot(&ours),
+            Ok(sorted.clone()),
+            "{}",
+            path.display()
+        );
+        if entries == sorted {
+            assert_eq!(ours, bytes, "{}", path.display());
+            identical_with_producers += usize::from(!entries.is_empty());
+        } else {
+            assert_eq!(ours.len(), bytes.len(), "{}", path.display());
+        }
+        empty += usize::from(entries.is_empty());
+        producers += entries.len();
+        transactional += entries.iter().filter(|e| e.coordinator_epoch >= 0).count();
+    }
+    assert!(files.len() >= 10 && empty >= 2, "{files:?}");
+    assert!(producers >= 20, "{producers} producer entries");
+    assert!(transactional >= 1, "producers that ended transactions");
+    assert!(
+        identical_with_producers >= 1,
+        "some snapshot with producers lists them in id order"
+    );
+}
+
+#[test]
+fn shared_kafka_snapshots_decode() {
+    let Some(shared) = shared_fixtures() else {
+        return;
+    };
     for file in [
         "__cluster_metadata-0/00000000000000002067.snapshot",
         "__consumer_offsets-15/00000000000000000256.snapshot",
     ] {
-        let path = format!("{FIXTURES}/{file}");
+        let path = format!("{shared}/{file}");
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         assert_eq!(decode_snapshot(&bytes), Ok(vec![]), "{path}");
         assert_eq!(

@@ -1,4 +1,4 @@
-//! Shared helpers for the end-to-end tests: the `klog` binary, the shared fixtures, external tools.
+//! Shared helpers for the end-to-end tests: the `klog` binary, the fixtures, external tools.
 #![allow(dead_code)]
 
 pub mod kafka;
@@ -8,22 +8,60 @@ use std::process::{Command, Output};
 
 use klog::log::format::{BatchBuilder, Compression, ControlRecordType, Header};
 
-/// `../shared/fixtures` beside the repository. The fixtures are required: a missing directory fails loudly.
+/// The repository's own fixtures, `fixtures/`: partition directories and single batches a real Kafka broker
+/// wrote, made by `scripts/make-fixtures.sh` (see `fixtures/README.md`).
 pub fn fixtures() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures");
+    let dir = repo_path("fixtures");
     assert!(
-        dir.is_dir(),
-        "the shared fixtures are missing at {} (they live beside the repository, see README.md)",
+        dir.join("manifest.json").is_file(),
+        "the fixtures are missing at {} (scripts/make-fixtures.sh writes them)",
         dir.display()
     );
     dir
 }
 
-/// Every `.log` segment of the real Kafka partition directories, sorted.
-pub fn fixture_segments() -> Vec<PathBuf> {
+/// `fixtures/manifest.json`: what a regeneration of the fixtures may change (producer ids, offsets, CRCs,
+/// timestamps, batch and record counts), as Kafka's own dump tool and the Java producers stated it.
+pub fn fixture_manifest() -> serde_json::Value {
+    let path = fixtures().join("manifest.json");
+    let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The manifest's entry for one single-batch file of `fixtures/batches/`.
+pub fn fixture_batch(file: &str) -> serde_json::Value {
+    let manifest = fixture_manifest();
+    let found = manifest["batches"]
+        .as_array()
+        .expect("the manifest lists batches")
+        .iter()
+        .find(|b| b["file"] == file)
+        .cloned();
+    found.unwrap_or_else(|| panic!("fixtures/manifest.json has no batch {file}"))
+}
+
+/// `../shared/fixtures` beside the checkout: third-party captures kept outside the repository, an optional
+/// extra. None when absent, unless `KLOG_REQUIRE_SHARED_FIXTURES=1` (CI), where their absence fails.
+pub fn shared_fixtures() -> Option<PathBuf> {
+    let dir = repo_path("../shared/fixtures");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        !required("KLOG_REQUIRE_SHARED_FIXTURES"),
+        "KLOG_REQUIRE_SHARED_FIXTURES=1 but {} is missing",
+        dir.display()
+    );
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| eprintln!("skipping the shared fixtures: {} is absent", dir.display()));
+    None
+}
+
+/// Every `.log` segment of the Kafka partition directories under `ROOT/kafka-segments/<copy>/<partition>/`
+/// (`ROOT` is `fixtures()` or `shared_fixtures()`), sorted.
+pub fn fixture_segments(root: &Path) -> Vec<PathBuf> {
     let mut logs = Vec::new();
-    let root = fixtures().join("kafka-segments");
-    for owner in sorted_entries(&root) {
+    for owner in sorted_entries(&root.join("kafka-segments")) {
         for partition in sorted_entries(&owner) {
             for file in sorted_entries(&partition) {
                 if file.extension().is_some_and(|e| e == "log") {

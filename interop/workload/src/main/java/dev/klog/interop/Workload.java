@@ -64,6 +64,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *   describe-topic BOOTSTRAP TOPIC                one line per partition: leader, replicas, isr
  *   elect-leaders BOOTSTRAP TOPIC PARTITION TYPE  Admin.electLeaders (TYPE unclean or preferred);
  *                                                 prints {"partition","error"} (error null or its name)
+ *   fixture-batches BOOTSTRAP TOPIC               the single batches of fixtures/ (FixtureBatches)
  * </pre>
  *
  * The workload: an idempotent producer per codec (none, gzip, snappy, lz4, zstd); a transactional producer
@@ -93,13 +94,14 @@ public final class Workload {
                     args.length > 6 ? Long.parseLong(args[6]) : 0);
             case "describe-topic" -> describeTopic(args[1], args[2]);
             case "elect-leaders" -> electLeaders(args[1], args[2], Integer.parseInt(args[3]), args[4]);
+            case "fixture-batches" -> FixtureBatches.run(args[1], args[2]);
             default -> usage();
         }
     }
 
     private static void usage() {
         System.err.println("usage: Workload create-topic|create-topic-assigned|produce|send|consume|delete-records|"
-                + "describe-topic|elect-leaders BOOTSTRAP TOPIC [...]");
+                + "describe-topic|elect-leaders|commit-offsets|fixture-batches BOOTSTRAP TOPIC [...]");
         System.exit(2);
     }
 
@@ -434,7 +436,7 @@ public final class Workload {
         }
     }
 
-    private static String recordJson(long timestamp, byte[] key, byte[] value, Iterable<Header> headers) {
+    static String recordJson(long timestamp, byte[] key, byte[] value, Iterable<Header> headers) {
         StringBuilder h = new StringBuilder("[");
         for (Header header : headers) {
             if (h.length() > 1) {
