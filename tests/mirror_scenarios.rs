@@ -640,6 +640,13 @@ impl klog::mirror::MirrorSource for Switchable {
         self.check()?;
         self.inner.last_mirrored_epoch(c, id, p)
     }
+    fn committed_offsets(
+        &self,
+        topics: &std::collections::BTreeSet<String>,
+    ) -> Result<Vec<klog::mirror::source::SourceGroup>, klog::mirror::source::SourceError> {
+        self.check()?;
+        self.inner.committed_offsets(topics)
+    }
 }
 
 /// S12: lifecycle errors, DeleteMirror, FAILED with backoff while the source is down, and a deleted

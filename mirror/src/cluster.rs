@@ -1,8 +1,8 @@
 //! A local cluster: the public face of one [`Node`] and the [`Manager`] that mirrors into it. Each
 //! method hands the request to the module that owns the concern: [`crate::topics`] (CreateTopics,
 //! DeleteTopics, CreatePartitions), [`crate::admin`] (the mirror RPCs), [`crate::serving`] (answering
-//! another cluster's mirror fetches), [`crate::manager`] (driving mirror partitions) and
-//! [`crate::describe`].
+//! another cluster's mirror fetches), [`crate::manager`] (driving mirror partitions),
+//! [`crate::groups`] (consumer-group offsets) and [`crate::describe`].
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,12 +17,13 @@ use klog_recovery::loader::RecoveryReport;
 use crate::admin;
 use crate::describe;
 use crate::error::Error;
+use crate::groups::{self, GroupOffsetDescription, OffsetKey};
 use crate::manager::resolver::SourceFactory;
 use crate::manager::{Manager, TickReport};
 use crate::metadata::{ClusterMeta, MirrorMeta, TopicMeta};
 use crate::node::Node;
 use crate::serving::LocalSource;
-use crate::source::MirrorSource;
+use crate::source::{CommittedOffset, MirrorSource};
 use crate::topics;
 
 pub use crate::admin::TopicResults;
@@ -242,6 +243,35 @@ impl Cluster {
         admin::delete_mirror(&self.node, mirror)?;
         self.manager.forget_mirror(mirror);
         Ok(())
+    }
+
+    // ---- consumer groups --------------------------------------------------------------------------------
+
+    /// A consumer group's OffsetCommit for one partition (stored in `__consumer_offsets`, as Kafka does).
+    pub fn commit_offset(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> Result<CommittedOffset, Error> {
+        groups::commit(&self.node, group, topic, partition, offset)
+    }
+
+    /// OffsetDelete: the group's committed offset for one partition is deleted (a tombstone).
+    pub fn delete_offset(&self, group: &str, topic: &str, partition: i32) -> Result<(), Error> {
+        let key = (group.to_owned(), topic.to_owned(), partition);
+        groups::write(&self.node, &[groups::OffsetChange::Delete(key)])
+    }
+
+    /// Every committed offset, by (group, topic, partition).
+    pub fn committed_offsets(&self) -> Result<BTreeMap<OffsetKey, CommittedOffset>, Error> {
+        groups::committed_offsets(&self.node)
+    }
+
+    /// Every committed offset with its partition's log end and the lag.
+    pub fn describe_groups(&self) -> Result<Vec<GroupOffsetDescription>, Error> {
+        groups::describe(&self.node)
     }
 
     // ---- the manager ----------------------------------------------------------------------------------

@@ -12,7 +12,9 @@
 //! - a partition's directory changed: that partition alone is opened again (a fresh read-only view of
 //!   its files), once the fetcher has read what the current one shows, rescanning only from where the
 //!   previous view had validated the log (nothing when the source closed cleanly);
-//! - `__mirror_state` changed, when an LME is asked for: the whole view again (PREPARING only).
+//! - `__mirror_state` changed, when an LME is asked for: the whole view again (PREPARING only);
+//! - a `__consumer_offsets` partition appeared, when group offsets are asked for: the whole view again
+//!   (the others are refreshed like any partition).
 //!
 //! A fetch round that finds nothing changed costs one `stat` of `cluster.json`, one directory listing
 //! and two `stat`s. A refresh beside a writer that is still open rescans the source's active segment
@@ -29,6 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use klog_log::checkpoint::{CLEAN_SHUTDOWN_FILE, LEADER_EPOCH_CHECKPOINT};
 use klog_log::clock::SystemClock;
+use klog_log::coordinator::CONSUMER_OFFSETS_TOPIC;
 use klog_log::io::{StdStorage, Storage};
 use klog_log::partition_log::{parse_dir_name, read_only_view, OpenOptions, PartitionLog};
 
@@ -43,6 +46,9 @@ pub(crate) enum Need<'a> {
     Meta,
     /// `__mirror_state` (an LME lookup).
     State,
+    /// The `__consumer_offsets` partitions (a group-offset sync): a new one reopens the view, the
+    /// others are refreshed if they changed.
+    Groups,
     /// One partition's log: refreshed if it changed and `offset` reached the end of the current view
     /// (or always, with `None`).
     Partition {
@@ -73,6 +79,8 @@ struct View {
     node: Arc<Node>,
     meta: FileStamp,
     state: Vec<DirStamp>,
+    /// The `__consumer_offsets-<p>` directories when the view was opened.
+    groups: Vec<i32>,
     partitions: BTreeMap<(String, i32), DirStamp>,
     /// A partition whose last refresh was expensive is not refreshed again before this.
     not_before: BTreeMap<(String, i32), Instant>,
@@ -162,6 +170,7 @@ impl DiskView {
             (None, _) => true,
             (Some(v), _) if v.meta != meta => true,
             (Some(v), Need::State) => v.state != self.state_stamps()?,
+            (Some(v), Need::Groups) => v.groups != self.group_partitions()?,
             _ => false,
         };
         if stale {
@@ -175,6 +184,11 @@ impl DiskView {
         } = need
         {
             self.refresh_partition(view, topic, partition, offset)?;
+        }
+        if let Need::Groups = need {
+            for p in view.groups.clone() {
+                self.refresh_partition(view, CONSUMER_OFFSETS_TOPIC, p, None)?;
+            }
         }
         Ok(Arc::clone(&view.node))
     }
@@ -192,12 +206,26 @@ impl DiskView {
         Ok(out)
     }
 
+    /// The partitions of `__consumer_offsets` in the root, in order.
+    fn group_partitions(&self) -> Result<Vec<i32>, SourceError> {
+        let prefix = format!("{CONSUMER_OFFSETS_TOPIC}-");
+        let entries = std::fs::read_dir(&self.root)
+            .map_err(|e| unavailable(&self.root, "the source cluster is missing", e))?;
+        let mut out: Vec<i32> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix(&prefix)?.parse().ok())
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
     /// Opens the whole root again (read-only, no lock), stamping what it opens first: a change made
     /// while it opens is seen by the next call.
     fn open(&self) -> Result<View, SourceError> {
         let meta = stamp(&self.root.join(METADATA_FILE))
             .map_err(|e| unavailable(&self.root, "the source cluster is missing", e))?;
         let state = self.state_stamps()?;
+        let groups = self.group_partitions()?;
         let mut partitions = BTreeMap::new();
         let entries = std::fs::read_dir(&self.root)
             .map_err(|e| unavailable(&self.root, "the source cluster is missing", e))?;
@@ -228,6 +256,7 @@ impl DiskView {
             node: Arc::new(node),
             meta,
             state,
+            groups,
             partitions,
             not_before: BTreeMap::new(),
         })

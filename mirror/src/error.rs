@@ -90,6 +90,13 @@ pub enum Error {
         offset: i64,
         reason: String,
     },
+    /// A `__consumer_offsets` record that does not decode.
+    #[error("corrupt __consumer_offsets-{partition} record at offset {offset}: {reason}")]
+    CorruptGroupOffsets {
+        partition: i32,
+        offset: i64,
+        reason: String,
+    },
     /// The source cluster could not answer.
     #[error("source {source_name}: {message}")]
     Source {

@@ -20,13 +20,15 @@
 //!   still unknown or unreachable, a broken connection) as `Unavailable` after a metadata refresh,
 //!   which the manager retries with backoff. A connection that failed is retried no sooner than its
 //!   own backoff (100 ms doubling to 5 s).
+//! - Consumer-group offsets: ListGroups (v4+, with the group state) to every broker the metadata names,
+//!   then per classic or consumer group FindCoordinator and OffsetFetch (v8+) at its coordinator.
 //! - Kafka has no last-mirrored-epoch lookup: `last_mirrored_epoch` is -1, so PREPARING against Kafka
 //!   truncates the local partition to 0 and mirrors it again from the source's log start.
 //!
 //! The trait is synchronous: the source owns a single-threaded tokio runtime and blocks on it; one
 //! call runs at a time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -34,8 +36,10 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::{
-    FetchRequest as KafkaFetch, ListOffsetsRequest, MetadataRequest, MetadataResponse, TopicName,
+    FetchRequest as KafkaFetch, FindCoordinatorRequest, GroupId, ListGroupsRequest,
+    ListOffsetsRequest, MetadataRequest, MetadataResponse, OffsetFetchRequest, TopicName,
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 use kafka_protocol::ResponseError;
@@ -44,7 +48,8 @@ use uuid::Uuid;
 
 use crate::kafka_wire::{error_name, Connection, CONTROL_RESPONSE_LIMIT};
 use crate::source::{
-    FetchRequest, FetchResponse, Isolation, MirrorSource, SourceError, SourceTopic,
+    CommittedOffset, FetchRequest, FetchResponse, Isolation, MirrorSource, SourceError,
+    SourceGroup, SourceTopic,
 };
 
 /// The scheme of a Kafka source.
@@ -696,6 +701,185 @@ impl KafkaSource {
     }
 }
 
+/// ListGroups v4 added the group state; FindCoordinator v4 takes a batch of keys; OffsetFetch v8 takes
+/// groups (v10 answers by topic id).
+const LIST_GROUPS_MIN_VERSION: i16 = 4;
+const FIND_COORDINATOR_MIN_VERSION: i16 = 4;
+const OFFSET_FETCH_MIN_VERSION: i16 = 8;
+/// FindCoordinator's key type of a consumer group.
+const GROUP_KEY_TYPE: i8 = 0;
+
+impl KafkaSource {
+    /// The committed offsets on `topics` of every consumer group the source lists (except those it
+    /// reports Dead): ListGroups to every broker, then FindCoordinator and OffsetFetch per group.
+    async fn committed_offsets_async(
+        &self,
+        inner: &mut Inner,
+        topics: &BTreeSet<String>,
+    ) -> Result<Vec<SourceGroup>, SourceError> {
+        let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+        self.refresh(inner, &names).await?;
+        let mut listed: BTreeMap<String, String> = BTreeMap::new();
+        let brokers: Vec<String> = inner.brokers.values().cloned().collect();
+        for address in brokers {
+            let build = |_| ListGroupsRequest::default();
+            let (r, _) = Self::call(
+                inner,
+                &address,
+                LIST_GROUPS_MIN_VERSION,
+                CONTROL_RESPONSE_LIMIT,
+                build,
+            )
+            .await?;
+            if r.error_code != 0 {
+                return Err(SourceError::Unavailable(format!(
+                    "{address}: ListGroups: {}",
+                    error_name(r.error_code)
+                )));
+            }
+            for g in r.groups {
+                let protocol = g.protocol_type.as_str();
+                if g.group_state.as_str() != "Dead"
+                    && (protocol.is_empty() || protocol == "consumer")
+                {
+                    listed.insert(g.group_id.0.to_string(), g.group_state.to_string());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (group, state) in listed {
+            let offsets = self.group_offsets(inner, &group, topics).await?;
+            out.push(SourceGroup {
+                group,
+                state,
+                offsets,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The group's coordinator (FindCoordinator, asked of the bootstrap or a known broker).
+    async fn coordinator(&self, inner: &mut Inner, group: &str) -> Result<String, SourceError> {
+        let address = inner
+            .brokers
+            .values()
+            .next()
+            .cloned()
+            .or_else(|| self.bootstrap.first().cloned())
+            .ok_or_else(|| {
+                SourceError::Unavailable(format!("{}: no broker to ask", self.source))
+            })?;
+        let build = |_| {
+            FindCoordinatorRequest::default()
+                .with_key_type(GROUP_KEY_TYPE)
+                .with_coordinator_keys(vec![StrBytes::from_string(group.to_owned())])
+        };
+        let (r, _) = Self::call(
+            inner,
+            &address,
+            FIND_COORDINATOR_MIN_VERSION,
+            CONTROL_RESPONSE_LIMIT,
+            build,
+        )
+        .await?;
+        let c = r
+            .coordinators
+            .iter()
+            .find(|c| c.key.as_str() == group)
+            .ok_or_else(|| {
+                SourceError::Unavailable(format!(
+                    "{address}: FindCoordinator: no answer for {group}"
+                ))
+            })?;
+        if c.error_code != 0 {
+            return Err(SourceError::Unavailable(format!(
+                "{address}: FindCoordinator for group {group}: {}",
+                error_name(c.error_code)
+            )));
+        }
+        Ok(broker_address(c.host.as_str(), c.port))
+    }
+
+    /// OffsetFetch of every partition `group` committed, kept for `topics`.
+    async fn group_offsets(
+        &self,
+        inner: &mut Inner,
+        group: &str,
+        topics: &BTreeSet<String>,
+    ) -> Result<Vec<CommittedOffset>, SourceError> {
+        let address = self.coordinator(inner, group).await?;
+        let build = |_| {
+            OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
+                .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
+                .with_member_epoch(-1)
+                .with_topics(None)])
+        };
+        let (r, _) = Self::call(
+            inner,
+            &address,
+            OFFSET_FETCH_MIN_VERSION,
+            CONTROL_RESPONSE_LIMIT,
+            build,
+        )
+        .await?;
+        let by_id: BTreeMap<[u8; 16], String> = inner
+            .topics
+            .iter()
+            .map(|(name, t)| (t.id.0, name.clone()))
+            .collect();
+        let what = format!("{address}: OffsetFetch for group {group}");
+        let g = r
+            .groups
+            .iter()
+            .find(|g| g.group_id.0.as_str() == group)
+            .ok_or_else(|| SourceError::Unavailable(format!("{what}: no answer")))?;
+        if g.error_code != 0 {
+            return Err(SourceError::Unavailable(format!(
+                "{what}: {}",
+                error_name(g.error_code)
+            )));
+        }
+        let mut out = Vec::new();
+        for t in &g.topics {
+            // v10 names topics by id only.
+            let name = if t.name.0.is_empty() {
+                by_id
+                    .get(t.topic_id.as_bytes())
+                    .cloned()
+                    .unwrap_or_default()
+            } else {
+                t.name.0.to_string()
+            };
+            if !topics.contains(&name) {
+                continue;
+            }
+            for p in &t.partitions {
+                // An offset of -1 is "nothing committed" for that partition.
+                if p.error_code != 0 || p.committed_offset < 0 {
+                    continue;
+                }
+                out.push(CommittedOffset {
+                    group: group.to_owned(),
+                    topic: name.clone(),
+                    partition: p.partition_index,
+                    offset: p.committed_offset,
+                    leader_epoch: p.committed_leader_epoch,
+                    metadata: p.metadata.as_ref().map_or(String::new(), |m| m.to_string()),
+                    // OffsetFetch does not return the commit time: the time it was read stands in.
+                    commit_timestamp: now_ms(),
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_owned()))
 }
@@ -777,6 +961,13 @@ impl MirrorSource for KafkaSource {
         _partition: i32,
     ) -> Result<i32, SourceError> {
         Ok(-1)
+    }
+
+    fn committed_offsets(
+        &self,
+        topics: &BTreeSet<String>,
+    ) -> Result<Vec<SourceGroup>, SourceError> {
+        self.with_inner(async |inner| self.committed_offsets_async(inner, topics).await)
     }
 }
 

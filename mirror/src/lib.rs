@@ -10,6 +10,7 @@
 //! - `heal`: finishing on a running node what a crash or a failed write interrupted (DeleteMirror's
 //!   tombstones, partition logs reopened with recovery);
 //! - [`topics`] and [`admin`]: topic and mirror administration on a node;
+//! - [`groups`]: consumer-group offsets on a node, in Kafka's `__consumer_offsets` records;
 //! - [`serving`]: a node answering another cluster's mirror fetches ([`LocalSource`]), open in this
 //!   process or read from disk through `disk_view` (a refreshed read-only view, no lock);
 //! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
@@ -22,6 +23,7 @@ pub mod cluster;
 pub mod describe;
 mod disk_view;
 pub mod error;
+pub mod groups;
 mod heal;
 pub mod kafka_source;
 mod kafka_wire;
@@ -38,7 +40,7 @@ pub mod topics;
 pub use cluster::{Cluster, ClusterOptions, MirrorSettings, PartitionDescription};
 pub use error::{Error, MirrorError};
 pub use kafka_source::KafkaSource;
-pub use manager::TickReport;
+pub use manager::{OffsetClamp, TickReport};
 pub use metadata::DesiredState;
 pub use serving::LocalSource;
 pub use source::MirrorSource;

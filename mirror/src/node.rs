@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use klog_log::checkpoint::{self, TopicId};
 use klog_log::clock::Clock;
 use klog_log::config::LogConfig;
+use klog_log::coordinator::CONSUMER_OFFSETS_TOPIC;
 use klog_log::dir_lock::DirLock;
 use klog_log::io::{read_file, write_atomic, Storage};
 use klog_log::log_dir::LogDir;
@@ -199,6 +200,13 @@ impl Node {
                 log.update_high_watermark(log.log_end_offset());
                 logs.insert((name.clone(), p), Arc::new(log));
             }
+        }
+        // `__consumer_offsets` partitions exist once a group committed there (`crate::groups`).
+        for (p, name) in consumer_offsets_dirs(storage.as_ref(), root)? {
+            let (log, report) = internal.load_partition(&log_dir, &name, false)?;
+            reports.push(report);
+            log.update_high_watermark(log.log_end_offset());
+            logs.insert((CONSUMER_OFFSETS_TOPIC.to_owned(), p), Arc::new(log));
         }
         let clock_for_store = Arc::clone(&clock);
         let store = MirrorStateStore::open(state_logs, Arc::new(move || clock_for_store.now_ms()))?;
@@ -432,6 +440,19 @@ impl Node {
     pub fn mirrors(&self) -> BTreeMap<String, MirrorMeta> {
         lock(&self.meta).mirrors.clone()
     }
+}
+
+/// The `__consumer_offsets-<p>` directories in `root`, with their partition numbers.
+fn consumer_offsets_dirs(storage: &dyn Storage, root: &Path) -> Result<Vec<(i32, String)>, Error> {
+    let prefix = format!("{CONSUMER_OFFSETS_TOPIC}-");
+    let names = storage.list(root).map_err(|e| Error::io(root, e))?;
+    Ok(names
+        .into_iter()
+        .filter_map(|n| {
+            let p: i32 = n.strip_prefix(&prefix)?.parse().ok()?;
+            (0..10_000).contains(&p).then_some((p, n))
+        })
+        .collect())
 }
 
 pub(crate) fn unknown_topic(topic: &str) -> Error {

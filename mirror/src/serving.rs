@@ -1,12 +1,14 @@
 //! Serving as a source: a local node answers the mirror fetcher's requests of another cluster
 //! ([`LocalSource`], behind the same [`MirrorSource`] seam as the `kafka://` source): topic
 //! descriptions, consumer fetches with Kafka's leader-epoch fencing and divergence check, ListOffsets,
-//! and the last-mirrored-epoch lookup of a failback (KIP-1279 §2.4).
+//! the last-mirrored-epoch lookup of a failback (KIP-1279 §2.4) and the committed offsets of its
+//! consumer groups (its `__consumer_offsets`).
 //!
 //! The node is either open in this process ([`LocalSource::new`]) or a cluster root read from disk
 //! ([`LocalSource::read`], what `klog mirror run` uses): a reader that takes no lock and follows what
 //! the source's own writer appends (see [`crate::disk_view`]).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,10 +16,12 @@ use klog_log::checkpoint::TopicId;
 use klog_log::partition_log::PartitionLog;
 
 use crate::disk_view::{DiskView, Need};
+use crate::groups;
 use crate::node::{lock, Node};
 use crate::records::MirrorKey;
 use crate::source::{
-    FetchRequest, FetchResponse, Isolation, MirrorSource, SourceError, SourceTopic,
+    CommittedOffset, FetchRequest, FetchResponse, Isolation, MirrorSource, SourceError,
+    SourceGroup, SourceTopic,
 };
 use crate::state::MirrorState;
 
@@ -166,6 +170,28 @@ impl LocalSource {
         Ok((log.log_start_offset(), log.high_watermark()))
     }
 
+    /// The committed offsets on `topics`, by group, read from this node's `__consumer_offsets`.
+    fn serve_committed_offsets(
+        &self,
+        topics: &BTreeSet<String>,
+    ) -> Result<Vec<SourceGroup>, SourceError> {
+        let node = self.node(Need::Groups)?;
+        let offsets = groups::committed_offsets(&node)
+            .map_err(|e| SourceError::Unavailable(format!("{}: {e}", node.root().display())))?;
+        let mut by_group: BTreeMap<String, Vec<CommittedOffset>> = BTreeMap::new();
+        for c in offsets.into_values().filter(|c| topics.contains(&c.topic)) {
+            by_group.entry(c.group.clone()).or_default().push(c);
+        }
+        Ok(by_group
+            .into_iter()
+            .map(|(group, offsets)| SourceGroup {
+                group,
+                state: "Empty".into(),
+                offsets,
+            })
+            .collect())
+    }
+
     /// The LME lookup (§2.4, keyed as recommended): among this cluster's mirrors from
     /// `requester_cluster_id`, the one holding this topic must have STOPPED the partition (a source that
     /// still mirrors from the requester would make a loop), and its LME record is the answer.
@@ -250,5 +276,12 @@ impl MirrorSource for LocalSource {
         partition: i32,
     ) -> Result<i32, SourceError> {
         self.serve_last_mirrored_epoch(requester_cluster_id, topic_id, partition)
+    }
+
+    fn committed_offsets(
+        &self,
+        topics: &BTreeSet<String>,
+    ) -> Result<Vec<SourceGroup>, SourceError> {
+        self.serve_committed_offsets(topics)
     }
 }

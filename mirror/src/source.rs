@@ -62,6 +62,30 @@ pub struct SourceTopic {
     pub partitions: i32,
 }
 
+/// One committed offset of a consumer group (Kafka's OffsetCommit key and value, as a source reports
+/// it and as `__consumer_offsets` stores it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CommittedOffset {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    /// The leader epoch of the record before `offset` as the committer knew it; -1 when unknown.
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub commit_timestamp: i64,
+}
+
+/// A source's consumer group with its committed offsets on the topics asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceGroup {
+    pub group: String,
+    /// Kafka's group state (`Stable`, `Empty`, ...) as ListGroups reports it; a klog cluster, which has
+    /// no group coordinator and so no members, reports `Empty`.
+    pub state: String,
+    pub offsets: Vec<CommittedOffset>,
+}
+
 pub trait MirrorSource: Send + Sync {
     /// Where it is, for messages.
     fn describe(&self) -> String;
@@ -83,4 +107,10 @@ pub trait MirrorSource: Send + Sync {
         topic_id: TopicId,
         partition: i32,
     ) -> Result<i32, SourceError>;
+    /// Every consumer group with committed offsets on `topics`, with those offsets (ListGroups and
+    /// OffsetFetch on Kafka; the `__consumer_offsets` partitions of a klog cluster).
+    fn committed_offsets(
+        &self,
+        topics: &std::collections::BTreeSet<String>,
+    ) -> Result<Vec<SourceGroup>, SourceError>;
 }

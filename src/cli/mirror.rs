@@ -393,6 +393,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let deadline = args.timeout.map(Duration::from_secs_f64);
     let (mut ticks, mut batches, mut bytes, mut truncations) = (0u64, 0u64, 0u64, 0u64);
     let mut errors = 0u64;
+    let mut offsets = 0u64;
     // SIGTERM/SIGINT end the run like a timeout: the pass in progress finishes, then a clean close.
     super::shutdown::install()?;
     loop {
@@ -409,6 +410,25 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 );
             } else {
                 say!("{topic}-{p}: {from} -> {to}");
+            }
+        }
+        offsets += r.offsets_synced;
+        for c in &r.offset_clamps {
+            if args.json {
+                say!(
+                    "{}",
+                    json!({"event": "offset_clamped", "group": c.group, "topic": c.topic, "partition": c.partition,
+                           "source_offset": c.source_offset, "synced_offset": c.synced_offset})
+                );
+            } else {
+                say!(
+                    "group {}: {}-{} committed {} at the source, synced as {} (the local log end)",
+                    c.group,
+                    c.topic,
+                    c.partition,
+                    c.source_offset,
+                    c.synced_offset
+                );
             }
         }
         for (topic, p, e) in &r.errors {
@@ -447,11 +467,11 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         say!(
             "{}",
             json!({"event": "summary", "ticks": ticks, "batches": batches, "bytes": bytes,
-                   "truncations": truncations, "errors": errors, "seconds": elapsed, "partitions": rows})
+                   "truncations": truncations, "errors": errors, "offsets_synced": offsets, "seconds": elapsed, "partitions": rows})
         );
     } else {
         say!(
-            "{ticks} passes, {batches} batches ({bytes} bytes) mirrored, {truncations} truncations, {errors} errors in {elapsed:.2} s"
+            "{ticks} passes, {batches} batches ({bytes} bytes) mirrored, {truncations} truncations, {offsets} group offsets synced, {errors} errors in {elapsed:.2} s"
         );
         print_describe(&rows, false)?;
     }

@@ -36,6 +36,7 @@ mod demo;
 mod dump;
 mod dump_coordinator;
 mod dump_meta;
+mod group;
 mod mirror;
 mod producers;
 mod read;
@@ -96,6 +97,9 @@ enum Command {
     /// KIP-1279 cluster mirroring between local clusters.
     #[command(subcommand)]
     Mirror(mirror::MirrorCommand),
+    /// Consumer-group offsets of a local cluster (in __consumer_offsets, as Kafka keeps them).
+    #[command(subcommand)]
+    Group(group::GroupCommand),
 }
 
 /// Runs a command; `Ok` carries the exit code (non-zero when the input had problems).
@@ -113,6 +117,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cluster(cmd) => mirror::cluster(&cmd),
         Command::Topic(cmd) => mirror::topic(&cmd),
         Command::Mirror(cmd) => mirror::mirror(&cmd),
+        Command::Group(cmd) => group::run(&cmd),
     }
 }
 

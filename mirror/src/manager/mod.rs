@@ -11,10 +11,12 @@
 
 //!
 //! Its parts: [`resolver`] (connecting each mirror to its source), [`fetcher`] (PREPARING and one fetch
-//! of a MIRRORING partition) and [`stopping`] (the failover of a partition). It works on a
+//! of a MIRRORING partition), [`stopping`] (the failover of a partition) and [`group_sync`] (the
+//! consumer-group offsets that ride along). It works on a
 //! [`Node`]; it knows sources only through [`MirrorSource`].
 
 mod fetcher;
+mod group_sync;
 pub mod resolver;
 mod stopping;
 
@@ -33,6 +35,7 @@ use crate::state::MirrorState;
 use crate::store::MIRROR_STATE_TOPIC;
 use crate::topics;
 use fetcher::{source_error, FetchOutcome};
+pub use group_sync::OffsetClamp;
 use resolver::Sources;
 
 #[derive(Debug, Clone)]
@@ -94,12 +97,19 @@ pub struct TickReport {
     pub errors: Vec<(String, i32, String)>,
     /// The earliest time a backed-off partition wants another try.
     pub next_retry_ms: Option<i64>,
+    /// Consumer-group offsets written to `__consumer_offsets` (commits and tombstones).
+    pub offsets_synced: u64,
+    /// Synced offsets moved into the local log (the source committed beyond what is mirrored).
+    pub offset_clamps: Vec<OffsetClamp>,
 }
 
 impl TickReport {
     /// Whether anything changed (states, log contents).
     pub fn progressed(&self) -> bool {
-        !self.transitions.is_empty() || self.batches_appended > 0 || self.truncations > 0
+        !self.transitions.is_empty()
+            || self.batches_appended > 0
+            || self.truncations > 0
+            || self.offsets_synced > 0
     }
 }
 
@@ -119,6 +129,8 @@ pub struct Manager {
     sources: Sources,
     /// Per mirror, when its source's topic metadata is next described.
     next_metadata_sync: Mutex<BTreeMap<String, i64>>,
+    /// The consumer-group offset sync's schedule ([`group_sync`]).
+    group_sync: Mutex<group_sync::GroupSyncState>,
 }
 
 impl Manager {
@@ -129,6 +141,7 @@ impl Manager {
             runtime: Mutex::new(BTreeMap::new()),
             sources: Sources::default(),
             next_metadata_sync: Mutex::new(BTreeMap::new()),
+            group_sync: Mutex::new(Default::default()),
         }
     }
 
@@ -212,6 +225,8 @@ impl Manager {
                     .push((w.topic.clone(), w.partition, e.to_string()));
             }
         }
+        // After the steps: a partition that reached MIRRORING this tick takes its offsets now.
+        self.sync_group_offsets(now, &mut report);
         let rt = lock(&self.runtime);
         report.next_retry_ms = rt
             .values()
@@ -278,6 +293,8 @@ impl Manager {
             all.truncations += r.truncations;
             all.errors.extend(r.errors);
             all.next_retry_ms = r.next_retry_ms;
+            all.offsets_synced += r.offsets_synced;
+            all.offset_clamps.extend(r.offset_clamps);
             if !progressed {
                 break;
             }
