@@ -361,6 +361,7 @@ impl PartitionLog {
         clock: Arc<dyn Clock>,
     ) -> Result<(Self, OpenReport), Error> {
         let (topic, partition) = partition_dir_name(dir)?;
+        let _span = tracing::info_span!("partition_log_open", dir = %dir.display()).entered();
         let read_only = storage.is_read_only();
         let claim = claim_dir(storage.as_ref(), dir)?;
         let epochs = LeaderEpochCache::open(
@@ -403,6 +404,17 @@ impl PartitionLog {
         let report = log.load(options)?;
         log.last_flush_ms
             .store(log.clock.now_ms(), Ordering::Release);
+        tracing::debug!(
+            read_only,
+            clean_shutdown = options.clean_shutdown,
+            segments = report.segments,
+            log_start_offset = log.log_start_offset(),
+            log_end_offset = log.log_end_offset(),
+            rebuilt_indexes = report.rebuilt_indexes.len(),
+            recovered_segments = report.recovered_segments.len(),
+            truncations = report.truncations.len(),
+            "partition log opened"
+        );
         Ok((log, report))
     }
 
@@ -644,6 +656,10 @@ impl PartitionLog {
                     log_end: recovery.next_offset,
                 }
             };
+            if cut || gap {
+                let (segment, bytes) = (seg.base_offset(), recovery.truncated_bytes);
+                tracing::warn!(segment, bytes, %reason, "recovery cut the log: later segments go");
+            }
             if !was_rebuilt {
                 report.record_scan(seg.base_offset(), &recovery);
                 report
@@ -680,6 +696,7 @@ impl PartitionLog {
             report.bytes_validated -= scanned.valid_bytes;
         }
         seg.delete()?;
+        tracing::warn!(segment = base, bytes, reason = %reason, "recovery deleted a segment after the cut");
         self.segments
             .write()
             .expect("segments lock poisoned")
@@ -711,6 +728,10 @@ impl PartitionLog {
         {
             return Ok(());
         }
+        tracing::warn!(
+            log_start_offset,
+            "the checkpointed log start is beyond the log end: every segment is deleted"
+        );
         let old = std::mem::take(&mut *self.segments.write().expect("segments lock poisoned"));
         for seg in old.values() {
             let path = seg.log_path_of();
@@ -1086,6 +1107,7 @@ impl PartitionLog {
             "roll to {base} below the active segment {}",
             active.base_offset()
         );
+        tracing::debug!(dir = %self.dir.display(), base_offset = base, sealed = active.base_offset(), "rolled a new segment");
         active.on_become_inactive()?;
         let seg = Arc::new(self.new_segment(base)?);
         self.segments
@@ -1291,6 +1313,7 @@ impl PartitionLog {
         if offset < first_base {
             return self.truncate_fully_locked(offset);
         }
+        tracing::info!(dir = %self.dir.display(), offset, log_end_offset = leo, "truncating the log");
         let segments = self.segment_list();
         let mut deleted = false;
         for seg in segments.iter().filter(|s| s.base_offset() > offset) {
@@ -1323,6 +1346,7 @@ impl PartitionLog {
     }
 
     fn truncate_fully_locked(&self, offset: i64) -> Result<(), Error> {
+        tracing::info!(dir = %self.dir.display(), offset, "truncating the whole log and starting it at an offset");
         let old = self.segment_list();
         let fresh = Arc::new(self.new_segment(offset)?);
         let mut map = BTreeMap::new();
@@ -1356,6 +1380,7 @@ impl PartitionLog {
         if offset <= self.log_start_offset() {
             return Ok(false);
         }
+        tracing::debug!(dir = %self.dir.display(), log_start_offset = offset, "log start offset incremented");
         self.log_start_offset.store(offset, Ordering::Release);
         self.recovery_point
             .fetch_max(offset.min(self.log_end_offset()), Ordering::AcqRel);
@@ -1407,6 +1432,11 @@ impl PartitionLog {
             seg.delete()?;
         }
         if !deletable.is_empty() {
+            tracing::info!(
+                dir = %self.dir.display(),
+                segments = ?deletable.iter().map(|s| s.base_offset()).collect::<Vec<_>>(),
+                "retention deleted segments"
+            );
             let first = self.segment_base_offsets()[0];
             self.log_start_offset.fetch_max(first, Ordering::AcqRel);
             self.recovery_point
@@ -1442,9 +1472,11 @@ impl PartitionLog {
         if !snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?.contains(&leo) {
             let bytes = klog_psm::encode_snapshot(&self.psm().snapshot());
             snapshots::write_snapshot(self.storage.as_ref(), &self.dir, leo, &bytes)?;
+            tracing::debug!(dir = %self.dir.display(), offset = leo, "producer snapshot written at close");
         }
         self.storage.sync_dir(&self.dir).at(&self.dir)?;
         self.recovery_point.fetch_max(leo, Ordering::AcqRel);
+        tracing::debug!(dir = %self.dir.display(), log_end_offset = leo, "partition log closed");
         Ok(())
     }
 
@@ -1643,7 +1675,8 @@ impl PartitionLog {
             ));
         }
         let result = op();
-        if let Err(Error::Io { .. }) = &result {
+        if let Err(e @ Error::Io { .. }) = &result {
+            tracing::error!(dir = %self.dir.display(), error = %e, "I/O error: the log refuses writes until it is reopened");
             self.failed.store(true, Ordering::Release);
         }
         result
@@ -1717,6 +1750,7 @@ impl PartitionLog {
         for (offset, bytes) in pending {
             if offset <= self.log_end_offset() {
                 snapshots::write_snapshot(self.storage.as_ref(), &self.dir, offset, &bytes)?;
+                tracing::debug!(dir = %self.dir.display(), offset, "producer snapshot written");
                 self.dir_dirty.store(true, Ordering::Release);
             }
         }

@@ -279,6 +279,7 @@ impl Cluster {
             open_reports: reports,
             dir_lock: Mutex::new(dir_lock),
         };
+        tracing::info!(root = %root.display(), "cluster opened");
         cluster.refresh_write_modes();
         Ok(cluster)
     }

@@ -428,6 +428,7 @@ impl Cluster {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .write(vec![MirrorRecord::State(w.key.clone(), Some(value))])?;
+        tracing::info!(key = ?w.key, %from, %to, "mirror partition state transition");
         if let Some(log) = self.log(&w.topic, w.partition) {
             log.set_write_mode(match to {
                 MirrorState::Stopped => WriteMode::Writable,
@@ -478,6 +479,7 @@ impl Cluster {
         }
         // `previous` is the state whose action failed: the state the partition is in now (a retry
         // persisted it before running the action).
+        tracing::warn!(key = ?w.key, %previous, attempt, %error, "mirror partition failed");
         report
             .errors
             .push((w.topic.clone(), w.partition, error.to_string()));
@@ -702,6 +704,7 @@ impl Cluster {
         if truncated {
             log.truncate_to(lso)?;
         }
+        tracing::info!(key = ?w.key, ?lme, epoch, lso, "failover: epoch bumped, log cut to the LSO");
         // 5. The barrier, through the leader path (STOPPING admits exactly this append), then flushed.
         let source_cluster_id = self
             .meta
@@ -714,6 +717,7 @@ impl Cluster {
             let mut barrier = BatchBuilder::mirror_pid_reset(&id, self.clock.now_ms())?.build()?;
             log.append_as_leader_with_origin(&mut barrier, epoch, AppendOrigin::Coordinator)?;
             log.update_high_watermark(log.log_end_offset());
+            tracing::info!(key = ?w.key, epoch, "failover: MIRROR_PID_RESET barrier written");
         }
         if self.settings.fsync {
             log.flush(log.log_end_offset())?;

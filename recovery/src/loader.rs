@@ -88,12 +88,23 @@ impl LogLoader {
         root: &Path,
         take_snapshots: bool,
     ) -> Result<(LogDir, Vec<PartitionOutcome>), Error> {
+        let _span = tracing::info_span!("load_dir", root = %root.display()).entered();
         let log_dir = LogDir::open(self.storage.clone(), root)?;
         let mut outcomes = Vec::new();
         for name in self.partition_names(root)? {
             let result = self.load_partition_isolated(&log_dir, &name, take_snapshots);
+            if let Err(e) = &result {
+                tracing::error!(partition = %name, error = %e, "partition failed to load; the others go on");
+            }
             outcomes.push((name, result));
         }
+        let failed = outcomes.iter().filter(|(_, r)| r.is_err()).count();
+        tracing::info!(
+            clean_shutdown = log_dir.had_clean_shutdown(),
+            partitions = outcomes.len(),
+            failed,
+            "log directory loaded"
+        );
         Ok((log_dir, outcomes))
     }
 
@@ -135,6 +146,7 @@ impl LogLoader {
         take_snapshot: bool,
     ) -> Result<(PartitionLog, RecoveryReport), Error> {
         let started = Instant::now();
+        let _span = tracing::info_span!("load_partition", partition = name).entered();
         // Before anything in the directory is touched (completing swaps renames and deletes files).
         partition_dir_name(&log_dir.root().join(name))?;
         let swaps = complete_swaps(self.storage.as_ref(), &log_dir.root().join(name))?;
@@ -167,8 +179,38 @@ impl LogLoader {
             snapshots_written,
             duration_ms: started.elapsed().as_millis() as u64,
         };
+        trace_report(&report);
         Ok((log, report))
     }
+}
+
+/// One event per recovered partition, a warning per cut: what an operator reads after a crash.
+fn trace_report(report: &RecoveryReport) {
+    for t in &report.truncated {
+        tracing::warn!(
+            segment = t.segment,
+            offset = t.offset,
+            position = t.position,
+            bytes = t.bytes,
+            reason = %t.reason,
+            "recovery cut the log"
+        );
+    }
+    if !report.swaps_completed.is_empty() {
+        tracing::info!(swaps = ?report.swaps_completed, "interrupted .swap replacements completed");
+    }
+    tracing::info!(
+        clean_shutdown = report.clean_shutdown,
+        log_start_offset = report.log_start_offset,
+        log_end_offset = report.log_end_offset,
+        segments_scanned = report.segments_scanned,
+        bytes_validated = report.bytes_validated,
+        bytes_truncated = report.bytes_truncated,
+        rebuilt_indexes = report.rebuilt_indexes.len(),
+        batches_replayed = report.batches_replayed,
+        duration_ms = report.duration_ms,
+        "partition recovered"
+    );
 }
 
 fn truncations(open: &OpenReport) -> Vec<Truncation> {

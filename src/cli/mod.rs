@@ -57,6 +57,10 @@ use clap::{Parser, Subcommand};
     about = "Kafka partition logs, byte for byte in Kafka's format"
 )]
 pub struct Cli {
+    /// Log what the library does to stderr: -v info (opens, recoveries, rolls, truncations, mirror
+    /// transitions), -vv debug, -vvv trace. `RUST_LOG` (e.g. `klog_mirror=debug`) overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
