@@ -61,13 +61,15 @@ pub struct Cli {
     /// transitions), -vv debug, -vvv trace. `RUST_LOG` (e.g. `klog_mirror=debug`) overrides it.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// The command to run.
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Build batches in every codec plus control batches, write them, read them back and dump them.
+    /// The mirroring story in a scratch directory: a primary cluster, a mirror of it, failover,
+    /// failback and crash recovery, each step checked and narrated.
     Demo {
         /// Directory to write into (default: a new directory under the system temp dir).
         #[arg(long)]
@@ -88,7 +90,7 @@ enum Command {
     /// Append and flush random batches until killed (the real-process kill test's child).
     #[command(hide = true)]
     Torture(torture::TortureArgs),
-    /// Measure klog beside the machine's limits (plain pwrite/pread)
+    /// Measure klog beside the machine's limits (plain pwrite/pread) and beside Kafka's own code.
     Bench(bench::BenchArgs),
     /// Local clusters: one root directory each (a log directory, cluster.json, __mirror_state).
     #[command(subcommand)]

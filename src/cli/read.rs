@@ -46,7 +46,9 @@ pub struct ReadArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "snake_case")]
 enum IsolationLevel {
+    /// Every batch up to the high watermark, open and aborted transactions included.
     ReadUncommitted,
+    /// Up to the last stable offset, without the batches of aborted transactions.
     ReadCommitted,
 }
 
