@@ -15,6 +15,7 @@ use crate::io::{read_file, Storage};
 use crate::segment::parse_base_offset;
 use crate::Error;
 
+/// The suffix of producer snapshot files (`<offset>.snapshot`).
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
 
 /// What the producer-state rules need from a v2 batch.
@@ -51,6 +52,7 @@ fn control_kind(batch: &RecordBatch<'_>) -> ControlKind {
     }
 }
 
+/// The path of the snapshot at `offset` in `dir`.
 pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
     dir.join(format!("{offset:020}{SNAPSHOT_SUFFIX}"))
 }
@@ -104,6 +106,7 @@ pub fn write_snapshot(
     storage.rename(&tmp, &path).at(&path)
 }
 
+/// Deletes the snapshot at `offset` (no error when it is absent).
 pub fn delete_snapshot(storage: &dyn Storage, dir: &Path, offset: i64) -> Result<(), Error> {
     let path = snapshot_path(dir, offset);
     match storage.remove(&path) {
