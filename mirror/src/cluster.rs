@@ -59,7 +59,9 @@ pub struct MirrorSettings {
     pub metadata_refresh_ms: i64,
     /// `mirror.failed.retry.initial.backoff.ms`, `.max.backoff.ms`, `.max.attempts`.
     pub failed_retry_initial_backoff_ms: i64,
+    /// `mirror.failed.retry.max.backoff.ms`: the longest wait between retries.
     pub failed_retry_max_backoff_ms: i64,
+    /// `mirror.failed.retry.max.attempts`: retries before FAILED is final.
     pub failed_retry_max_attempts: i16,
     /// Sync `__mirror_state` writes and the log at STOPPING (before the LME is read, after the barrier).
     /// Off only in benchmarks that measure what the syncs cost: a crash may then lose state.
@@ -86,26 +88,64 @@ pub type TopicResults = Vec<(String, Result<(), Error>)>;
 /// A partition as `describe` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PartitionDescription {
+    /// The topic.
     pub topic: String,
+    /// The partition.
     pub partition: i32,
+    /// The topic id (Kafka's base64).
     pub topic_id: String,
+    /// The mirror it belongs to, if any.
     pub mirror: Option<String>,
+    /// What the operator asked of it (start, pause, stop), if mirrored.
     pub desired: Option<DesiredState>,
+    /// Its mirror state (`None`: in no mirror).
     pub state: Option<MirrorState>,
+    /// The leader epoch.
     pub leader_epoch: i32,
+    /// The log start offset.
     pub log_start_offset: i64,
+    /// The log end offset.
     pub log_end_offset: i64,
+    /// The high watermark.
     pub high_watermark: i64,
+    /// The last stable offset.
     pub last_stable_offset: i64,
     /// The source's high watermark, as last fetched.
     pub source_end_offset: Option<i64>,
+    /// The source's end offset minus ours.
     pub lag: Option<i64>,
+    /// The last mirrored epoch recorded at failover, if any.
     pub last_mirrored_epoch: Option<i32>,
+    /// FAILED retries so far (-1: not retried).
     pub retry_attempt: Option<i16>,
+    /// The last failure, if any.
     pub error: Option<String>,
+    /// Producers the partition knows.
     pub producers: usize,
 }
 
+/// A local single-node cluster: one root directory holding a Kafka log directory, `cluster.json`
+/// (topics, leader epochs, mirrors) and `__mirror_state`. It takes produce requests (refused on
+/// read-only mirror partitions), administers KIP-1279 mirrors, runs them with [`Cluster::tick`], and
+/// serves fetches and last-mirrored-epoch lookups as another cluster's source.
+///
+/// ```
+/// use std::sync::Arc;
+/// use klog_log::{clock::SystemClock, format::{BatchBuilder, Compression}, io::StdStorage};
+/// use klog_mirror::{Cluster, ClusterOptions};
+///
+/// # let root = std::env::temp_dir().join(format!("klog-doc-cluster-{}", std::process::id()));
+/// # let _ = std::fs::remove_dir_all(&root);
+/// let cluster = Cluster::init(Arc::new(StdStorage), Arc::new(SystemClock), &root, ClusterOptions::default())?;
+/// cluster.create_topic("orders", 1, None, &[])?;
+/// let mut batch = BatchBuilder::new(Compression::None);
+/// batch.append(1_700_000_000_000, None, Some(b"order"), &[])?;
+/// cluster.produce("orders", 0, &mut batch.build()?)?;
+/// assert_eq!(cluster.log("orders", 0).map(|l| l.log_end_offset()), Some(1));
+/// cluster.close()?;
+/// # std::fs::remove_dir_all(&root).unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Cluster {
     pub(crate) root: PathBuf,
     pub(crate) storage: Arc<dyn Storage>,
@@ -142,6 +182,7 @@ pub fn random_bytes() -> [u8; 16] {
     b
 }
 
+/// A partition's directory name, `<topic>-<partition>`.
 pub fn partition_dir_name(topic: &str, partition: i32) -> String {
     format!("{topic}-{partition}")
 }
@@ -290,12 +331,14 @@ impl Cluster {
         &self.open_reports
     }
 
+    /// The cluster with other mirroring knobs.
     pub fn with_settings(mut self, settings: MirrorSettings) -> Self {
         lock(&self.store).set_sync(settings.fsync);
         self.settings = settings;
         self
     }
 
+    /// The mirroring knobs.
     pub fn settings(&self) -> &MirrorSettings {
         &self.settings
     }
@@ -336,18 +379,22 @@ impl Cluster {
         Ok(())
     }
 
+    /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// The storage it reads and writes through.
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.storage
     }
 
+    /// The clock its logs and mirrors read.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
+    /// Kafka's base64 cluster id.
     pub fn cluster_id(&self) -> String {
         lock(&self.meta).cluster_id.clone()
     }
@@ -539,10 +586,12 @@ impl Cluster {
         Ok(())
     }
 
+    /// A topic's metadata.
     pub fn topic(&self, name: &str) -> Option<TopicMeta> {
         lock(&self.meta).topics.get(name).cloned()
     }
 
+    /// A partition's open log.
     pub fn log(&self, topic: &str, partition: i32) -> Option<Arc<PartitionLog>> {
         lock(&self.logs)
             .get(&(topic.to_owned(), partition))
@@ -558,6 +607,7 @@ impl Cluster {
         })
     }
 
+    /// A partition's current leader epoch.
     pub fn leader_epoch(&self, topic: &str, partition: i32) -> Option<i32> {
         lock(&self.meta)
             .topics
@@ -693,6 +743,7 @@ impl Cluster {
         self.save_meta(&mut guard, meta)
     }
 
+    /// The mirrors, by name.
     pub fn mirrors(&self) -> BTreeMap<String, MirrorMeta> {
         lock(&self.meta).mirrors.clone()
     }
@@ -1115,6 +1166,7 @@ impl Cluster {
         rows
     }
 
+    /// Every partition of every topic, with its mirror state (from what is stored, without asking sources).
     pub fn describe(&self) -> Vec<PartitionDescription> {
         let meta = lock(&self.meta).clone();
         let runtime = lock(&self.runtime);

@@ -152,6 +152,7 @@ struct Inner {
     fenced: Vec<(i32, i32)>,
 }
 
+/// A source over the Kafka protocol: `kafka://host:port[,host:port...]` bootstrap brokers, then the leaders Metadata names.
 pub struct KafkaSource {
     source: String,
     bootstrap: Vec<String>,

@@ -5,11 +5,12 @@
 //! - [`metadata`]: a local cluster's controller metadata (topics, mirrors, desired states);
 //! - [`cluster`]: a local single-node cluster (one root directory) with the mirror administration and
 //!   the source-side serving of fetches and LME lookups;
-//! - [`source`]: the [`MirrorSource`](source::MirrorSource) seam and the in-process source;
+//! - [`source`]: the [`MirrorSource`] seam and the in-process source;
 //! - [`kafka_source`] (over `kafka_wire`, one broker connection): the source over the Kafka protocol, for `kafka://` mirrors;
 //! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
 //!   and FAILED retries.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod cluster;
 pub mod error;

@@ -30,6 +30,7 @@ use crate::state::MirrorState;
 pub type SourceFactory =
     Arc<dyn Fn(&str, &MirrorMeta) -> Result<Arc<dyn MirrorSource>, SourceError> + Send + Sync>;
 
+/// The sources a cluster's mirrors fetch from: connected ones, and a factory for the rest.
 #[derive(Default)]
 pub struct SourceResolver {
     connected: BTreeMap<String, Arc<dyn MirrorSource>>,
@@ -69,8 +70,11 @@ pub(crate) struct PartitionRuntime {
 pub struct TickReport {
     /// `(topic, partition, from, to)` for every persisted transition.
     pub transitions: Vec<(String, i32, MirrorState, MirrorState)>,
+    /// Batches appended by the fetchers.
     pub batches_appended: u64,
+    /// Bytes appended by the fetchers.
     pub bytes_appended: u64,
+    /// Truncations (PREPARING, a diverging epoch, STOPPING's cut to the LSO).
     pub truncations: u64,
     /// Partitions whose action failed this tick, with the error.
     pub errors: Vec<(String, i32, String)>,
