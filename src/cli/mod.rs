@@ -57,8 +57,9 @@ use clap::{Parser, Subcommand};
     about = "Kafka partition logs, byte for byte in Kafka's format"
 )]
 pub struct Cli {
-    /// Log what the library does to stderr: -v info (opens, recoveries, rolls, truncations, mirror
-    /// transitions), -vv debug, -vvv trace. `RUST_LOG` (e.g. `klog_mirror=debug`) overrides it.
+    /// Log what the library does to stderr: -v info (recoveries and what they cut, truncations, retention,
+    /// mirror transitions, failover), -vv debug (also opens, rolls, snapshots, source connections),
+    /// -vvv trace. `RUST_LOG` (e.g. `klog_mirror=debug`) overrides it.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     /// The command to run.
@@ -98,7 +99,7 @@ enum Command {
     /// Topics of a local cluster.
     #[command(subcommand)]
     Topic(mirror::TopicCommand),
-    /// KIP-1279 cluster mirroring between local clusters.
+    /// KIP-1279 cluster mirroring into a local cluster, from another local cluster or a Kafka cluster.
     #[command(subcommand)]
     Mirror(mirror::MirrorCommand),
 }
