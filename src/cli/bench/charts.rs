@@ -226,12 +226,9 @@ fn legend<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let mut entries = vec![(
-        KLOG,
-        "klog / limit: klog beside the machine's bound, same rounds",
-    )];
+    let mut entries = vec![(KLOG, "klog / limit (the machine's bound, same rounds)")];
     if with_kafka {
-        entries.push((KAFKA, "klog / Kafka: klog beside Kafka's own code"));
+        entries.push((KAFKA, "klog / Kafka (Kafka's own code)"));
     }
     let style = ("sans-serif", 11)
         .into_font()
