@@ -11,8 +11,8 @@
 //!
 //! The paired line `paired/tracing_append/no_subscriber_vs_subscriber_trace` (stderr) times both back to
 //! back, alternating which goes first, 21 rounds (7 with `--quick`), and prints the median ratio of the
-//! subscriber's time to no subscriber's time: 1.0 means the events cost nothing per batch. No time is
-//! asserted. Run: `cargo bench --bench tracing`; `cargo test --benches` runs each once.
+//! subscriber's time to no subscriber's time, by wall and by thread CPU time: 1.0 means the events cost
+//! nothing per batch. No time is asserted. Run: `cargo bench --bench tracing`; `cargo test --benches` runs each once.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -29,7 +29,7 @@ use tracing_subscriber::EnvFilter;
 
 mod common;
 
-use common::{alternating, quartiles, CriterionArgs};
+use common::{alternating, quartiles, thread_cpu_time, CriterionArgs};
 
 const POOL_BATCHES: usize = 64;
 const LOG_BYTES: usize = if cfg!(debug_assertions) {
@@ -74,8 +74,9 @@ impl Env {
         }
     }
 
-    /// Appends `self.batches` batches into a fresh log; the time of the appends alone.
-    fn time_appends(&mut self) -> Duration {
+    /// Appends `self.batches` batches into a fresh log; the (wall, thread CPU) time of the appends alone.
+    /// CPU time does not advance while other processes hold the CPU: the steadier figure on a busy machine.
+    fn time_appends(&mut self) -> (Duration, Duration) {
         let _ = std::fs::remove_dir_all(&self.dir);
         let mut config = LogConfig::default();
         config
@@ -88,20 +89,23 @@ impl Env {
             OpenOptions::default(),
         )
         .expect("open log");
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), thread_cpu_time());
         for i in 0..self.batches {
             let batch = &mut self.pool[i % POOL_BATCHES];
             // A leader assigns offsets from the log end; the builder's base offset must be 0.
             batch[..8].copy_from_slice(&0i64.to_be_bytes());
             black_box(log.append_as_leader(batch, 0).expect("append"));
         }
-        let elapsed = start.elapsed();
+        let wall = start.elapsed();
+        let cpu = thread_cpu_time()
+            .zip(cpu)
+            .map_or(wall, |(end, begin)| end - begin);
         log.close().expect("close");
-        elapsed
+        (wall, cpu)
     }
 
     /// `time_appends` with a TRACE-level fmt subscriber writing every event to a sink.
-    fn time_appends_traced(&mut self) -> Duration {
+    fn time_appends_traced(&mut self) -> (Duration, Duration) {
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter(EnvFilter::new("trace"))
             .with_writer(std::io::sink)
@@ -118,10 +122,10 @@ fn bench_tracing(c: &mut Criterion) {
     let mut g = c.benchmark_group("tracing_append");
     g.throughput(Throughput::Bytes(bytes as u64));
     g.bench_function("no_subscriber", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| env.time_appends()).sum())
+        b.iter_custom(|iters| (0..iters).map(|_| env.time_appends().0).sum())
     });
     g.bench_function("subscriber_trace", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| env.time_appends_traced()).sum())
+        b.iter_custom(|iters| (0..iters).map(|_| env.time_appends_traced().0).sum())
     });
     g.finish();
 
@@ -138,14 +142,26 @@ fn bench_tracing(c: &mut Criterion) {
         if rounds == 1 {
             eprintln!("{id}: ran once (test mode, not a measurement)");
         } else {
-            let ratios = samples
-                .iter()
-                .map(|(plain, traced)| traced.as_secs_f64() / plain.as_secs_f64())
-                .collect();
-            let (q1, median, q3) = quartiles(ratios);
+            let ratio = |side: fn(&(Duration, Duration)) -> Duration| {
+                quartiles(
+                    samples
+                        .iter()
+                        .map(|(plain, traced)| {
+                            side(traced).as_secs_f64() / side(plain).as_secs_f64()
+                        })
+                        .collect(),
+                )
+            };
+            let (wall, cpu) = (ratio(|t| t.0), ratio(|t| t.1));
             eprintln!(
-                "{id}: traced/plain wall ratio {median:.3} (IQR {q1:.3}-{q3:.3}); {rounds} rounds of {} \
-                 batches ({bytes} bytes)",
+                "{id}: traced/plain wall ratio {:.3} (IQR {:.3}-{:.3}); cpu-time ratio {:.3} (IQR \
+                 {:.3}-{:.3}); {rounds} rounds of {} batches ({bytes} bytes)",
+                wall.1,
+                wall.0,
+                wall.2,
+                cpu.1,
+                cpu.0,
+                cpu.2,
                 env.borrow().batches
             );
         }
