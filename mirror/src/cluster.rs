@@ -91,11 +91,13 @@ impl Cluster {
         self.node.open_reports()
     }
 
+    /// The mirroring knobs this cluster runs with.
     pub fn with_settings(mut self, settings: MirrorSettings) -> Self {
         self.manager.set_settings(settings);
         self
     }
 
+    /// The mirroring knobs.
     pub fn settings(&self) -> &MirrorSettings {
         self.manager.settings()
     }
@@ -112,18 +114,22 @@ impl Cluster {
         self.node.checkpoint()
     }
 
+    /// The cluster's root (its log directory).
     pub fn root(&self) -> &Path {
         self.node.root()
     }
 
+    /// The storage its files are read and written through.
     pub fn storage(&self) -> &Arc<dyn Storage> {
         self.node.storage()
     }
 
+    /// The clock its logs and mirror states use.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         self.node.clock()
     }
 
+    /// Kafka's cluster id (22-character base64).
     pub fn cluster_id(&self) -> String {
         self.node.cluster_id()
     }
@@ -162,14 +168,17 @@ impl Cluster {
         topics::create_partitions(&self.node, topic, total)
     }
 
+    /// The metadata of topic `name`.
     pub fn topic(&self, name: &str) -> Option<TopicMeta> {
         self.node.topic(name)
     }
 
+    /// The open log of a partition.
     pub fn log(&self, topic: &str, partition: i32) -> Option<Arc<PartitionLog>> {
         self.node.log(topic, partition)
     }
 
+    /// A partition's current leader epoch.
     pub fn leader_epoch(&self, topic: &str, partition: i32) -> Option<i32> {
         self.node.leader_epoch(topic, partition)
     }
@@ -207,6 +216,7 @@ impl Cluster {
         admin::create_mirror(&self.node, name, source)
     }
 
+    /// The mirrors, by name.
     pub fn mirrors(&self) -> BTreeMap<String, MirrorMeta> {
         self.node.mirrors()
     }
@@ -274,6 +284,7 @@ impl Cluster {
         describe::describe_live(&self.node, &self.manager)
     }
 
+    /// Every partition with its mirror state, offsets and lag as the fetcher last saw them.
     pub fn describe(&self) -> Vec<PartitionDescription> {
         describe::describe(&self.node, &self.manager)
     }

@@ -9,25 +9,42 @@ use crate::node::{lock, Node};
 use crate::records::MirrorKey;
 use crate::state::MirrorState;
 
+/// A partition as `describe` reports it (the JSON of `klog mirror describe --json`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PartitionDescription {
+    /// The topic.
     pub topic: String,
+    /// The partition.
     pub partition: i32,
+    /// The topic id.
     pub topic_id: String,
+    /// The mirror the topic is in, if any.
     pub mirror: Option<String>,
+    /// The desired state the controller recorded.
     pub desired: Option<DesiredState>,
+    /// The state recorded in `__mirror_state` (UNKNOWN before the first).
     pub state: Option<MirrorState>,
+    /// The partition's leader epoch here.
     pub leader_epoch: i32,
+    /// The log start offset.
     pub log_start_offset: i64,
+    /// The log end offset.
     pub log_end_offset: i64,
+    /// The high watermark.
     pub high_watermark: i64,
+    /// The last stable offset.
     pub last_stable_offset: i64,
     /// The source's high watermark, as last fetched.
     pub source_end_offset: Option<i64>,
+    /// The source's end minus our high watermark.
     pub lag: Option<i64>,
+    /// The LME recorded by the last stop.
     pub last_mirrored_epoch: Option<i32>,
+    /// A FAILED partition's retry count (-1: not retried).
     pub retry_attempt: Option<i16>,
+    /// A FAILED partition's error.
     pub error: Option<String>,
+    /// Producers in the partition's producer state.
     pub producers: usize,
 }
 

@@ -17,8 +17,11 @@ pub const PARTITION_STATE_TYPE: i16 = 2;
 /// A mirror partition: the key of both record kinds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MirrorKey {
+    /// The mirror's name.
     pub mirror: String,
+    /// The topic id.
     pub topic_id: TopicId,
+    /// The partition.
     pub partition: i32,
 }
 
@@ -45,14 +48,18 @@ pub fn java_string_hash(s: &str) -> i32 {
 /// The `MirrorPartitionState` value (P2 fields; only `state` drives the seed design).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionStateValue {
+    /// The state.
     pub state: MirrorState,
+    /// The state before it.
     pub previous: MirrorState,
     /// FAILED retries so far; -1 marks a non-retryable failure.
     pub retry_attempt: i16,
+    /// The failure that led to FAILED, if any.
     pub error: Option<String>,
 }
 
 impl PartitionStateValue {
+    /// A value in `state`, with no previous state or failure.
     pub fn new(state: MirrorState) -> Self {
         PartitionStateValue {
             state,
@@ -66,17 +73,21 @@ impl PartitionStateValue {
 /// A decoded `__mirror_state` record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MirrorRecord {
+    /// A partition's state (`None`: a tombstone).
     State(MirrorKey, Option<PartitionStateValue>),
+    /// A partition's last mirrored epoch, recorded at failover (`None`: a tombstone).
     LastMirrorEpoch(MirrorKey, Option<i32>),
 }
 
 impl MirrorRecord {
+    /// The partition it is about.
     pub fn key(&self) -> &MirrorKey {
         match self {
             MirrorRecord::State(k, _) | MirrorRecord::LastMirrorEpoch(k, _) => k,
         }
     }
 
+    /// The record's key and value bytes.
     pub fn encode(&self) -> (Vec<u8>, Option<Vec<u8>>) {
         let (kind, key) = match self {
             MirrorRecord::State(k, _) => (PARTITION_STATE_TYPE, k),

@@ -27,6 +27,7 @@ macro_rules! say {
 pub enum ClusterCommand {
     /// Create a cluster in ROOT (a new log directory with its cluster id and `__mirror_state`).
     Init {
+        /// The cluster's root directory (created if missing; must not hold a cluster).
         root: PathBuf,
         /// Kafka's 22-character base64 cluster id (default: random).
         #[arg(long)]
@@ -34,6 +35,7 @@ pub enum ClusterCommand {
         /// Partitions of `__mirror_state` (mirror.state.topic.num.partitions).
         #[arg(long, default_value_t = 3)]
         mirror_state_partitions: u32,
+        /// Print `{"root", "cluster_id"}`.
         #[arg(long)]
         json: bool,
     },
@@ -43,8 +45,11 @@ pub enum ClusterCommand {
 pub enum TopicCommand {
     /// Create a topic.
     Create {
+        /// The cluster's root directory.
         root: PathBuf,
+        /// The topic's name (Kafka's rules; no `__` prefix).
         topic: String,
+        /// Number of partitions.
         #[arg(long, default_value_t = 1)]
         partitions: i32,
         /// Keep this topic id (base64), as a mirror does.
@@ -53,24 +58,37 @@ pub enum TopicCommand {
         /// A topic configuration, `key=value` with Kafka's names (repeatable).
         #[arg(long = "config", value_name = "KEY=VALUE")]
         configs: Vec<String>,
+        /// Print `{"topic", "topic_id", "partitions"}`.
         #[arg(long)]
         json: bool,
     },
     /// Elect a leader again: the partition's leader epoch goes up by one.
     Elect {
+        /// The cluster's root directory.
         root: PathBuf,
+        /// The topic.
         topic: String,
+        /// The partition whose leader epoch goes up.
         #[arg(long, default_value_t = 0)]
         partition: i32,
+        /// Print `{"topic", "partition", "leader_epoch"}`.
         #[arg(long)]
         json: bool,
     },
     /// Delete a topic (its partition directories are renamed `<dir>.<id>-delete`, as Kafka does).
-    Delete { root: PathBuf, topic: String },
+    Delete {
+        /// The cluster's root directory.
+        root: PathBuf,
+        /// The topic to delete.
+        topic: String,
+    },
     /// Grow a topic to more partitions (kafka-topics --alter --partitions).
     Alter {
+        /// The cluster's root directory.
         root: PathBuf,
+        /// The topic to grow.
         topic: String,
+        /// The new number of partitions (more than it has).
         #[arg(long)]
         partitions: i32,
     },
@@ -78,10 +96,13 @@ pub enum TopicCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum MirrorCommand {
-    /// CreateMirror: NAME copies topics from SOURCE (another cluster's root).
+    /// CreateMirror: NAME copies topics from SOURCE (another cluster's root, or kafka://host:port).
     Create {
+        /// The root directory of the cluster that mirrors (the destination).
         root: PathBuf,
+        /// The mirror's name (topic-name rules).
         name: String,
+        /// The source: a klog cluster's root directory, or `kafka://host:port[,host:port...]`.
         #[arg(long)]
         source: String,
     },
@@ -89,18 +110,24 @@ pub enum MirrorCommand {
     Add(TopicsArgs),
     /// Fail over: stop mirroring the topics and make them writable here.
     Remove(TopicsArgs),
+    /// Pause mirroring the topics: the fetchers stop (PAUSING -> PAUSED), the topics stay read-only.
     Pause(TopicsArgs),
+    /// Resume paused topics: mirroring goes on from the local log end (PAUSED -> MIRRORING).
     Resume(TopicsArgs),
     /// DeleteMirror (every topic must be STOPPED).
     Delete {
+        /// The cluster's root directory.
         root: PathBuf,
+        /// The mirror to delete.
         name: String,
     },
     /// Drive the state machine and the fetchers.
     Run(RunArgs),
     /// Per partition: mirror, state, source and local end offsets, lag, last mirrored epoch.
     Describe {
+        /// The cluster's root directory.
         root: PathBuf,
+        /// One JSON object with every partition (the fields in docs/cli.md).
         #[arg(long)]
         json: bool,
     },
@@ -108,16 +135,21 @@ pub enum MirrorCommand {
 
 #[derive(Debug, Args)]
 pub struct TopicsArgs {
+    /// The cluster's root directory.
     root: PathBuf,
+    /// The mirror.
     name: String,
+    /// The topics (at least one).
     #[arg(required = true)]
     topics: Vec<String>,
+    /// One JSON object per topic: `{"topic", "error", "message"}`.
     #[arg(long)]
     json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// The cluster's root directory.
     root: PathBuf,
     /// Stop when a pass changes nothing (no transition, no data, no truncation).
     #[arg(long)]

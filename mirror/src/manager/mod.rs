@@ -35,6 +35,7 @@ use crate::topics;
 use fetcher::{source_error, FetchOutcome};
 use resolver::Sources;
 
+/// The mirroring knobs (KIP-1279 §6.3 names in the docs).
 #[derive(Debug, Clone)]
 pub struct MirrorSettings {
     /// `mirror.fetch.max.bytes`: per partition fetch.
@@ -46,7 +47,9 @@ pub struct MirrorSettings {
     pub metadata_refresh_ms: i64,
     /// `mirror.failed.retry.initial.backoff.ms`, `.max.backoff.ms`, `.max.attempts`.
     pub failed_retry_initial_backoff_ms: i64,
+    /// `mirror.failed.retry.max.backoff.ms`.
     pub failed_retry_max_backoff_ms: i64,
+    /// `mirror.failed.retry.max.attempts`.
     pub failed_retry_max_attempts: i16,
     /// Sync `__mirror_state` writes and the log at STOPPING (before the LME is read, after the barrier).
     /// Off only in benchmarks that measure what the syncs cost: a crash may then lose state.
@@ -87,8 +90,11 @@ pub(crate) struct PartitionRuntime {
 pub struct TickReport {
     /// `(topic, partition, from, to)` for every persisted transition.
     pub transitions: Vec<(String, i32, MirrorState, MirrorState)>,
+    /// Batches appended by fetches.
     pub batches_appended: u64,
+    /// Bytes appended by fetches.
     pub bytes_appended: u64,
+    /// Truncations (PREPARING, divergence, out of range, STOPPING's LSO cut).
     pub truncations: u64,
     /// Partitions whose action failed this tick, with the error.
     pub errors: Vec<(String, i32, String)>,
