@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use klog::log::format::ControlRecordType;
 use klog::log::io::{SimStorage, StdStorage, Storage};
-use klog::mirror::{Cluster, LocalSource, MirrorState};
+use klog::mirror::{Cluster, MirrorState};
 use support::*;
 
 const PID: i64 = 77;
@@ -116,7 +116,7 @@ fn failback_stop_survives_a_power_off_at_every_step() {
         sim.crash(true);
         sim.clear_faults();
         let a = env.reopen(sim.clone(), "a");
-        a.connect_source("back", Arc::new(LocalSource::new(Arc::clone(&b))));
+        a.connect_source("back", Arc::new(b.as_source()));
         let r = a.run_until_idle(100);
         assert!(r.errors.is_empty(), "k={k}: {:?}", r.errors);
         assert_a_stopped(&a, &b, &format!("power off at operation {k} of the stop"));

@@ -110,7 +110,7 @@ fn a_failing_stop_waits_for_its_backoff_and_records_its_lme_once() {
         drop(b);
         sim.clear_faults();
         let b = env.reopen(sim.clone(), "b");
-        b.connect_source("m", Arc::new(LocalSource::new(Arc::clone(&a))));
+        b.connect_source("m", Arc::new(a.as_source()));
         env.clock.advance(5_000);
         let r = b.run_until_idle(100);
         assert!(r.errors.is_empty(), "k={k}: {:?}", r.errors);
@@ -153,7 +153,7 @@ struct Watched {
 impl Watched {
     fn new(a: &Arc<Cluster>) -> Arc<Self> {
         Arc::new(Watched {
-            inner: LocalSource::new(Arc::clone(a)),
+            inner: a.as_source(),
             down: AtomicBool::new(false),
             calls: AtomicUsize::new(0),
         })
@@ -259,6 +259,7 @@ fn the_next_retry_time_survives_restarts() {
         assert_eq!(r.next_retry_ms, Some(first), "restart {restart}");
     }
     env.clock.advance(first - env.clock.now_ms());
+    b.connect_source("m", watched.clone());
     let r = b.tick();
     let steps: Vec<_> = r.transitions.iter().map(|t| (t.2, t.3)).collect();
     assert_eq!(
@@ -268,7 +269,13 @@ fn the_next_retry_time_survives_restarts() {
             (MirrorState::Mirroring, MirrorState::Failed)
         ]
     );
-    assert_eq!(row(&b).retry_attempt, Some(2));
+    let d = row(&b);
+    assert_eq!(d.retry_attempt, Some(2));
+    assert_eq!(d.failed_state, Some(MirrorState::Mirroring));
+    assert!(d.error.unwrap().contains("connection refused"));
+    assert_eq!(d.next_retry_ms, r.next_retry_ms);
+    let second = d.next_retry_ms.unwrap() - env.clock.now_ms();
+    assert!((1600..=2400).contains(&second), "backoff doubles: {second}");
 }
 
 /// Pause + resume resets a FAILED partition, even one no longer retried: it is retried at once.
@@ -285,12 +292,17 @@ fn resume_resets_a_failed_partition() {
     let watched = Watched::new(&a);
     watched.down.store(true, Ordering::SeqCst);
     b.connect_source("m", watched.clone());
+    // (A source error drops the connection: the test connects its source again each time.)
     for _ in 0..5 {
+        b.connect_source("m", watched.clone());
         b.tick();
         env.clock.advance(600_000);
     }
     assert_eq!(row(&b).state, Some(MirrorState::Failed));
-    assert_eq!(row(&b).retry_attempt, Some(-1), "attempts used up");
+    let d = row(&b);
+    assert_eq!(d.retry_attempt, Some(-1), "attempts used up");
+    assert_eq!(d.next_retry_ms, None);
+    assert!(d.error.unwrap().contains("max.attempts is 2"));
     a.produce("t", 0, &mut plain(1, "while-failed")).unwrap();
     watched.down.store(false, Ordering::SeqCst);
     env.clock.advance(600_000);
@@ -298,6 +310,13 @@ fn resume_resets_a_failed_partition() {
     all_ok(b.pause_topics("m", &topics(&["t"])).unwrap());
     assert!(b.run_until_idle(100).transitions.is_empty());
     all_ok(b.resume_topics("m", &topics(&["t"])).unwrap());
+    let d = row(&b);
+    assert_eq!(
+        (d.state, d.retry_attempt),
+        (Some(MirrorState::Failed), Some(0))
+    );
+    assert_eq!(d.next_retry_ms, Some(env.clock.now_ms()), "due at once");
+    b.connect_source("m", watched.clone());
     let r = b.run_until_idle(100);
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Mirroring));
@@ -308,4 +327,85 @@ fn resume_resets_a_failed_partition() {
         results[0].1.as_ref().unwrap_err().error_name(),
         Some("MIRROR_TOPIC_NOT_PAUSED")
     );
+}
+
+/// A stop whose failure is not retried (no attempts allowed) stays FAILED across passes, time and a
+/// restart, writing nothing; `retry` resets it and the same stop completes (its LME recorded once).
+#[test]
+fn retry_resets_a_stop_that_is_no_longer_retried() {
+    for k in 1.. {
+        let env = Env::new();
+        let sim = Arc::new(SimStorage::new(k));
+        let a = source(&env);
+        let b = env.cluster_on(sim.clone(), "b");
+        let b = Arc::new(Arc::try_unwrap(b).unwrap().with_settings(MirrorSettings {
+            failed_retry_max_attempts: 0,
+            ..Default::default()
+        }));
+        synced(&env, &b, &a);
+        b.checkpoint().unwrap();
+        all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+        let start = sim.ops();
+        sim.inject(start + k, Fault::Eio);
+        b.tick();
+        assert!(
+            sim.ops() >= start + k,
+            "no fault point of the stop records FAILED"
+        );
+        let d = row(&b);
+        if d.failed_state != Some(MirrorState::Stopping) {
+            continue; // the fault hit a `__mirror_state` write: FAILED itself could not be recorded
+        }
+        assert_eq!(
+            (d.retry_attempt, d.next_retry_ms),
+            (Some(-1), None),
+            "k={k}"
+        );
+        let written = state_log_ends(&b);
+        for _ in 0..3 {
+            env.clock.advance(600_000);
+            assert!(b.run_until_idle(100).transitions.is_empty(), "k={k}");
+        }
+        assert_eq!(state_log_ends(&b), written, "k={k}");
+        drop(b);
+        sim.clear_faults();
+        let b = env.reopen(sim.clone(), "b");
+        b.connect_source("m", Arc::new(a.as_source()));
+        assert!(b.run_until_idle(100).transitions.is_empty(), "k={k}");
+        let results = b.retry_topics("m", &[]).unwrap();
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].0, "t");
+        assert_eq!(results[0].1.as_ref().unwrap(), &[0]);
+        let r = b.run_until_idle(100);
+        assert!(r.errors.is_empty(), "k={k}: {:?}", r.errors);
+        assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Stopped), "k={k}");
+        assert_eq!(
+            (lme_of(&b, "t"), b.leader_epoch("t", 0)),
+            (Some(2), Some(3))
+        );
+        assert_eq!(lme_records(&b), 1, "k={k}");
+        assert_eq!(
+            batches(&log(&b, "t")).len(),
+            batches(&log(&a, "t")).len() + 1,
+            "k={k}: one barrier"
+        );
+        // Nothing FAILED any more: retry resets nothing; a topic of no mirror is named.
+        let again = b.retry_topics("m", &topics(&["t"])).unwrap();
+        assert!(again[0].1.as_ref().unwrap().is_empty());
+        b.create_topic("plain", 1, None, &[]).unwrap();
+        let other = b.retry_topics("m", &topics(&["plain", "nope"])).unwrap();
+        assert_eq!(
+            other[0].1.as_ref().unwrap_err().error_name(),
+            Some("UNKNOWN_MIRROR")
+        );
+        assert_eq!(
+            other[1].1.as_ref().unwrap_err().error_name(),
+            Some("UNKNOWN_TOPIC_OR_PARTITION")
+        );
+        assert_eq!(
+            b.retry_topics("nope", &[]).unwrap_err().error_name(),
+            Some("UNKNOWN_MIRROR")
+        );
+        return;
+    }
 }

@@ -76,7 +76,8 @@ pub(crate) struct PartitionRuntime {
     /// The source leader epoch learned by fencing.
     pub(crate) source_epoch: i32,
     pub(crate) source_high_watermark: Option<i64>,
-    /// Not before this time (fetch backoff, FAILED retry).
+    /// Not before this time: a fetch backoff, or the retry time of a failed action (also recorded in
+    /// FAILED, which is what a restart goes by).
     pub(crate) not_before_ms: i64,
     /// Consecutive failures (the FAILED retry count), reset by a successful action.
     pub(crate) failures: i16,
@@ -92,7 +93,7 @@ pub struct TickReport {
     pub truncations: u64,
     /// Partitions whose action failed this tick, with the error.
     pub errors: Vec<(String, i32, String)>,
-    /// The earliest time a backed-off partition wants another try.
+    /// The earliest time a backed-off or FAILED partition wants another try.
     pub next_retry_ms: Option<i64>,
 }
 
@@ -212,13 +213,30 @@ impl Manager {
                     .push((w.topic.clone(), w.partition, e.to_string()));
             }
         }
-        let rt = lock(&self.runtime);
-        report.next_retry_ms = rt
-            .values()
-            .map(|r| r.not_before_ms)
-            .filter(|t| *t > now)
-            .min();
+        report.next_retry_ms = self.next_retry_ms(now);
         report
+    }
+
+    /// The earliest time after `now` a partition wants another try: a recorded FAILED retry (kept
+    /// across restarts) or a backoff of this process.
+    fn next_retry_ms(&self, now: i64) -> Option<i64> {
+        let recorded: Vec<i64> = self
+            .work()
+            .iter()
+            .filter_map(|w| w.stored.as_ref().map(|(v, _)| (w, v)))
+            .filter(|(w, v)| {
+                v.state == MirrorState::Failed
+                    && v.retry_attempt >= 0
+                    && w.desired != DesiredState::Pause
+            })
+            .filter_map(|(_, v)| v.next_retry_ms)
+            .collect();
+        let rt = lock(&self.runtime);
+        rt.values()
+            .map(|r| r.not_before_ms)
+            .chain(recorded)
+            .filter(|t| *t > now)
+            .min()
     }
 
     /// The metadata sync that rides along (§3.5), every `metadata_refresh_ms` per mirror: a source topic
@@ -227,27 +245,26 @@ impl Manager {
     fn sync_metadata(&self, now: i64, report: &mut TickReport) {
         let meta = self.node.metadata();
         for mirror in meta.mirrors.keys() {
-            {
-                let mut next = self
-                    .next_metadata_sync
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                if next.get(mirror).is_some_and(|t| now < *t) {
-                    continue;
-                }
-                next.insert(mirror.clone(), now + self.settings.metadata_refresh_ms);
-            }
+            // Only started topics: a paused topic syncs nothing (§1.1: no fetcher, no metadata sync),
+            // a stopped one is no longer the source's.
             let topics: Vec<(&String, &TopicMeta)> = meta
                 .topics
                 .iter()
                 .filter(|(_, t)| {
                     t.mirror
                         .as_ref()
-                        .is_some_and(|m| m.name == *mirror && m.desired != DesiredState::Stop)
+                        .is_some_and(|m| m.name == *mirror && m.desired == DesiredState::Start)
                 })
                 .collect();
             if topics.is_empty() {
                 continue;
+            }
+            {
+                let mut next = lock(&self.next_metadata_sync);
+                if next.get(mirror).is_some_and(|t| now < *t) {
+                    continue;
+                }
+                next.insert(mirror.clone(), now + self.settings.metadata_refresh_ms);
             }
             let Ok(source) = self.source_for(mirror) else {
                 continue;
@@ -313,40 +330,19 @@ impl Manager {
         use MirrorState::*;
         let rt = self.runtime_of(w);
         let current = w.stored.as_ref().map_or(Unknown, |(v, _)| v.state);
-        let failed = w
-            .stored
-            .as_ref()
-            .filter(|(v, _)| v.state == Failed)
-            .map(|(v, _)| v.clone());
-        // What the desired state asks for, from the current state (§1.3).
-        let target = match (w.desired, current) {
-            (DesiredState::Stop, Stopped) => Stopped,
-            (DesiredState::Stop, _) => Stopping,
-            (_, Failed) => {
-                let f = failed.expect("failed state");
-                if f.retry_attempt < 0 || now < rt.not_before_ms {
-                    return Ok(());
-                }
-                match f.previous {
-                    Unknown | Failed | Stopped => Preparing,
-                    Pausing | Paused => Mirroring,
-                    other => other,
-                }
-            }
-            (_, Stopping) => Stopping,
-            (_, Pausing) => Pausing,
-            (_, Unknown | Stopped) => Preparing,
-            (DesiredState::Start, Paused) => Mirroring,
-            (DesiredState::Pause, Mirroring) => Pausing,
-            (DesiredState::Pause, Paused) => Paused,
-            (_, s) => s,
+        let Some(target) = target_state(w, current, now) else {
+            return Ok(());
         };
         if target != current {
             if !current.can_transition_to(target) {
                 return Ok(()); // "Skipping invalid transition"
             }
-            self.transition(w, current, target, None, report)?;
+            self.transition(w, self.entering(w, current, target), report)?;
         } else if rt.entered && matches!(target, Paused | Stopped) {
+            return Ok(());
+        } else if now < rt.not_before_ms {
+            // One backoff rule: a state whose action failed (and could not even record FAILED, or is
+            // backing off a fetch) runs it again only when due.
             return Ok(());
         }
         // Otherwise the state's actions run: every tick for MIRRORING (one fetch), and once after open
@@ -366,7 +362,7 @@ impl Manager {
                         r.source_epoch = 0;
                         r.not_before_ms = 0;
                     });
-                    self.transition(w, Preparing, Mirroring, None, report)
+                    self.transition(w, self.entering(w, Preparing, Mirroring), report)
                 }
                 Err(e) => self.fail(w, Preparing, e, now, report),
             },
@@ -387,13 +383,16 @@ impl Manager {
             }
             Pausing => {
                 // The fetcher is removed (ours runs only inside tick, so there is nothing to wait for).
-                self.transition(w, Pausing, Paused, None, report)
+                self.transition(w, self.entering(w, Pausing, Paused), report)
             }
             Stopping => match stopping::stop(&self.node, &self.settings, w) {
                 Ok(truncated) => {
                     report.truncations += truncated as u64;
-                    self.update_runtime(w, |r| r.failures = 0);
-                    self.transition(w, Stopping, Stopped, None, report)
+                    self.update_runtime(w, |r| {
+                        r.failures = 0;
+                        r.not_before_ms = 0;
+                    });
+                    self.transition(w, self.entering(w, Stopping, Stopped), report)
                 }
                 Err(e) => self.fail(w, Stopping, e, now, report),
             },
@@ -401,27 +400,39 @@ impl Manager {
         }
     }
 
-    /// Persists `to` (with FAILED details) before anything else happens, then sets the write mode.
+    /// The value recorded when `w` enters `to` from `from`. A retried stop (FAILED -> STOPPING) carries
+    /// the LME its earlier attempt recorded: the stop goes on, it does not start again.
+    fn entering(&self, w: &Work, from: MirrorState, to: MirrorState) -> PartitionStateValue {
+        let mut value = PartitionStateValue {
+            previous: from,
+            ..PartitionStateValue::new(to)
+        };
+        if to == MirrorState::Stopping {
+            value.stopping_last_mirror_epoch = self.stop_in_progress(w);
+        }
+        value
+    }
+
+    /// The LME the stop in progress on `w` recorded, as `__mirror_state` holds it now.
+    fn stop_in_progress(&self, w: &Work) -> Option<i32> {
+        lock(&self.node.store)
+            .state(&w.key)
+            .map(|s| &s.value)
+            .filter(|v| {
+                v.state == MirrorState::Stopping
+                    || (v.state == MirrorState::Failed && v.previous == MirrorState::Stopping)
+            })
+            .and_then(|v| v.stopping_last_mirror_epoch)
+    }
+
+    /// Persists `value` before anything else happens, then sets the write mode it implies.
     fn transition(
         &self,
         w: &Work,
-        from: MirrorState,
-        to: MirrorState,
-        failure: Option<(MirrorState, i16, String)>,
+        value: PartitionStateValue,
         report: &mut TickReport,
     ) -> Result<(), Error> {
-        let value = match failure {
-            Some((previous, attempt, error)) => PartitionStateValue {
-                state: to,
-                previous,
-                retry_attempt: attempt,
-                error: Some(error),
-            },
-            None => PartitionStateValue {
-                previous: from,
-                ..PartitionStateValue::new(to)
-            },
-        };
+        let (from, to) = (value.previous, value.state);
         lock(&self.node.store).write(vec![MirrorRecord::State(w.key.clone(), Some(value))])?;
         if let Some(log) = self.node.log(&w.topic, w.partition) {
             log.set_write_mode(match to {
@@ -436,7 +447,9 @@ impl Manager {
         Ok(())
     }
 
-    /// FAILED with exponential backoff (20% jitter) from `previous`; a refusal is not retried.
+    /// FAILED from `previous` (the state whose action failed), with the next retry time persisted
+    /// beside the attempt count: exponential backoff with 20 % jitter; a refusal, or an attempt past
+    /// `failed_retry_max_attempts`, is not retried (-1).
     fn fail(
         &self,
         w: &Work,
@@ -445,44 +458,75 @@ impl Manager {
         now: i64,
         report: &mut TickReport,
     ) -> Result<(), Error> {
+        // The count is of failures of this same action: a FAILED retry recorded it, or an earlier
+        // failure in this process that a success has not reset since.
         let stored_attempts = w
             .stored
             .as_ref()
-            .filter(|(v, _)| v.state == MirrorState::Failed)
+            .filter(|(v, _)| v.state == MirrorState::Failed && v.previous == previous)
             .map_or(0, |(v, _)| v.retry_attempt.max(0));
         let prior = self.runtime_of(w).failures.max(stored_attempts);
         let retryable = !matches!(error, Error::Refused(_));
-        let attempt = if !retryable || prior + 1 > self.settings.failed_retry_max_attempts {
+        let max = self.settings.failed_retry_max_attempts;
+        let mut message = error.to_string();
+        let attempt = if !retryable {
+            -1
+        } else if prior >= max {
+            message = format!("{message} (not retried: mirror.failed.retry.max.attempts is {max})");
             -1
         } else {
             prior + 1
         };
-        self.update_runtime(w, |r| r.failures = attempt.max(0));
-        if attempt > 0 {
-            let base = self
-                .settings
-                .failed_retry_initial_backoff_ms
-                .saturating_mul(1i64 << (attempt - 1).min(30))
-                .min(self.settings.failed_retry_max_backoff_ms);
-            let jitter = jitter_fraction(&w.key, attempt);
-            let delay = (base as f64 * (1.0 + 0.2 * jitter)) as i64;
-            self.update_runtime(w, |r| r.not_before_ms = now + delay.max(1));
-        }
+        let next_retry_ms = (attempt > 0).then(|| now + self.backoff_ms(w, attempt));
+        // Until FAILED is recorded (its write may fail too), the same wait holds for the action.
+        let not_before = next_retry_ms.unwrap_or(now + self.settings.failed_retry_max_backoff_ms);
+        self.update_runtime(w, |r| {
+            r.failures = attempt.max(0);
+            r.not_before_ms = not_before;
+        });
         if matches!(error, Error::Source { .. }) {
             self.sources.forget(&w.key.mirror);
         }
-        // `previous` is the state whose action failed: the state the partition is in now (a retry
-        // persisted it before running the action).
         report
             .errors
             .push((w.topic.clone(), w.partition, error.to_string()));
-        self.transition(
-            w,
+        let stopping_last_mirror_epoch = if previous == MirrorState::Stopping {
+            self.stop_in_progress(w)
+        } else {
+            None
+        };
+        let value = PartitionStateValue {
+            state: MirrorState::Failed,
             previous,
-            MirrorState::Failed,
-            Some((previous, attempt, error.to_string())),
-            report,
-        )
+            retry_attempt: attempt,
+            error: Some(message),
+            next_retry_ms,
+            stopping_last_mirror_epoch,
+        };
+        self.transition(w, value, report)
+    }
+
+    /// The wait before retry `attempt` (1-based): doubling from the initial backoff up to the maximum,
+    /// with a deterministic 20 % jitter.
+    fn backoff_ms(&self, w: &Work, attempt: i16) -> i64 {
+        let base = self
+            .settings
+            .failed_retry_initial_backoff_ms
+            .saturating_mul(1i64 << (attempt - 1).clamp(0, 30))
+            .min(self.settings.failed_retry_max_backoff_ms);
+        let jitter = jitter_fraction(&w.key, attempt);
+        ((base as f64 * (1.0 + 0.2 * jitter)) as i64).max(1)
+    }
+
+    /// Forgets the failure counts and backoffs of the given partitions (an operator reset them).
+    pub(crate) fn reset_failures(&self, topic: &str, partitions: &[i32]) {
+        let mut rt = lock(&self.runtime);
+        for p in partitions {
+            if let Some(r) = rt.get_mut(&(topic.to_owned(), *p)) {
+                r.failures = 0;
+                r.not_before_ms = 0;
+            }
+        }
     }
 
     /// One fetch of a MIRRORING partition; what it learned of the source goes into the runtime.
@@ -517,6 +561,48 @@ impl Manager {
         self.source_for(&w.key.mirror)
             .map_err(|e| source_error(&w.key.mirror, e))
     }
+}
+
+/// What the desired state asks of a partition in `current` (§1.3); `None`: nothing now.
+fn target_state(w: &Work, current: MirrorState, now: i64) -> Option<MirrorState> {
+    use MirrorState::*;
+    Some(match (w.desired, current) {
+        (DesiredState::Stop, Stopped) => Stopped,
+        (_, Failed) => {
+            let (f, _) = w.stored.as_ref().expect("a recorded FAILED state");
+            return retry_target(w.desired, f, now);
+        }
+        (DesiredState::Stop, _) => Stopping,
+        (_, Stopping) => Stopping,
+        (_, Pausing) => Pausing,
+        (_, Unknown | Stopped) => Preparing,
+        (DesiredState::Start, Paused) => Mirroring,
+        (DesiredState::Pause, Mirroring) => Pausing,
+        (DesiredState::Pause, Paused) => Paused,
+        (_, s) => s,
+    })
+}
+
+/// Where a FAILED partition goes, if anywhere yet. A stop asked for after the failure is a new request
+/// and starts at once; every retry of a failed action (the stop's own included) waits for its recorded
+/// time, none happens while paused (a paused topic does not talk to its source) or when the failure
+/// was marked non-retryable (`resume` and `retry` reset those).
+fn retry_target(desired: DesiredState, f: &PartitionStateValue, now: i64) -> Option<MirrorState> {
+    use MirrorState::*;
+    if desired == DesiredState::Stop && f.previous != Stopping {
+        return Some(Stopping);
+    }
+    let due = f.next_retry_ms.is_none_or(|t| now >= t);
+    if desired == DesiredState::Pause || f.retry_attempt < 0 || !due {
+        return None;
+    }
+    Some(match (desired, f.previous) {
+        (DesiredState::Stop, _) => Stopping,
+        // A stop no longer wanted (the topic was added again) mirrors afresh.
+        (_, Unknown | Failed | Stopped | Stopping) => Preparing,
+        (_, Pausing | Paused) => Mirroring,
+        (_, other) => other,
+    })
 }
 
 /// A deterministic jitter in [-1, 1] for a partition's retry (no clock or RNG: repeatable in tests).
