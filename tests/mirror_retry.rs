@@ -272,10 +272,22 @@ fn the_next_retry_time_survives_restarts() {
     let d = row(&b);
     assert_eq!(d.retry_attempt, Some(2));
     assert_eq!(d.failed_state, Some(MirrorState::Mirroring));
+    let recorded_at = env.clock.now_ms();
     assert!(d.error.unwrap().contains("connection refused"));
     assert_eq!(d.next_retry_ms, r.next_retry_ms);
     let second = d.next_retry_ms.unwrap() - env.clock.now_ms();
     assert!((1600..=2400).contains(&second), "backoff doubles: {second}");
+    // The clock goes back an hour: a recorded time further ahead than any backoff is due, not an
+    // hour's wait.
+    env.clock.set(recorded_at - 3_600_000);
+    b.connect_source("m", watched.clone());
+    let r = b.tick();
+    assert_eq!(
+        r.transitions.first().map(|t| t.2),
+        Some(MirrorState::Failed),
+        "{r:?}"
+    );
+    assert_eq!(row(&b).retry_attempt, Some(3));
 }
 
 /// Pause + resume resets a FAILED partition, even one no longer retried: it is retried at once.

@@ -330,7 +330,7 @@ impl Manager {
         use MirrorState::*;
         let rt = self.runtime_of(w);
         let current = w.stored.as_ref().map_or(Unknown, |(v, _)| v.state);
-        let Some(target) = target_state(w, current, now) else {
+        let Some(target) = target_state(w, current, now, &self.settings) else {
             return Ok(());
         };
         if target != current {
@@ -340,7 +340,7 @@ impl Manager {
             self.transition(w, self.entering(w, current, target), report)?;
         } else if rt.entered && matches!(target, Paused | Stopped) {
             return Ok(());
-        } else if now < rt.not_before_ms {
+        } else if waiting(now, rt.not_before_ms, &self.settings) {
             // One backoff rule: a state whose action failed (and could not even record FAILED, or is
             // backing off a fetch) runs it again only when due.
             return Ok(());
@@ -367,7 +367,7 @@ impl Manager {
                 Err(e) => self.fail(w, Preparing, e, now, report),
             },
             Mirroring => {
-                if now < rt.not_before_ms {
+                if waiting(now, rt.not_before_ms, &self.settings) {
                     return Ok(());
                 }
                 match self.fetch(w, &rt, report) {
@@ -564,13 +564,18 @@ impl Manager {
 }
 
 /// What the desired state asks of a partition in `current` (§1.3); `None`: nothing now.
-fn target_state(w: &Work, current: MirrorState, now: i64) -> Option<MirrorState> {
+fn target_state(
+    w: &Work,
+    current: MirrorState,
+    now: i64,
+    settings: &MirrorSettings,
+) -> Option<MirrorState> {
     use MirrorState::*;
     Some(match (w.desired, current) {
         (DesiredState::Stop, Stopped) => Stopped,
         (_, Failed) => {
             let (f, _) = w.stored.as_ref().expect("a recorded FAILED state");
-            return retry_target(w.desired, f, now);
+            return retry_target(w.desired, f, now, settings);
         }
         (DesiredState::Stop, _) => Stopping,
         (_, Stopping) => Stopping,
@@ -587,12 +592,17 @@ fn target_state(w: &Work, current: MirrorState, now: i64) -> Option<MirrorState>
 /// and starts at once; every retry of a failed action (the stop's own included) waits for its recorded
 /// time, none happens while paused (a paused topic does not talk to its source) or when the failure
 /// was marked non-retryable (`resume` and `retry` reset those).
-fn retry_target(desired: DesiredState, f: &PartitionStateValue, now: i64) -> Option<MirrorState> {
+fn retry_target(
+    desired: DesiredState,
+    f: &PartitionStateValue,
+    now: i64,
+    settings: &MirrorSettings,
+) -> Option<MirrorState> {
     use MirrorState::*;
     if desired == DesiredState::Stop && f.previous != Stopping {
         return Some(Stopping);
     }
-    let due = f.next_retry_ms.is_none_or(|t| now >= t);
+    let due = f.next_retry_ms.is_none_or(|t| !waiting(now, t, settings));
     if desired == DesiredState::Pause || f.retry_attempt < 0 || !due {
         return None;
     }
@@ -603,6 +613,19 @@ fn retry_target(desired: DesiredState, f: &PartitionStateValue, now: i64) -> Opt
         (_, Pausing | Paused) => Mirroring,
         (_, other) => other,
     })
+}
+
+/// Whether `now` is before `until`, a time set by a backoff. A time further ahead than any backoff
+/// (with its jitter) was set before the clock went back: it is not waited for, rather than a wait of
+/// unknown length.
+fn waiting(now: i64, until: i64, settings: &MirrorSettings) -> bool {
+    let longest = settings
+        .failed_retry_max_backoff_ms
+        .max(settings.fetch_backoff_ms)
+        .saturating_mul(6)
+        / 5
+        + 1;
+    now < until && until.saturating_sub(now) <= longest
 }
 
 /// A deterministic jitter in [-1, 1] for a partition's retry (no clock or RNG: repeatable in tests).
