@@ -458,14 +458,21 @@ impl Manager {
         now: i64,
         report: &mut TickReport,
     ) -> Result<(), Error> {
-        // The count is of failures of this same action: a FAILED retry recorded it, or an earlier
-        // failure in this process that a success has not reset since.
+        // The count is of consecutive failures of one request: the FAILED this retry came from
+        // recorded it (a stop asked for after another action failed starts its own count), or, for a
+        // fetch that failed a pass after its retry, this process kept it until a fetch succeeds.
         let stored_attempts = w
             .stored
             .as_ref()
-            .filter(|(v, _)| v.state == MirrorState::Failed && v.previous == previous)
+            .filter(|(v, _)| v.state == MirrorState::Failed)
+            .filter(|(v, _)| previous != MirrorState::Stopping || v.previous == previous)
             .map_or(0, |(v, _)| v.retry_attempt.max(0));
-        let prior = self.runtime_of(w).failures.max(stored_attempts);
+        let kept = if previous == MirrorState::Mirroring {
+            self.runtime_of(w).failures
+        } else {
+            0
+        };
+        let prior = kept.max(stored_attempts);
         let retryable = !matches!(error, Error::Refused(_));
         let max = self.settings.failed_retry_max_attempts;
         let mut message = error.to_string();
