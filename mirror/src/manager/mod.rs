@@ -16,6 +16,7 @@
 
 mod fetcher;
 pub mod resolver;
+mod retry;
 mod stopping;
 
 use std::collections::BTreeMap;
@@ -34,6 +35,7 @@ use crate::store::MIRROR_STATE_TOPIC;
 use crate::topics;
 use fetcher::{source_error, FetchOutcome};
 use resolver::Sources;
+use retry::{target_state, waiting};
 
 #[derive(Debug, Clone)]
 pub struct MirrorSettings {
@@ -408,21 +410,9 @@ impl Manager {
             ..PartitionStateValue::new(to)
         };
         if to == MirrorState::Stopping {
-            value.stopping_last_mirror_epoch = self.stop_in_progress(w);
+            value.stopping_last_mirror_epoch = stopping::lme_of_stop_in_progress(&self.node, w);
         }
         value
-    }
-
-    /// The LME the stop in progress on `w` recorded, as `__mirror_state` holds it now.
-    fn stop_in_progress(&self, w: &Work) -> Option<i32> {
-        lock(&self.node.store)
-            .state(&w.key)
-            .map(|s| &s.value)
-            .filter(|v| {
-                v.state == MirrorState::Stopping
-                    || (v.state == MirrorState::Failed && v.previous == MirrorState::Stopping)
-            })
-            .and_then(|v| v.stopping_last_mirror_epoch)
     }
 
     /// Persists `value` before anything else happens, then sets the write mode it implies.
@@ -448,8 +438,7 @@ impl Manager {
     }
 
     /// FAILED from `previous` (the state whose action failed), with the next retry time persisted
-    /// beside the attempt count: exponential backoff with 20 % jitter; a refusal, or an attempt past
-    /// `failed_retry_max_attempts`, is not retried (-1).
+    /// beside the attempt count ([`retry::failure`]).
     fn fail(
         &self,
         w: &Work,
@@ -473,22 +462,13 @@ impl Manager {
             0
         };
         let prior = kept.max(stored_attempts);
-        let retryable = !matches!(error, Error::Refused(_));
-        let max = self.settings.failed_retry_max_attempts;
-        let mut message = error.to_string();
-        let attempt = if !retryable {
-            -1
-        } else if prior >= max {
-            message = format!("{message} (not retried: mirror.failed.retry.max.attempts is {max})");
-            -1
-        } else {
-            prior + 1
-        };
-        let next_retry_ms = (attempt > 0).then(|| now + self.backoff_ms(w, attempt));
+        let failure = retry::failure(&self.settings, &w.key, prior, &error, now);
         // Until FAILED is recorded (its write may fail too), the same wait holds for the action.
-        let not_before = next_retry_ms.unwrap_or(now + self.settings.failed_retry_max_backoff_ms);
+        let not_before = failure
+            .next_retry_ms
+            .unwrap_or(now + self.settings.failed_retry_max_backoff_ms);
         self.update_runtime(w, |r| {
-            r.failures = attempt.max(0);
+            r.failures = failure.attempt.max(0);
             r.not_before_ms = not_before;
         });
         if matches!(error, Error::Source { .. }) {
@@ -498,31 +478,19 @@ impl Manager {
             .errors
             .push((w.topic.clone(), w.partition, error.to_string()));
         let stopping_last_mirror_epoch = if previous == MirrorState::Stopping {
-            self.stop_in_progress(w)
+            stopping::lme_of_stop_in_progress(&self.node, w)
         } else {
             None
         };
         let value = PartitionStateValue {
             state: MirrorState::Failed,
             previous,
-            retry_attempt: attempt,
-            error: Some(message),
-            next_retry_ms,
+            retry_attempt: failure.attempt,
+            error: Some(failure.message),
+            next_retry_ms: failure.next_retry_ms,
             stopping_last_mirror_epoch,
         };
         self.transition(w, value, report)
-    }
-
-    /// The wait before retry `attempt` (1-based): doubling from the initial backoff up to the maximum,
-    /// with a deterministic 20 % jitter.
-    fn backoff_ms(&self, w: &Work, attempt: i16) -> i64 {
-        let base = self
-            .settings
-            .failed_retry_initial_backoff_ms
-            .saturating_mul(1i64 << (attempt - 1).clamp(0, 30))
-            .min(self.settings.failed_retry_max_backoff_ms);
-        let jitter = jitter_fraction(&w.key, attempt);
-        ((base as f64 * (1.0 + 0.2 * jitter)) as i64).max(1)
     }
 
     /// Forgets the failure counts and backoffs of the given partitions (an operator reset them).
@@ -568,75 +536,4 @@ impl Manager {
         self.source_for(&w.key.mirror)
             .map_err(|e| source_error(&w.key.mirror, e))
     }
-}
-
-/// What the desired state asks of a partition in `current` (§1.3); `None`: nothing now.
-fn target_state(
-    w: &Work,
-    current: MirrorState,
-    now: i64,
-    settings: &MirrorSettings,
-) -> Option<MirrorState> {
-    use MirrorState::*;
-    Some(match (w.desired, current) {
-        (DesiredState::Stop, Stopped) => Stopped,
-        (_, Failed) => {
-            let (f, _) = w.stored.as_ref().expect("a recorded FAILED state");
-            return retry_target(w.desired, f, now, settings);
-        }
-        (DesiredState::Stop, _) => Stopping,
-        (_, Stopping) => Stopping,
-        (_, Pausing) => Pausing,
-        (_, Unknown | Stopped) => Preparing,
-        (DesiredState::Start, Paused) => Mirroring,
-        (DesiredState::Pause, Mirroring) => Pausing,
-        (DesiredState::Pause, Paused) => Paused,
-        (_, s) => s,
-    })
-}
-
-/// Where a FAILED partition goes, if anywhere yet. A stop asked for after the failure is a new request
-/// and starts at once; every retry of a failed action (the stop's own included) waits for its recorded
-/// time, none happens while paused (a paused topic does not talk to its source) or when the failure
-/// was marked non-retryable (`resume` and `retry` reset those).
-fn retry_target(
-    desired: DesiredState,
-    f: &PartitionStateValue,
-    now: i64,
-    settings: &MirrorSettings,
-) -> Option<MirrorState> {
-    use MirrorState::*;
-    if desired == DesiredState::Stop && f.previous != Stopping {
-        return Some(Stopping);
-    }
-    let due = f.next_retry_ms.is_none_or(|t| !waiting(now, t, settings));
-    if desired == DesiredState::Pause || f.retry_attempt < 0 || !due {
-        return None;
-    }
-    Some(match (desired, f.previous) {
-        (DesiredState::Stop, _) => Stopping,
-        // A stop no longer wanted (the topic was added again) mirrors afresh.
-        (_, Unknown | Failed | Stopped | Stopping) => Preparing,
-        (_, Pausing | Paused) => Mirroring,
-        (_, other) => other,
-    })
-}
-
-/// Whether `now` is before `until`, a time set by a backoff. A time further ahead than any backoff
-/// (with its jitter) was set before the clock went back: it is not waited for, rather than a wait of
-/// unknown length.
-fn waiting(now: i64, until: i64, settings: &MirrorSettings) -> bool {
-    let longest = settings
-        .failed_retry_max_backoff_ms
-        .max(settings.fetch_backoff_ms)
-        .saturating_mul(6)
-        / 5
-        + 1;
-    now < until && until.saturating_sub(now) <= longest
-}
-
-/// A deterministic jitter in [-1, 1] for a partition's retry (no clock or RNG: repeatable in tests).
-fn jitter_fraction(key: &MirrorKey, attempt: i16) -> f64 {
-    let h = crate::records::java_string_hash(&format!("{}:{attempt}", key.coordinator_key()));
-    (h as f64) / (i32::MAX as f64)
 }

@@ -67,6 +67,19 @@ pub(super) fn stop(node: &Node, settings: &MirrorSettings, w: &Work) -> Result<b
     Ok(truncated)
 }
 
+/// The LME the stop in progress on `w` recorded, as `__mirror_state` holds it now (STOPPING, or FAILED
+/// from STOPPING): what a FAILED record and a retried STOPPING record carry on.
+pub(super) fn lme_of_stop_in_progress(node: &Node, w: &Work) -> Option<i32> {
+    lock(&node.store)
+        .state(&w.key)
+        .map(|s| &s.value)
+        .filter(|v| {
+            v.state == MirrorState::Stopping
+                || (v.state == MirrorState::Failed && v.previous == MirrorState::Stopping)
+        })
+        .and_then(|v| v.stopping_last_mirror_epoch)
+}
+
 /// The LME this stop recorded: carried in its STOPPING record, or (a STOPPING record written before
 /// klog carried it) an LME record written after that STOPPING record.
 fn recorded_lme(node: &Node, w: &Work) -> Option<i32> {
