@@ -132,3 +132,58 @@ fn a_missing_source_is_named_missing_and_retry_resets_the_partition() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("UNKNOWN_MIRROR"), "{}", stderr(&out));
 }
+
+/// The library stores a relative local source absolute too (resolved from the working directory of
+/// the call), and keeps a `kafka://` source as given.
+#[test]
+fn the_library_stores_a_relative_source_absolute() {
+    use std::sync::Arc;
+    let dir = scratch_dir("lib_mirror_relative_source");
+    let c = klog::mirror::Cluster::init(
+        Arc::new(klog::log::io::StdStorage),
+        Arc::new(klog::log::clock::SystemClock),
+        &dir.join("B"),
+        klog::mirror::ClusterOptions::default(),
+    )
+    .unwrap();
+    c.create_mirror("m", "some/where").unwrap();
+    c.create_mirror("k", "kafka://127.0.0.1:9092").unwrap();
+    let mirrors = c.mirrors();
+    assert_eq!(
+        Path::new(&mirrors["m"].source),
+        std::env::current_dir().unwrap().join("some/where")
+    );
+    assert_eq!(mirrors["k"].source, "kafka://127.0.0.1:9092");
+    c.close().unwrap();
+}
+
+/// A relative source stored by an older klog is resolved from the working directory; when nothing is
+/// there the error says so and how to fix it.
+#[test]
+fn an_old_relative_source_that_is_not_found_says_it_is_relative() {
+    let dir = scratch_dir("cli_mirror_old_relative_source");
+    let (a, b) = clusters(&dir);
+    let b_s = b.to_str().unwrap();
+    ok_in(&dir, &["mirror", "add", b_s, "m", "t"]);
+    let path = b.join("cluster.json");
+    let meta = std::fs::read_to_string(&path).unwrap();
+    let canonical = a.canonicalize().unwrap();
+    let old = meta.replace(
+        &format!("\"source\": \"{}\"", canonical.to_str().unwrap()),
+        "\"source\": \"A\"",
+    );
+    assert_ne!(meta, old, "{meta}");
+    std::fs::write(&path, old).unwrap();
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = klog_in(&elsewhere, &["mirror", "run", b_s, "--until-idle"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("the source cluster A is missing"), "{err}");
+    assert!(err.contains("relative path"), "{err}");
+    assert!(!err.contains("cluster init"), "{err}");
+    // From the directory it is relative to, it works.
+    ok_in(&dir, &["mirror", "retry", b_s, "m"]);
+    ok_in(&dir, &["mirror", "run", b_s, "--until-idle"]);
+    assert_eq!(describe(&dir, &b)["state"], "MIRRORING");
+}
