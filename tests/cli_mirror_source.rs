@@ -179,7 +179,7 @@ fn an_old_relative_source_that_is_not_found_says_it_is_relative() {
     let out = klog_in(&elsewhere, &["mirror", "run", b_s, "--until-idle"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("the source cluster A is missing"), "{err}");
+    assert!(err.contains("A: the source cluster is missing"), "{err}");
     assert!(err.contains("relative path"), "{err}");
     assert!(!err.contains("cluster init"), "{err}");
     // From the directory it is relative to, it works.

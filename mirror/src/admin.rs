@@ -3,6 +3,8 @@
 //! These change only the metadata's desired states (and the write modes that follow from recorded
 //! states); the [`crate::manager`] drives the partitions towards them.
 
+use std::collections::BTreeSet;
+
 use klog_log::checkpoint::TopicId;
 
 use crate::error::{Error, MirrorError};

@@ -83,6 +83,10 @@ pub(crate) struct PartitionRuntime {
     pub(crate) not_before_ms: i64,
     /// Consecutive failures (the FAILED retry count), reset by a successful action.
     pub(crate) failures: i16,
+    /// An error that could not be recorded (the state write itself failed): nothing of the partition
+    /// runs before this time, and `unrecorded` such errors in a row set the wait.
+    pub(crate) unrecorded_until_ms: i64,
+    pub(crate) unrecorded: i16,
 }
 
 /// What one tick did.
@@ -210,6 +214,7 @@ impl Manager {
         self.sync_metadata(now, &mut report);
         for w in self.work() {
             if let Err(e) = self.step(&w, now, &mut report) {
+                self.back_off_unrecorded(&w, now);
                 report
                     .errors
                     .push((w.topic.clone(), w.partition, e.to_string()));
@@ -235,7 +240,7 @@ impl Manager {
             .collect();
         let rt = lock(&self.runtime);
         rt.values()
-            .map(|r| r.not_before_ms)
+            .flat_map(|r| [r.not_before_ms, r.unrecorded_until_ms])
             .chain(recorded)
             .filter(|t| *t > now)
             .min()
@@ -331,6 +336,9 @@ impl Manager {
     fn step(&self, w: &Work, now: i64, report: &mut TickReport) -> Result<(), Error> {
         use MirrorState::*;
         let rt = self.runtime_of(w);
+        if waiting(now, rt.unrecorded_until_ms, &self.settings) {
+            return Ok(()); // the backoff rule holds for an error no state could record, too
+        }
         let current = w.stored.as_ref().map_or(Unknown, |(v, _)| v.state);
         let Some(target) = target_state(w, current, now, &self.settings) else {
             return Ok(());
@@ -424,6 +432,7 @@ impl Manager {
     ) -> Result<(), Error> {
         let (from, to) = (value.previous, value.state);
         lock(&self.node.store).write(vec![MirrorRecord::State(w.key.clone(), Some(value))])?;
+        self.update_runtime(w, |r| r.unrecorded = 0);
         if let Some(log) = self.node.log(&w.topic, w.partition) {
             log.set_write_mode(match to {
                 MirrorState::Stopped => WriteMode::Writable,
@@ -493,6 +502,16 @@ impl Manager {
         self.transition(w, value, report)
     }
 
+    /// A step failed with an error that no state recorded (writing a state failed, or the partition
+    /// could not be reopened): the partition waits as a FAILED one would, doubling with each one in a row.
+    fn back_off_unrecorded(&self, w: &Work, now: i64) {
+        let settings = &self.settings;
+        self.update_runtime(w, |r| {
+            r.unrecorded = r.unrecorded.saturating_add(1);
+            r.unrecorded_until_ms = now + retry::backoff_ms(settings, &w.key, r.unrecorded);
+        });
+    }
+
     /// Forgets the failure counts and backoffs of the given partitions (an operator reset them).
     pub(crate) fn reset_failures(&self, topic: &str, partitions: &[i32]) {
         let mut rt = lock(&self.runtime);
@@ -500,6 +519,8 @@ impl Manager {
             if let Some(r) = rt.get_mut(&(topic.to_owned(), *p)) {
                 r.failures = 0;
                 r.not_before_ms = 0;
+                r.unrecorded = 0;
+                r.unrecorded_until_ms = 0;
             }
         }
     }

@@ -45,7 +45,7 @@ pub(super) fn failure(
 
 /// The wait before retry `attempt` (1-based): doubling from the initial backoff up to the maximum,
 /// with a deterministic 20 % jitter.
-fn backoff_ms(settings: &MirrorSettings, key: &MirrorKey, attempt: i16) -> i64 {
+pub(super) fn backoff_ms(settings: &MirrorSettings, key: &MirrorKey, attempt: i16) -> i64 {
     let base = settings
         .failed_retry_initial_backoff_ms
         .saturating_mul(1i64 << (attempt - 1).clamp(0, 30))
