@@ -224,26 +224,14 @@ impl Manager {
         report
     }
 
-    /// The earliest time after `now` a partition wants another try: a recorded FAILED retry (kept
-    /// across restarts) or a backoff of this process.
+    /// The earliest time after `now` a partition wants another try (see [`retry::next_retry_ms`]).
     fn next_retry_ms(&self, now: i64) -> Option<i64> {
-        let recorded: Vec<i64> = self
-            .work()
-            .iter()
-            .filter_map(|w| w.stored.as_ref().map(|(v, _)| (w, v)))
-            .filter(|(w, v)| {
-                v.state == MirrorState::Failed
-                    && v.retry_attempt >= 0
-                    && w.desired != DesiredState::Pause
-            })
-            .filter_map(|(_, v)| v.next_retry_ms)
-            .collect();
+        let work = self.work();
         let rt = lock(&self.runtime);
-        rt.values()
-            .flat_map(|r| [r.not_before_ms, r.unrecorded_until_ms])
-            .chain(recorded)
-            .filter(|t| *t > now)
-            .min()
+        let waits = rt
+            .values()
+            .flat_map(|r| [r.not_before_ms, r.unrecorded_until_ms]);
+        retry::next_retry_ms(&work, waits, now)
     }
 
     /// The metadata sync that rides along (§3.5), every `metadata_refresh_ms` per mirror: a source topic

@@ -119,6 +119,25 @@ pub(super) fn waiting(now: i64, until: i64, settings: &MirrorSettings) -> bool {
     now < until && until.saturating_sub(now) <= longest
 }
 
+/// The earliest time after `now` a partition wants another try: a recorded FAILED retry (kept across
+/// restarts; none while paused or not retried) or one of this process's `waits`.
+pub(super) fn next_retry_ms(
+    work: &[Work],
+    waits: impl Iterator<Item = i64>,
+    now: i64,
+) -> Option<i64> {
+    let recorded = work
+        .iter()
+        .filter_map(|w| w.stored.as_ref().map(|(v, _)| (w, v)))
+        .filter(|(w, v)| {
+            v.state == MirrorState::Failed
+                && v.retry_attempt >= 0
+                && w.desired != DesiredState::Pause
+        })
+        .filter_map(|(_, v)| v.next_retry_ms);
+    waits.chain(recorded).filter(|t| *t > now).min()
+}
+
 /// A deterministic jitter in [-1, 1] for a partition's retry (no clock or RNG: repeatable in tests).
 fn jitter_fraction(key: &MirrorKey, attempt: i16) -> f64 {
     let h = crate::records::java_string_hash(&format!("{}:{attempt}", key.coordinator_key()));
