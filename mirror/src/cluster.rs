@@ -25,7 +25,7 @@ use crate::serving::LocalSource;
 use crate::source::MirrorSource;
 use crate::topics;
 
-pub use crate::admin::TopicResults;
+pub use crate::admin::{RetryResults, TopicResults};
 pub use crate::describe::PartitionDescription;
 pub use crate::manager::MirrorSettings;
 pub use crate::node::{partition_dir_name, random_bytes, ClusterOptions};
@@ -242,9 +242,28 @@ impl Cluster {
         admin::pause_topics(&self.node, mirror, topics)
     }
 
-    /// ResumeMirrorTopics.
+    /// ResumeMirrorTopics. It also resets the topics' FAILED partitions (attempts, a non-retryable
+    /// mark): they are retried at the next pass. A started topic with FAILED partitions may be resumed
+    /// for that alone; any other topic that is not paused gets MIRROR_TOPIC_NOT_PAUSED.
     pub fn resume_topics(&self, mirror: &str, topics: &[String]) -> Result<TopicResults, Error> {
-        admin::resume_topics(&self.node, mirror, topics)
+        let (results, reset) = admin::resume_topics(&self.node, mirror, topics)?;
+        for (topic, partitions) in reset {
+            self.manager.reset_failures(&topic, &partitions);
+        }
+        Ok(results)
+    }
+
+    /// `klog mirror retry`: resets the FAILED partitions of `topics` (every topic of the mirror when
+    /// empty), whatever their desired state, so they are retried at the next pass. Per topic, the
+    /// partitions reset (none if none was FAILED).
+    pub fn retry_topics(&self, mirror: &str, topics: &[String]) -> Result<RetryResults, Error> {
+        let results = admin::retry_topics(&self.node, mirror, topics)?;
+        for (topic, r) in &results {
+            if let Ok(partitions) = r {
+                self.manager.reset_failures(topic, partitions);
+            }
+        }
+        Ok(results)
     }
 
     /// DeleteMirror: only when every topic of the mirror is STOPPED (MIRROR_NOT_EMPTY otherwise).

@@ -42,6 +42,11 @@ pub struct PartitionDescription {
     pub last_mirrored_epoch: Option<i32>,
     /// A FAILED partition's retry count (-1: not retried).
     pub retry_attempt: Option<i16>,
+    /// FAILED: the state whose action failed.
+    pub failed_state: Option<MirrorState>,
+    /// FAILED and retried: when (ms since the epoch, the cluster's clock; at or before now: at the next
+    /// pass). `None` when it is not retried until `resume` or `retry` resets it.
+    pub next_retry_ms: Option<i64>,
     /// A FAILED partition's error.
     pub error: Option<String>,
     /// Producers in the partition's producer state.
@@ -80,6 +85,7 @@ pub(crate) fn describe_live(node: &Node, manager: &Manager) -> Vec<PartitionDesc
 
 pub(crate) fn describe(node: &Node, manager: &Manager) -> Vec<PartitionDescription> {
     let meta = lock(&node.meta).clone();
+    let now = node.clock.now_ms();
     let store = lock(&node.store);
     let logs = lock(&node.logs);
     let mut out = Vec::new();
@@ -95,6 +101,9 @@ pub(crate) fn describe(node: &Node, manager: &Manager) -> Vec<PartitionDescripti
                 partition: p,
             });
             let stored = key.as_ref().and_then(|k| store.state(k));
+            let failed = stored
+                .map(|s| &s.value)
+                .filter(|v| v.state == MirrorState::Failed);
             let source_hw = manager.source_high_watermark(name, p);
             out.push(PartitionDescription {
                 topic: name.clone(),
@@ -116,9 +125,11 @@ pub(crate) fn describe(node: &Node, manager: &Manager) -> Vec<PartitionDescripti
                     .as_ref()
                     .and_then(|k| store.last_mirror_epoch(k))
                     .map(|s| s.value),
-                retry_attempt: stored
-                    .filter(|s| s.value.state == MirrorState::Failed)
-                    .map(|s| s.value.retry_attempt),
+                retry_attempt: failed.map(|v| v.retry_attempt),
+                failed_state: failed.map(|v| v.previous),
+                next_retry_ms: failed
+                    .filter(|v| v.retry_attempt >= 0)
+                    .map(|v| v.next_retry_ms.unwrap_or(now)),
                 error: stored.and_then(|s| s.value.error.clone()),
                 producers: log.producers().len(),
             });
