@@ -74,6 +74,7 @@ impl Cluster {
             // mirror name can be reused, and until then nothing looks the orphans up.
             let _ = node.tombstone_orphans();
         }
+        tracing::info!(root = %root.display(), "cluster opened");
         Ok(Cluster::of(node))
     }
 

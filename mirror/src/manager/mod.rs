@@ -227,6 +227,12 @@ impl Manager {
             }
         }
         report.next_retry_ms = self.next_retry_ms(now);
+        // Kafka's periodic producer expiration, for partitions no append reached (an append runs it
+        // itself): one clock read per partition when the check is not due.
+        let logs: Vec<_> = lock(&self.node.logs).values().cloned().collect();
+        for log in logs {
+            log.maybe_expire_producers();
+        }
         report
     }
 
@@ -426,6 +432,7 @@ impl Manager {
     ) -> Result<(), Error> {
         let (from, to) = (value.previous, value.state);
         lock(&self.node.store).write(vec![MirrorRecord::State(w.key.clone(), Some(value))])?;
+        tracing::info!(key = ?w.key, %from, %to, "mirror partition state transition");
         self.update_runtime(w, |r| r.unrecorded = 0);
         if let Some(log) = self.node.log(&w.topic, w.partition) {
             log.set_write_mode(match to {
@@ -477,6 +484,7 @@ impl Manager {
         if matches!(error, Error::Source { .. }) {
             self.sources.forget(&w.key.mirror);
         }
+        tracing::warn!(key = ?w.key, %previous, attempt = failure.attempt, %error, "mirror partition failed");
         report
             .errors
             .push((w.topic.clone(), w.partition, error.to_string()));

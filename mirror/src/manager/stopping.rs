@@ -51,6 +51,7 @@ pub(super) fn stop(node: &Node, settings: &MirrorSettings, w: &Work) -> Result<b
     if truncated {
         log.truncate_to(lso)?;
     }
+    tracing::info!(key = ?w.key, lme, epoch, lso, "failover: epoch bumped, log cut to the LSO");
     // 5. The barrier, through the leader path (STOPPING admits exactly this append), then flushed.
     let source_cluster_id = lock(&node.meta)
         .mirrors
@@ -60,6 +61,7 @@ pub(super) fn stop(node: &Node, settings: &MirrorSettings, w: &Work) -> Result<b
         let mut barrier = BatchBuilder::mirror_pid_reset(&id, node.clock.now_ms())?.build()?;
         log.append_as_leader_with_origin(&mut barrier, epoch, AppendOrigin::Coordinator)?;
         log.update_high_watermark(log.log_end_offset());
+        tracing::info!(key = ?w.key, epoch, "failover: MIRROR_PID_RESET barrier written");
     }
     if settings.fsync {
         log.flush(log.log_end_offset())?;
