@@ -4,6 +4,7 @@
 //! read-only legacy v0/v1 message sets). Segments, indexes, checkpoints, the leader-epoch cache, the
 //! partition log and the I/O seam join it in later issues.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod checkpoint;
 pub mod clock;

@@ -40,7 +40,9 @@ pub type OffsetKey = (String, String, i32);
 /// A change to what is committed: a commit, or a tombstone (the offset is deleted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OffsetChange {
+    /// The offset committed (a record with a value).
     Commit(CommittedOffset),
+    /// The offset deleted (a tombstone: the key with a null value).
     Delete(OffsetKey),
 }
 
@@ -84,10 +86,15 @@ impl OffsetChange {
 /// One committed offset as `klog group describe` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupOffsetDescription {
+    /// The group id.
     pub group: String,
+    /// The topic the offset is for.
     pub topic: String,
+    /// The partition the offset is for.
     pub partition: i32,
+    /// The next offset the group reads.
     pub committed_offset: i64,
+    /// The leader epoch committed with it (-1: unknown).
     pub leader_epoch: i32,
     /// The partition's log end offset here; `None` when the topic or partition does not exist here.
     pub log_end_offset: Option<i64>,

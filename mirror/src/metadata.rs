@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, MirrorError};
 
+/// The cluster's metadata file in its root.
 pub const METADATA_FILE: &str = "cluster.json";
+/// The topic config that names a topic's mirror (seed design).
 pub const MIRROR_NAME_CONFIG: &str = "mirror.name";
 const PAUSED_SUFFIX: &str = ".paused";
 const REMOVED_SUFFIX: &str = ".removed";
@@ -30,9 +32,12 @@ pub enum DesiredState {
     Pause,
 }
 
+/// A topic's mirror, and what the operator asked of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicMirror {
+    /// The mirror's name.
     pub name: String,
+    /// What was asked.
     pub desired: DesiredState,
 }
 
@@ -63,19 +68,24 @@ impl TopicMirror {
     }
 }
 
+/// A topic in `cluster.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicMeta {
     /// Kafka's base64 topic id.
     pub id: String,
+    /// Number of partitions.
     pub partitions: i32,
     /// The current leader epoch of each partition (what a leader append stamps).
     pub leader_epochs: Vec<i32>,
+    /// Topic configs, with Kafka's names.
     #[serde(default)]
     pub configs: BTreeMap<String, String>,
+    /// Its mirror, if mirrored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mirror: Option<TopicMirror>,
 }
 
+/// A mirror in `cluster.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MirrorMeta {
     /// Where the source is: a local cluster root, or `kafka://host:port`.
@@ -85,20 +95,28 @@ pub struct MirrorMeta {
     pub source_cluster_id: Option<String>,
 }
 
+/// `cluster.json`: the controller metadata of a local cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterMeta {
+    /// Format version ([`ClusterMeta::VERSION`]).
     pub version: u32,
+    /// Kafka's base64 cluster id.
     pub cluster_id: String,
+    /// Partitions of `__mirror_state` (fixed at creation).
     pub mirror_state_partitions: u32,
+    /// Topics by name.
     #[serde(default)]
     pub topics: BTreeMap<String, TopicMeta>,
+    /// Mirrors by name.
     #[serde(default)]
     pub mirrors: BTreeMap<String, MirrorMeta>,
 }
 
 impl ClusterMeta {
+    /// The format version written.
     pub const VERSION: u32 = 1;
 
+    /// Parses `cluster.json` (`path` names it in errors).
     pub fn decode(bytes: &[u8], path: &std::path::Path) -> Result<Self, Error> {
         let corrupt = |reason: String| Error::CorruptMetadata {
             path: path.to_owned(),

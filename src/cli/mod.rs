@@ -59,13 +59,20 @@ use clap::{Parser, Subcommand};
     about = "Kafka partition logs, byte for byte in Kafka's format"
 )]
 pub struct Cli {
+    /// Log what the library does to stderr: -v info (recoveries and what they cut, truncations, retention,
+    /// mirror transitions, failover), -vv debug (also opens, rolls, snapshots, source connections),
+    /// -vvv trace. `RUST_LOG` (e.g. `klog_mirror=debug`) overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// The command to run.
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Build batches in every codec plus control batches, write them, read them back and dump them.
+    /// The mirroring story in a scratch directory: a primary cluster, a mirror of it, failover,
+    /// failback and crash recovery, each step checked and narrated.
     Demo {
         /// Directory to write into (default: a new directory under the system temp dir).
         #[arg(long)]
@@ -86,7 +93,7 @@ enum Command {
     /// Append and flush random batches until killed (the real-process kill test's child).
     #[command(hide = true)]
     Torture(torture::TortureArgs),
-    /// Measure klog beside the machine's limits (plain pwrite/pread)
+    /// Measure klog beside the machine's limits (plain pwrite/pread) and beside Kafka's own code.
     Bench(bench::BenchArgs),
     /// Local clusters: one root directory each (a log directory, cluster.json, __mirror_state).
     #[command(subcommand)]
@@ -94,7 +101,7 @@ enum Command {
     /// Topics of a local cluster.
     #[command(subcommand)]
     Topic(mirror::TopicCommand),
-    /// KIP-1279 cluster mirroring between local clusters.
+    /// KIP-1279 cluster mirroring into a local cluster, from another local cluster or a Kafka cluster.
     #[command(subcommand)]
     Mirror(mirror::MirrorCommand),
     /// Consumer-group offsets of a local cluster (in __consumer_offsets, as Kafka keeps them).

@@ -34,8 +34,11 @@ use crate::state::MirrorState;
 /// A synced offset that was moved into the destination's log (reported by the tick).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetClamp {
+    /// The group id.
     pub group: String,
+    /// The mirrored topic.
     pub topic: String,
+    /// The partition.
     pub partition: i32,
     /// What the source committed.
     pub source_offset: i64,
