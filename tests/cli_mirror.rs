@@ -169,6 +169,9 @@ fn demo_tells_the_failover_story() {
         "stray write at offset 38 was cut (1 truncation)",
         "both logs byte-identical, 44 offsets",
         "mirror state STOPPED",
+        "group billing committed offset 19",
+        "group billing's offset 19 carried into __consumer_offsets",
+        "group billing: offset 19 on the new primary as on the old",
         "mirrorPidReset: sourceClusterId:",
     ] {
         assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
@@ -179,4 +182,87 @@ fn demo_tells_the_failover_story() {
     let d = describe(&dir.join("primary"));
     assert_eq!(d["state"], "MIRRORING");
     assert_eq!(d["mirror"], "failback");
+}
+
+/// `klog group commit|describe`, and `klog mirror run` carrying a commit from a source read from disk,
+/// clamped to what was mirrored (reported as an `offset_clamped` event) and followed once more arrives.
+#[test]
+fn group_offsets_by_hand() {
+    let dir = scratch_dir("cli_group");
+    let (a, b) = (dir.join("A"), dir.join("B"));
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let at = a.join("t-0");
+    ok(&["cluster", "init", a_s]);
+    ok(&["cluster", "init", b_s]);
+    ok(&["topic", "create", a_s, "t"]);
+    ok(&[
+        "append",
+        at.to_str().unwrap(),
+        &batch("idempotent-none.bin"),
+    ]);
+    let c: Value =
+        serde_json::from_str(&ok(&["group", "commit", a_s, "g", "t", "0", "7", "--json"])).unwrap();
+    assert_eq!(
+        (c["group"].as_str(), c["offset"].as_i64()),
+        (Some("g"), Some(7))
+    );
+    assert_eq!(c["leader_epoch"], 0);
+    let text = ok(&["group", "commit", a_s, "g", "t", "0", "3"]);
+    assert!(
+        text.contains("group g committed t-0 at offset 3 (leader epoch 0)"),
+        "{text}"
+    );
+    let out = klog(&["group", "commit", a_s, "g", "nope", "0", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("UNKNOWN_TOPIC_OR_PARTITION"),
+        "{}",
+        stderr(&out)
+    );
+    let d: Value = serde_json::from_str(&ok(&["group", "describe", a_s, "--json"])).unwrap();
+    let row = &d["offsets"][0];
+    assert_eq!(
+        (
+            &row["committed_offset"],
+            &row["log_end_offset"],
+            &row["lag"]
+        ),
+        (&Value::from(3), &Value::from(5), &Value::from(2))
+    );
+    // Committed beyond the source's end: the mirror clamps it to what it has.
+    ok(&["group", "commit", a_s, "h", "t", "0", "9"]);
+    ok(&["mirror", "create", b_s, "m", "--source", a_s]);
+    ok(&["mirror", "add", b_s, "m", "t"]);
+    let run = ok(&["mirror", "run", b_s, "--until-idle", "--json"]);
+    let events: Vec<Value> = run
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let clamped: Vec<_> = events
+        .iter()
+        .filter(|e| e["event"] == "offset_clamped" && e["group"] == "h")
+        .map(|e| (e["source_offset"].as_i64(), e["synced_offset"].as_i64()))
+        .collect();
+    assert_eq!(clamped.last(), Some(&(Some(9), Some(5))), "{run}");
+    assert_eq!(
+        events.last().unwrap()["offsets_synced"]
+            .as_u64()
+            .map(|n| n >= 2),
+        Some(true)
+    );
+    let d: Value = serde_json::from_str(&ok(&["group", "describe", b_s, "--json"])).unwrap();
+    let rows: Vec<_> = d["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["group"].as_str().unwrap().to_owned(),
+                r["committed_offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, [("g".to_owned(), 3), ("h".to_owned(), 5)]);
+    let text = ok(&["group", "describe", b_s]);
+    assert!(text.starts_with("GROUP"), "{text}");
 }

@@ -5,9 +5,11 @@
 //! 2. A second cluster mirrors it (KIP-1279): PREPARING -> MIRRORING, byte-identical segments, read-only.
 //! 3. Failover: STOPPING -> STOPPED, the last mirrored epoch recorded, the epoch bumped, the
 //!    MIRROR_PID_RESET barrier written; a producer reusing a mirrored producer id starts at sequence 0.
-//! 4. Failback: the old primary, which took a stray write while cut off, mirrors back and is truncated
+//! 4. A consumer group: it committed on the primary, the mirror carried the commit, and after failover
+//!    the group finds the same offset on the new primary and resumes there (`klog group describe`).
+//! 5. Failback: the old primary, which took a stray write while cut off, mirrors back and is truncated
 //!    by the diverging epoch until it equals the new primary byte for byte.
-//! 5. Crash: the new primary stops without a clean shutdown with a torn write at the end of its segment;
+//! 6. Crash: the new primary stops without a clean shutdown with a torn write at the end of its segment;
 //!    opening it again recovers (the torn tail cut, producer state rebuilt) and the mirror state survives.
 
 use std::path::{Path, PathBuf};
@@ -53,12 +55,15 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     a.bump_leader_epoch("orders", 0, 0)?;
     a.produce("orders", 0, &mut idempotent(1, 5, Compression::None, now)?)?;
     let a_log = a.log("orders", 0).context("primary partition")?;
+    // A consumer group read the first half and committed where it goes on (OffsetCommit).
+    let group_at = a_log.log_end_offset() / 2;
+    a.commit_offset(GROUP, "orders", 0, group_at)?;
     step(
         1,
         t,
         &format!(
             "primary {}: {} offsets in orders-0 (5 codecs, a committed and an aborted transaction, a \
-             leader election), {} producers",
+             leader election), {} producers; group {GROUP} committed offset {group_at}",
             a.cluster_id(),
             a_log.log_end_offset(),
             a_log.producers().len()
@@ -81,6 +86,11 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         same_file(&a_root, &b_root, "orders-0/00000000000000000000.log")?,
         "the mirrored segment differs from the source's"
     );
+    let carried = group_offset(&b)?;
+    ensure!(
+        carried == group_at,
+        "the mirror carried offset {carried}, not {group_at}"
+    );
     let refused = b.produce("orders", 0, &mut idempotent(99, 0, Compression::None, now)?);
     let refused = refused
         .err()
@@ -91,7 +101,8 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         t,
         &format!(
             "mirrored {} batches ({} bytes) to {}: segment byte-identical, epochs {:?}, {} producers \
-             rebuilt from the batches; a produce there is refused with {refused}",
+             rebuilt from the batches; a produce there is refused with {refused}; group {GROUP}'s \
+             offset {carried} carried into __consumer_offsets",
             report.batches_appended,
             report.bytes_appended,
             b.cluster_id(),
@@ -100,7 +111,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|e| (e.epoch, e.start_offset))
                 .collect::<Vec<_>>(),
-            b_log.producers().len()
+            b_log.producers().len(),
         ),
     );
 
@@ -132,7 +143,20 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ),
     );
 
-    // 4. Failback.
+    // 4. The consumer group fails over with the topic.
+    let t = Instant::now();
+    consumer_group(&a, &b, group_at)?;
+    step(
+        4,
+        t,
+        &format!(
+            "group {GROUP}: offset {group_at} on the new primary as on the old; it resumed there and \
+             committed the log end ({})",
+            b_log.log_end_offset()
+        ),
+    );
+
+    // 5. Failback.
     let t = Instant::now();
     let stray = a.produce("orders", 0, &mut idempotent(7, 0, Compression::None, now)?)?;
     a.create_mirror("failback", b_root.to_str().context("utf-8 path")?)?;
@@ -148,7 +172,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         "after failback the old primary must equal the new one"
     );
     step(
-        4,
+        5,
         t,
         &format!(
             "failback: the old primary's stray write at offset {} was cut ({} truncation), then it \
@@ -159,7 +183,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ),
     );
 
-    // 5. Crash and recover.
+    // 6. Crash and recover.
     let t = Instant::now();
     b.produce("orders", 0, &mut idempotent(8, 0, Compression::Lz4, now)?)?;
     let before = (b_log.log_end_offset(), b_log.producers().len());
@@ -185,7 +209,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     );
     let state = b.describe().into_iter().next().and_then(|d| d.state);
     step(
-        5,
+        6,
         t,
         &format!(
             "crash with a torn write: recovery scanned {} segment(s), cut {} torn bytes at offset {}, \
@@ -205,6 +229,41 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     outln!("done in {:?}; the new primary's log:", total.elapsed());
     outln!();
     dump::run(&dump::DumpArgs::new(vec![segment], false, true))
+}
+
+/// The demo's consumer group.
+const GROUP: &str = "billing";
+
+/// After failover: the group's offset on the new primary is the one it committed on the old primary;
+/// it resumes there (reads to the log end) and commits, shown by `klog group describe` before and after.
+fn consumer_group(a: &Cluster, b: &Cluster, group_at: i64) -> anyhow::Result<()> {
+    let on_primary = group_offset(a)?;
+    let on_dr = group_offset(b)?;
+    ensure!(
+        on_primary == group_at && on_dr == on_primary,
+        "the group's offset: {on_primary:?} on the primary, {on_dr:?} on the new primary"
+    );
+    outln!("   klog group describe (new primary, after failover):");
+    super::group::print(&b.describe_groups()?, false);
+    let log = b.log("orders", 0).context("partition")?;
+    let read = log.read(group_at, 1 << 20, None, true)?;
+    ensure!(
+        read.next_offset > group_at,
+        "the group found nothing to read at {group_at}"
+    );
+    b.commit_offset(GROUP, "orders", 0, log.log_end_offset())?;
+    outln!("   klog group describe (after it resumed at {group_at} and read to the end):");
+    super::group::print(&b.describe_groups()?, false);
+    Ok(())
+}
+
+/// The demo group's committed offset on orders-0.
+fn group_offset(c: &Cluster) -> anyhow::Result<i64> {
+    let key = (GROUP.to_owned(), "orders".to_owned(), 0);
+    c.committed_offsets()?
+        .get(&key)
+        .map(|c| c.offset)
+        .with_context(|| format!("group {GROUP} has no offset in {}", c.root().display()))
 }
 
 fn init(storage: &Arc<dyn Storage>, root: &Path) -> anyhow::Result<Cluster> {

@@ -101,7 +101,8 @@ fn describe(root: &Path, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print(rows: &[GroupOffsetDescription], json: bool) {
+/// The describe table (or its JSON), also printed by `klog demo`.
+pub fn print(rows: &[GroupOffsetDescription], json: bool) {
     if json {
         outln!("{}", json!({ "offsets": rows }));
         return;

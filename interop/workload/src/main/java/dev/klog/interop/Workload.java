@@ -51,6 +51,14 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *                                                 offset with metadata; a transactional producer then
  *                                                 commits an offset for the group inside a transaction
  *                                                 (sendOffsetsToTransaction); prints {"committed"}
+ *   group-consume BOOTSTRAP TOPIC GROUP COUNT [RESET]
+ *                                                 a classic consumer of group GROUP subscribes to TOPIC
+ *                                                 and reads COUNT records of partition 0 from its
+ *                                                 committed offset (auto.offset.reset RESET, default
+ *                                                 none: no committed offset is an error), then commits
+ *                                                 the offset after the last one (with that record's
+ *                                                 leader epoch); one line per record,
+ *                                                 then {"group","committed"}
  *   create-topic-assigned BOOTSTRAP TOPIC ASSIGNMENT [KEY=VALUE...]
  *                                                 one partition per `/`-separated replica list
  *                                                 (`1,2/2,3/3,1`: partition 0 on brokers 1 and 2, its
@@ -89,6 +97,8 @@ public final class Workload {
             case "consume" -> consume(args[1], args[2], args.length > 3 ? args[3] : "read_uncommitted");
             case "delete-records" -> deleteRecords(args[1], args[2], Long.parseLong(args[3]));
             case "commit-offsets" -> commitOffsets(args[1], args[2], args[3], args[4]);
+            case "group-consume" -> groupConsume(args[1], args[2], args[3], Integer.parseInt(args[4]),
+                    args.length > 5 ? args[5] : "none");
             case "create-topic-assigned" -> createTopicAssigned(args[1], args[2], args);
             case "send" -> send(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), args[5],
                     args.length > 6 ? Long.parseLong(args[6]) : 0);
@@ -391,6 +401,44 @@ public final class Workload {
                 }
             }
             System.out.println("{\"end_offset\":" + end + ",\"position\":" + consumer.position(tp) + "}");
+        }
+    }
+
+    /** A group member that resumes where its group committed, reads COUNT records and commits after them. */
+    private static void groupConsume(String bootstrap, String topic, String group, int count, String reset) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, reset);
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Integer.toString(count));
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            int read = 0;
+            long next = -1;
+            java.util.Optional<Integer> epoch = java.util.Optional.empty();
+            while (read < count) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("group " + group + " read " + read + " of " + count + " records");
+                }
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
+                    if (read == count) {
+                        break;
+                    }
+                    read++;
+                    next = r.offset() + 1;
+                    epoch = r.leaderEpoch();
+                    System.out.println("{\"offset\":" + r.offset() + "}");
+                }
+            }
+            // With the leader epoch of the last record read, as the consumer's own position commit does.
+            consumer.commitSync(Map.of(tp, new OffsetAndMetadata(next, epoch, "")));
+            System.out.println("{\"group\":" + str(group) + ",\"committed\":" + next + "}");
         }
     }
 
