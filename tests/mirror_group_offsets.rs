@@ -283,3 +283,55 @@ fn commits_are_checked() {
     let c: CommittedOffset = a.commit_offset("g", "t", 0, 0).unwrap();
     assert_eq!(c.leader_epoch, -1, "nothing before offset 0");
 }
+
+/// A failed write of a `__consumer_offsets` partition (ENOSPC, EIO at each storage operation of a sync)
+/// takes that log offline; the next sync reopens it with recovery and the offsets arrive, without a
+/// restart, and survive a reopen.
+#[test]
+fn a_failed_offsets_write_heals_at_the_next_sync() {
+    use klog::log::io::{Fault, SimStorage};
+    for fault in [Fault::Enospc, Fault::Eio] {
+        let mut failed = 0;
+        for j in 1..40 {
+            let env = Env::new();
+            let sim = Arc::new(SimStorage::new(j));
+            let a = source(&env);
+            let b = env.cluster_on(sim.clone(), "b");
+            link(&b, "m", &a);
+            all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+            a.commit_offset("g", "t", 0, 2).unwrap();
+            b.run_until_idle(100);
+            assert_eq!(offsets(&b)[&key("g", "t", 0)], 2);
+            a.commit_offset("g", "t", 0, 6).unwrap();
+            env.clock.advance(REFRESH_MS);
+            let start = sim.ops();
+            sim.inject(start + j, fault);
+            let first = b.tick();
+            if sim.ops() - start < j {
+                break; // the sync finished before the fault
+            }
+            failed += !first.errors.is_empty() as usize;
+            for _ in 0..3 {
+                env.clock.advance(REFRESH_MS);
+                b.tick();
+            }
+            assert_eq!(
+                offsets(&b)[&key("g", "t", 0)],
+                6,
+                "{fault:?} at op {j}: {:?}",
+                first.errors
+            );
+            let p = partition_for_group("g", 50) as i32;
+            assert!(!b.log(CONSUMER_OFFSETS_TOPIC, p).unwrap().is_failed());
+            b.close().unwrap();
+            drop(b);
+            let b = env.reopen(sim.clone(), "b");
+            assert_eq!(
+                offsets(&b)[&key("g", "t", 0)],
+                6,
+                "{fault:?} at op {j}: reopened"
+            );
+        }
+        assert!(failed >= 1, "{fault:?}: the sync writes");
+    }
+}

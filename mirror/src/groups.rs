@@ -185,6 +185,20 @@ fn replay(
     Ok(())
 }
 
+/// Reopens with recovery every `__consumer_offsets` partition that failed a write (its last records
+/// may not be durable: what recovery keeps is what is committed, so a sync compares with that).
+pub fn heal(node: &Node) -> Result<(), Error> {
+    let failed: Vec<i32> = lock(&node.logs)
+        .iter()
+        .filter(|((t, _), log)| t == CONSUMER_OFFSETS_TOPIC && log.is_failed())
+        .map(|((_, p), _)| *p)
+        .collect();
+    for p in failed {
+        node.heal_offsets_partition(p)?;
+    }
+    Ok(())
+}
+
 /// Writes `changes`: one batch per `__consumer_offsets` partition (created on first use), synced.
 pub fn write(node: &Node, changes: &[OffsetChange]) -> Result<(), Error> {
     let mut by_partition: BTreeMap<u32, Vec<&OffsetChange>> = BTreeMap::new();
@@ -210,9 +224,11 @@ pub fn write(node: &Node, changes: &[OffsetChange]) -> Result<(), Error> {
     Ok(())
 }
 
-/// `__consumer_offsets-<p>`, opened or created. A new partition gets the topic id its siblings have
+/// `__consumer_offsets-<p>`, opened (reopened with recovery if it failed a write) or created. A new partition gets the topic id its siblings have
 /// (one topic), or a new random one for the first.
 fn offsets_log(node: &Node, p: i32) -> Result<Arc<PartitionLog>, Error> {
+    // A write that failed (a full disk) took the log offline: reopen it with recovery first.
+    node.heal_offsets_partition(p)?;
     if let Some(log) = node.log(CONSUMER_OFFSETS_TOPIC, p) {
         return Ok(log);
     }

@@ -6,11 +6,13 @@
 //! - A partition log that failed a write (a full disk, EIO) refuses writes until it is reopened: a
 //!   failed fsync may have dropped dirty pages. The manager reopens it here, with recovery from its
 //!   last good sync, before the partition's next retry, and swaps it in; `__mirror_state`'s partitions
-//!   likewise (and its cache is replayed from what recovery kept). No restart needed.
+//!   likewise (and its cache is replayed from what recovery kept), and a `__consumer_offsets` partition
+//!   before the next group-offset sync. No restart needed.
 
 use std::sync::Arc;
 
 use klog_log::config::LogConfig;
+use klog_log::coordinator::CONSUMER_OFFSETS_TOPIC;
 use klog_log::partition_log::{OpenOptions, PartitionLog};
 use klog_recovery::swap::complete_swaps;
 
@@ -40,6 +42,20 @@ impl Node {
         let config = topic_config(&self.topic(topic).ok_or_else(|| unknown_topic(topic))?)?;
         let log = Arc::new(self.reopen(&old, config)?);
         lock(&self.logs).insert((topic.to_owned(), partition), log);
+        Ok(())
+    }
+
+    /// Reopens `__consumer_offsets-<partition>` with recovery if it failed a write (before the next
+    /// group-offset write to it; what is committed is replayed from the log, so nothing else changes).
+    pub(crate) fn heal_offsets_partition(&self, partition: i32) -> Result<(), Error> {
+        let Some(old) = self
+            .log(CONSUMER_OFFSETS_TOPIC, partition)
+            .filter(|l| l.is_failed())
+        else {
+            return Ok(());
+        };
+        let log = Arc::new(self.reopen(&old, mirror_state_config()?)?);
+        lock(&self.logs).insert((CONSUMER_OFFSETS_TOPIC.to_owned(), partition), log);
         Ok(())
     }
 

@@ -113,6 +113,8 @@ impl Manager {
                 source.describe()
             )
         })?;
+        // A write that failed earlier (a full disk) is reopened first: what survives it is what is here.
+        groups::heal(&self.node).map_err(|e| e.to_string())?;
         let here = groups::committed_offsets(&self.node).map_err(|e| e.to_string())?;
         let (changes, clamps) = plan(&listed, &here, &eligible.logs);
         if !changes.is_empty() {
