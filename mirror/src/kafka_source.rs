@@ -736,22 +736,36 @@ impl KafkaSource {
         self.refresh(inner, &names).await?;
         let mut listed: BTreeMap<String, String> = BTreeMap::new();
         let brokers: Vec<String> = inner.brokers.values().cloned().collect();
+        // A broker that does not answer (down, restarting) is passed over: the groups it coordinates
+        // are synced once it is back (nothing is deleted for a group that is not listed).
+        let mut answered = 0;
+        let mut last = None;
         for address in brokers {
             let build = |_| ListGroupsRequest::default();
-            let (r, _) = Self::call(
+            let r = match Self::call(
                 inner,
                 &address,
                 LIST_GROUPS_MIN_VERSION,
                 CONTROL_RESPONSE_LIMIT,
                 build,
             )
-            .await?;
-            if r.error_code != 0 {
-                return Err(SourceError::Unavailable(format!(
-                    "{address}: ListGroups: {}",
-                    error_name(r.error_code)
-                )));
-            }
+            .await
+            {
+                Ok((r, _)) if r.error_code == 0 => r,
+                Ok((r, _)) => {
+                    last = Some(SourceError::Unavailable(format!(
+                        "{address}: ListGroups: {}",
+                        error_name(r.error_code)
+                    )));
+                    continue;
+                }
+                Err(e @ SourceError::Unavailable(_)) => {
+                    last = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            answered += 1;
             for g in r.groups {
                 let protocol = g.protocol_type.as_str();
                 if g.group_state.as_str() != "Dead"
@@ -760,6 +774,11 @@ impl KafkaSource {
                     listed.insert(g.group_id.0.to_string(), g.group_state.to_string());
                 }
             }
+        }
+        if answered == 0 {
+            return Err(last.unwrap_or_else(|| {
+                SourceError::Unavailable(format!("{}: no broker to ask", self.source))
+            }));
         }
         let mut out = Vec::new();
         for (group, state) in listed {
