@@ -73,6 +73,13 @@ pub enum Error {
         value: String,
         reason: &'static str,
     },
+    /// A record of the KRaft metadata log (`__cluster_metadata`) or of a KRaft snapshot that does not decode.
+    #[error("{path}: metadata record at offset {offset}: {reason}")]
+    CorruptMetadataRecord {
+        path: std::path::PathBuf,
+        offset: i64,
+        reason: MetadataCorruption,
+    },
 }
 
 /// Kafka's error names for refused appends and reads (`Errors.java`), as `klog append` prints them.
@@ -206,6 +213,55 @@ pub enum RecordCorruption {
     BadHeaderCount { count: i32, available: u64 },
     #[error("record body is {actual} bytes but its length field says {declared}")]
     SizeMismatch { declared: u64, actual: u64 },
+}
+
+/// Which check a KRaft metadata record (or a KRaft control record's value) failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetadataCorruption {
+    #[error("a metadata record needs a value, and this one is null")]
+    NullValue,
+    #[error("unknown frame version {0} (only frame version 1 is supported)")]
+    FrameVersion(u32),
+    #[error("{what} {value} is too large")]
+    HeaderTooLarge { what: &'static str, value: u32 },
+    #[error("unknown metadata record type {0}")]
+    UnknownType(i16),
+    #[error("can't read version {version} of {record}")]
+    UnsupportedVersion { record: &'static str, version: i16 },
+    #[error("{record}: field {field}: {reason}")]
+    Field {
+        record: &'static str,
+        field: &'static str,
+        reason: RecordCorruption,
+    },
+    #[error("{record}: non-nullable field {field} was serialized as null")]
+    NullField {
+        record: &'static str,
+        field: &'static str,
+    },
+    #[error("{record}: string field {field} had invalid length {length}")]
+    StringLength {
+        record: &'static str,
+        field: &'static str,
+        length: u32,
+    },
+    #[error("{record}: field {field}: a collection of {length} elements, but only {remaining} bytes remain")]
+    ArrayLength {
+        record: &'static str,
+        field: &'static str,
+        length: u32,
+        remaining: usize,
+    },
+    #[error("{record}: tagged field {tag} is {declared} bytes but its value took {used}")]
+    TaggedFieldSize {
+        record: &'static str,
+        tag: u32,
+        declared: u32,
+        used: usize,
+    },
+    #[error("found {bytes} byte(s) of garbage after {record}")]
+    Garbage { record: &'static str, bytes: usize },
 }
 
 impl Error {

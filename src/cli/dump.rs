@@ -38,6 +38,10 @@ pub struct DumpArgs {
     /// directories); implies --print-data-log.
     #[arg(long)]
     mirror_state_decoder: bool,
+    /// Decode records as KRaft metadata records (on by itself for files in `__cluster_metadata-0` and
+    /// for `.checkpoint` snapshots); implies --print-data-log.
+    #[arg(long)]
+    cluster_metadata_decoder: bool,
     /// Files to dump: `.log` segments, `.bin` files of concatenated batches, `.index`, `.timeindex`,
     /// `.txnindex`, `leader-epoch-checkpoint`, the log directory's offset checkpoints, `partition.metadata`.
     #[arg(required = true)]
@@ -52,6 +56,7 @@ impl DumpArgs {
             print_data_log: false,
             index_sanity_check: false,
             mirror_state_decoder: false,
+            cluster_metadata_decoder: false,
             files,
         }
     }
@@ -81,7 +86,8 @@ pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
 /// Dumps one file; `Ok(false)` when the file had problems (reported on stderr / as JSON error lines).
 fn dump_file(args: &DumpArgs, path: &Path, out: &mut impl Write) -> anyhow::Result<bool> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    if !matches!(ext, "log" | "bin") {
+    let snapshot = super::dump_metadata::snapshot_header(path);
+    if !matches!(ext, "log" | "bin") && snapshot.is_none() {
         let meta = super::dump_meta::MetaArgs {
             json: args.json,
             index_sanity_check: args.index_sanity_check,
@@ -97,6 +103,9 @@ fn dump_file(args: &DumpArgs, path: &Path, out: &mut impl Write) -> anyhow::Resu
         writeln!(out, "Dumping {}", path.display())?;
         if let Some(base) = segment_base_offset(path).filter(|_| ext == "log") {
             writeln!(out, "Log starting offset: {base}")?;
+        }
+        if let Some(header) = &snapshot {
+            writeln!(out, "{header}")?;
         }
     }
     // A window that advances batch by batch, printing as it goes: memory is one window (or one batch
@@ -152,6 +161,7 @@ fn segment_base_offset(path: &Path) -> Option<i64> {
 struct Dumper<'a> {
     args: &'a DumpArgs,
     mirror_state: bool,
+    cluster_metadata: bool,
     deep: bool,
     path: &'a Path,
     scratch: Vec<u8>,
@@ -197,6 +207,9 @@ struct RecordJson {
     /// The decoded `__mirror_state` record (`{"key": ..., "payload": ...}`) with the decoder on.
     #[serde(skip_serializing_if = "Option::is_none")]
     mirror_state: Option<serde_json::Value>,
+    /// The decoded KRaft metadata record or KRaft control record, with that decoder on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cluster_metadata: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -241,10 +254,12 @@ impl<'a> Dumper<'a> {
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with("__mirror_state-"));
         let mirror_state = args.mirror_state_decoder || in_state_dir;
+        let cluster_metadata = super::dump_metadata::applies(args.cluster_metadata_decoder, path);
         Dumper {
             args,
             mirror_state,
-            deep: args.deep || args.print_data_log || mirror_state,
+            cluster_metadata,
+            deep: args.deep || args.print_data_log || mirror_state || cluster_metadata,
             path,
             scratch: Vec::new(),
             clean: true,
@@ -458,6 +473,9 @@ impl<'a> Dumper<'a> {
                             if self.mirror_state && !b.is_control() {
                                 j.mirror_state = Some(mirror_state_json(&r));
                             }
+                            if self.cluster_metadata {
+                                j.cluster_metadata = cluster_metadata_json(b, &r);
+                            }
                             json.push(j);
                         }
                         Err(e) => problems.push(e.to_string()),
@@ -500,7 +518,7 @@ impl<'a> Dumper<'a> {
             match r {
                 Ok(r) => {
                     self.note_record_offset(r.offset);
-                    self.record_text(b, &r, out)?;
+                    self.record_text(b, &r, problems, out)?;
                 }
                 Err(e) => problems.push(e.to_string()),
             }
@@ -512,6 +530,7 @@ impl<'a> Dumper<'a> {
         &self,
         b: &RecordBatch<'_>,
         r: &Record<'_>,
+        problems: &mut Vec<String>,
         out: &mut impl Write,
     ) -> anyhow::Result<()> {
         let header_keys: Vec<String> = r
@@ -535,6 +554,10 @@ impl<'a> Dumper<'a> {
                 Ok(c) => write!(out, "{}", control_text(&c))?,
                 Err(e) => write!(out, " controlError: {e}")?,
             }
+        } else if self.cluster_metadata {
+            let (text, problem) = super::dump_metadata::payload_text(r);
+            write!(out, "{text}")?;
+            problems.extend(problem);
         } else if self.mirror_state {
             let decoded = mirror_state_json(r);
             match (decoded.get("key"), decoded.get("payload")) {
@@ -669,7 +692,8 @@ fn control_text(c: &ControlRecord) -> String {
             format!(" mirrorPidReset: sourceClusterId: {}", m.source_cluster_id)
         }
         ControlValue::LeaderChange(l) => format!(" LeaderChange: {}", l.to_kafka_json()),
-        ControlValue::Raw(_) => format!(" controlType: {}({})", c.record_type, c.record_type.id()),
+        ControlValue::Raw(v) => super::dump_metadata::control_text(c.record_type, v.as_deref())
+            .unwrap_or_else(|| format!(" controlType: {}({})", c.record_type, c.record_type.id())),
     }
 }
 
@@ -688,7 +712,17 @@ fn record_json(r: &Record<'_>) -> RecordJson {
             })
             .collect(),
         mirror_state: None,
+        cluster_metadata: None,
     }
+}
+
+/// A record's `"cluster_metadata"`: the metadata record, or the KRaft control record of a control batch.
+fn cluster_metadata_json(b: &RecordBatch<'_>, r: &Record<'_>) -> Option<serde_json::Value> {
+    if !b.is_control() {
+        return Some(super::dump_metadata::record_json(r));
+    }
+    let c = ControlRecord::parse(r.key, r.value).ok()?;
+    super::dump_metadata::control_json(c.record_type, r.value)
 }
 
 /// A `__mirror_state` record decoded, or `{"error": ...}` naming what failed.
@@ -707,5 +741,6 @@ fn legacy_record_json(r: &LegacyRecord<'_>) -> RecordJson {
         value: hex(r.value),
         headers: Vec::new(),
         mirror_state: None,
+        cluster_metadata: None,
     }
 }

@@ -5,13 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use klog::log::config::LogConfig;
 use klog::log::io::StdStorage;
 use klog::log::log_dir::LogDir;
 use serde_json::json;
 
 use super::append::split_partition_dir;
 use super::dump::{dump_batches, DumpArgs};
+use super::topic_config::{configs_json, configs_text, ConfigArgs, TopicConfigs};
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
@@ -27,6 +27,10 @@ pub struct ReadArgs {
     /// One JSON object: the offsets and the batches (as `klog dump --json --deep` prints them).
     #[arg(long)]
     json: bool,
+    /// Topic configs over the metadata log's (reading depends on few: an unclean partition's in-memory
+    /// index rebuild follows `index.interval.bytes`).
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
@@ -38,7 +42,9 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
     );
     // A reader: no lock, nothing on disk changed (a torn tail is read around, not cut).
     let log_dir = LogDir::open_read_only(std::sync::Arc::new(StdStorage), &root)?;
-    let (log, _) = log_dir.open_partition(&name, LogConfig::default())?;
+    let configs = TopicConfigs::load(&args.config, &root)?;
+    let config = configs.for_partition(&root, &name);
+    let (log, _) = log_dir.open_partition(&name, config.config.clone())?;
     let read = log.read(
         args.offset,
         args.max_bytes,
@@ -76,6 +82,8 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
             "log_start_offset": read.log_start_offset,
             "log_end_offset": read.log_end_offset,
             "batches": batches,
+            "metadata_log": configs.metadata_dir().map(|d| d.display().to_string()),
+            "configs": configs_json(&config),
         });
         outln!("{v}");
     } else {
@@ -87,6 +95,9 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
             read.log_start_offset,
             read.log_end_offset
         );
+        if let Some(c) = configs_text(&config) {
+            outln!("configs: {c}");
+        }
     }
     Ok(if clean {
         ExitCode::SUCCESS

@@ -12,11 +12,14 @@ use klog::log::checkpoint::{
 };
 use klog::log::config::LogConfig;
 use klog::log::io::{ReadOnlyStorage, StdStorage, Storage};
+use klog::log::kraft::TopicConfig;
 use klog::log::log_dir::partition_dir_names;
 use klog::log::log_dir::LogDir;
 use klog::log::partition_log::partition_dir_name;
 use klog::recovery::{verify_partition, LogLoader, Problem, RecoveryReport};
 use serde_json::json;
+
+use super::topic_config::{configs_json, configs_text, ConfigArgs, TopicConfigs};
 
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
@@ -30,6 +33,8 @@ pub struct RecoverArgs {
     /// system and beside a running writer).
     #[arg(long)]
     dry_run: bool,
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 #[derive(Debug, Args)]
@@ -40,6 +45,8 @@ pub struct VerifyArgs {
     /// One JSON object per partition.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 /// (log dir, the partitions to handle: all when None).
@@ -56,7 +63,11 @@ fn targets(dir: &Path) -> anyhow::Result<(PathBuf, Option<String>)> {
     Ok((dir.to_owned(), None))
 }
 
-fn report_json(r: &RecoveryReport) -> serde_json::Value {
+fn report_json(
+    r: &RecoveryReport,
+    configs: &TopicConfigs,
+    config: &TopicConfig,
+) -> serde_json::Value {
     json!({
         "partition": r.partition,
         "clean_shutdown": r.clean_shutdown,
@@ -77,6 +88,8 @@ fn report_json(r: &RecoveryReport) -> serde_json::Value {
         "producers": r.producers,
         "snapshots_written": r.snapshots_written,
         "duration_ms": r.duration_ms,
+        "metadata_log": configs.metadata_dir().map(|d| d.display().to_string()),
+        "configs": configs_json(config),
     })
 }
 
@@ -96,6 +109,7 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
             Arc::new(StdStorage)
         };
         let loader = LogLoader::new(storage.clone(), LogConfig::default());
+        let configs = TopicConfigs::load(&args.config, &root)?;
         // Recovery reads past checkpoint lines it cannot parse, and says so: their partitions are rescanned.
         let (mut log_dir, problems) = LogDir::open_salvaging(storage.clone(), &root)?;
         for p in problems {
@@ -112,6 +126,9 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
                 break;
             }
             progress.set_message(name.clone());
+            // Each partition with its topic's config (index interval, segment sizes, ...).
+            let config = configs.for_partition(&root, &name);
+            let loader = LogLoader::new(storage.clone(), config.config.clone());
             let outcome = loader.load_partition_isolated(&log_dir, &name, !args.dry_run);
             progress.inc(1);
             match outcome {
@@ -119,7 +136,11 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
                     if !args.dry_run {
                         log_dir.close_partition(log)?;
                     }
-                    print_report(args.json, &root, &report);
+                    if args.json {
+                        outln!("{}", report_json(&report, &configs, &config));
+                    } else {
+                        print_report(&root, &report, &config);
+                    }
                 }
                 Err(e) => {
                     ok = false;
@@ -165,11 +186,7 @@ fn progress_bar(len: u64) -> indicatif::ProgressBar {
     bar
 }
 
-fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
-    if json {
-        outln!("{}", report_json(r));
-        return;
-    }
+fn print_report(root: &Path, r: &RecoveryReport, config: &TopicConfig) {
     let cut = if r.truncated.is_empty() {
         "nothing cut".to_string()
     } else {
@@ -185,9 +202,12 @@ fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
             .collect();
         format!("{} bytes cut: {}", r.bytes_truncated, cuts.join(", "))
     };
+    let configs = configs_text(config)
+        .map(|c| format!("; configs: {c}"))
+        .unwrap_or_default();
     outln!(
         "{}: {} shutdown; offsets {}..{} (recovery point {}); {} segments scanned, {} bytes validated; {cut}; \
-         {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; {} producers; {} snapshots written; {} ms",
+         {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; {} producers; {} snapshots written; {} ms{configs}",
         root.join(&r.partition).display(),
         if r.clean_shutdown { "clean" } else { "unclean" },
         r.log_start_offset,
@@ -241,6 +261,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     for dir in &args.dirs {
         let (root, only) = targets(dir)?;
         ok &= verify_checkpoints(args.json, &root)?;
+        let configs = TopicConfigs::load(&args.config, &root)?;
         let partitions: Vec<String> = match &only {
             Some(p) => vec![p.clone()],
             None => partition_dir_names(&StdStorage, &root)?,
@@ -250,8 +271,13 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                 break; // nobody reads the rest (`klog verify ... | head -1`)
             }
             let dir = root.join(&name);
+            let mut config = None;
             let problems = match partition_dir_name(&dir) {
-                Ok(_) => verify_partition(&ReadOnlyStorage::new(Arc::new(StdStorage)), &dir)?,
+                Ok(_) => {
+                    // No check depends on a topic config; the JSON says which the partition has.
+                    config = Some(configs.for_partition(&root, &name));
+                    verify_partition(&ReadOnlyStorage::new(Arc::new(StdStorage)), &dir)?
+                }
                 Err(e) => {
                     let what = match e {
                         klog::log::Error::InvalidPartitionDir { reason, .. } => {
@@ -268,9 +294,12 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|p| json!({"file": p.file.display().to_string(), "problem": p.what}))
                     .collect();
+                let configs_of = config.as_ref().map(configs_json);
                 outln!(
                     "{}",
-                    json!({"partition": name, "ok": problems.is_empty(), "problems": list})
+                    json!({"partition": name, "ok": problems.is_empty(), "problems": list,
+                        "metadata_log": configs.metadata_dir().map(|d| d.display().to_string()),
+                        "configs": configs_of})
                 );
             } else if problems.is_empty() {
                 outln!("{}: ok", root.join(&name).display());
