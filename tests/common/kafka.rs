@@ -82,6 +82,8 @@ fn free_port() -> u16 {
 pub struct Cluster {
     pub root: PathBuf,
     pub data: PathBuf,
+    /// `metadata.log.dir`: where `__cluster_metadata-0` is.
+    pub meta: PathBuf,
     /// The id the storage was formatted with (`storage-tool random-uuid`): the broker's cluster id, for
     /// tests to compare what klog learned from the broker with.
     pub cluster_id: String,
@@ -92,6 +94,11 @@ pub struct Cluster {
 impl Cluster {
     /// Writes `server.properties` and formats the storage with `kafka.tools.StorageTool`.
     pub fn format(root: &Path) -> Cluster {
+        Cluster::format_with(root, "")
+    }
+
+    /// [`Cluster::format`] with more `server.properties` lines (`key=value\n` each).
+    pub fn format_with(root: &Path, extra_properties: &str) -> Cluster {
         let data = root.join("data");
         let meta = root.join("meta");
         let (port, controller_port) = (free_port(), free_port());
@@ -118,7 +125,7 @@ impl Cluster {
                  transaction.state.log.min.isr=1\n\
                  transaction.state.log.num.partitions=1\n\
                  group.initial.rebalance.delay.ms=0\n\
-                 log.flush.interval.messages=9223372036854775807\n",
+                 log.flush.interval.messages=9223372036854775807\n{extra_properties}",
                 data.display(),
                 meta.display()
             ),
@@ -140,6 +147,7 @@ impl Cluster {
             log_file: root.join("broker.log"),
             root: root.to_owned(),
             data,
+            meta,
             cluster_id,
             properties,
         }
