@@ -581,7 +581,10 @@ fn dump_of_the_metadata_log_and_snapshots_matches_kafka_dump_log() {
         "--cluster-metadata-decoder",
         elsewhere.to_str().unwrap(),
     ]);
-    let kafka = dump_log(&[elsewhere.clone()], &["--cluster-metadata-decoder"]);
+    let kafka = dump_log(
+        std::slice::from_ref(&elsewhere),
+        &["--cluster-metadata-decoder"],
+    );
     assert_eq!(with_flag, kafka);
 
     // JSON: every record of a data batch carries its decoded record.
