@@ -604,3 +604,66 @@ fn dump_of_the_metadata_log_and_snapshots_matches_kafka_dump_log() {
         }
     }
 }
+
+/// Kafka's default layout with a dynamic quorum (KRaft version 1): the metadata log is inside the log
+/// directory and holds KRaftVersion and Voters control records. `klog dump` prints them as
+/// `kafka-dump-log` does, and `klog recover` of the log directory, with no option, rebuilds the indexes of
+/// a topic that set `index.interval.bytes` as the broker wrote them.
+#[test]
+fn a_dynamic_quorum_broker_in_kafkas_default_layout() {
+    if !kafka_available() {
+        return;
+    }
+    let root = scratch_dir("kafka-metadata-standalone");
+    let cluster = Cluster::format_standalone(&root, "metadata.log.max.snapshot.interval.ms=3000\n");
+    let broker = cluster.start();
+    let b = broker.bootstrap.clone();
+    let mut ids = BTreeMap::new();
+    create(&b, "spaced", &["index.interval.bytes=256"], &mut ids);
+    workload(&["produce", &b, "spaced", "30"]);
+    broker.stop();
+    assert_eq!(cluster.meta, cluster.data);
+
+    let metadata = cluster.data.join("__cluster_metadata-0");
+    let mut files = files_with(&metadata, "log");
+    files.extend(files_with(&metadata, "checkpoint"));
+    let kafka = dump_log(&files, &["--cluster-metadata-decoder"]);
+    let mut args = vec!["dump"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    let ours = klog_ok(&args);
+    assert_eq!(ours, kafka);
+    assert!(ours.contains(" KRaftVoters {\"version\":0,\"voters\":[{\"voterId\":1,"));
+    assert!(ours.contains(" KRaftVersion {\"version\":0,\"kRaftVersion\":1}"));
+
+    let dir = root.join("copy");
+    copy_dir(&cluster.data, &dir);
+    for ext in ["index", "timeindex"] {
+        for f in files_with(&dir.join("spaced-0"), ext) {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
+    let reports = reports_by_partition(&klog_ok(&["recover", "--json", dir.to_str().unwrap()]));
+    let spaced = &reports["spaced-0"];
+    assert_eq!(
+        config_source(spaced, "index.interval.bytes"),
+        ("256".into(), "DYNAMIC_TOPIC_CONFIG".into())
+    );
+    for ext in ["index", "timeindex"] {
+        let name = format!("{SEGMENT}.{ext}");
+        let theirs = std::fs::read(cluster.data.join("spaced-0").join(&name)).unwrap();
+        assert!(theirs.len() > 8, "several entries");
+        assert!(
+            std::fs::read(dir.join("spaced-0").join(&name)).unwrap() == theirs,
+            "{name} differs from Kafka's"
+        );
+    }
+    let topics: Value =
+        serde_json::from_str(&klog_ok(&["topics", "--json", dir.to_str().unwrap()])).unwrap();
+    let spaced = topics["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "spaced")
+        .unwrap();
+    assert_eq!(spaced["topic_id"], ids["spaced"].as_str());
+}
