@@ -78,6 +78,8 @@ pub struct TopicImage {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetadataImage {
     pub topics: BTreeMap<TopicId, TopicImage>,
+    /// The live topics' ids by name (a log directory's partitions are named by topic).
+    pub topic_ids: BTreeMap<String, TopicId>,
     pub configs: BTreeMap<ConfigResource, BTreeMap<String, String>>,
     pub features: BTreeMap<String, i16>,
 }
@@ -88,7 +90,7 @@ const NO_LEADER_CHANGE: i64 = -2;
 impl MetadataImage {
     /// The live topic named `name`.
     pub fn topic(&self, name: &str) -> Option<&TopicImage> {
-        self.topics.values().find(|t| t.name == name)
+        self.topics.get(self.topic_ids.get(name)?)
     }
 
     /// The configs set on a resource (empty when none).
@@ -115,6 +117,7 @@ impl MetadataImage {
                         topic_id: TopicId(id),
                         partitions: BTreeMap::new(),
                     };
+                    self.topic_ids.insert(name.to_owned(), TopicId(id));
                     self.topics.insert(TopicId(id), topic);
                 }
             }
@@ -125,6 +128,7 @@ impl MetadataImage {
                     .uuid("topicId")
                     .and_then(|id| self.topics.remove(&TopicId(id)))
                 {
+                    self.topic_ids.remove(&topic.name);
                     self.configs.remove(&ConfigResource {
                         resource_type: ConfigResourceType::Topic,
                         name: topic.name,

@@ -43,6 +43,7 @@ pub struct ConfigEntry {
     pub name: String,
     /// The name it was set under (`log.index.interval.bytes` for a broker-level synonym).
     pub set_as: String,
+    /// The value in the topic config's unit (`log.retention.hours=2` gives `7200000` for `retention.ms`).
     pub value: String,
     pub source: ConfigSource,
     /// Why klog could not use the value (it then keeps the default), when it could not.
@@ -181,14 +182,15 @@ impl TopicConfig {
     }
 }
 
-/// A broker synonym's value in the topic config's unit (`log.retention.hours=168` -> 604800000 ms); a value
-/// that is not a number (or overflows) is passed on as is, to be refused by name.
+/// A broker synonym's value in the topic config's unit (`log.retention.hours=168` -> 604800000 ms; any
+/// negative value -> -1, as `KafkaConfig.logRetentionTimeMillis`); a value that is not a number (or
+/// overflows) is passed on as is, to be refused by name.
 fn scaled(value: &str, unit: i64) -> String {
     if unit == 1 {
         return value.to_owned();
     }
     match value.trim().parse::<i64>() {
-        Ok(v) if v < 0 => v.to_string(),
+        Ok(v) if v < 0 => "-1".to_owned(),
         Ok(v) => v
             .checked_mul(unit)
             .map_or_else(|| value.to_owned(), |ms| ms.to_string()),
