@@ -96,6 +96,9 @@ impl TopicConfigs {
     pub fn for_partition(&self, root: &Path, name: &str) -> TopicConfig {
         let dir = root.join(name);
         let mut config = match (&self.metadata, partition_dir_name(&dir)) {
+            // The metadata log's own config comes from the controller's `metadata.log.*` settings, not
+            // from the topic and broker configs it holds.
+            _ if name == METADATA_PARTITION_DIR => default_config(),
             (Some(metadata), Ok((topic, _))) => {
                 let image = &metadata.image;
                 let on_disk = read_partition_metadata(&StdStorage, &dir).ok().flatten();
