@@ -42,7 +42,8 @@ pub struct DumpArgs {
     /// for `.checkpoint` snapshots); implies --print-data-log.
     #[arg(long)]
     cluster_metadata_decoder: bool,
-    /// Files to dump: `.log` segments, `.bin` files of concatenated batches, `.index`, `.timeindex`,
+    /// Files to dump: `.log` segments, KRaft snapshots (`<offset>-<epoch>.checkpoint`), `.bin` files of
+    /// concatenated batches, `.index`, `.timeindex`,
     /// `.txnindex`, `leader-epoch-checkpoint`, the log directory's offset checkpoints, `partition.metadata`.
     #[arg(required = true)]
     files: Vec<PathBuf>,

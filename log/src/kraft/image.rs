@@ -15,15 +15,22 @@ use crate::checkpoint::TopicId;
 /// `ConfigResource.Type`: what a `ConfigRecord` configures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ConfigResourceType {
+    /// 2: a topic, by name.
     Topic,
+    /// 4: a broker, by node id; `""` is the cluster-wide default.
     Broker,
+    /// 8: a broker's loggers.
     BrokerLogger,
+    /// 16: client metrics subscriptions.
     ClientMetrics,
+    /// 32: a consumer or share group.
     Group,
+    /// Any other id.
     Unknown(i8),
 }
 
 impl ConfigResourceType {
+    /// The type of a `ConfigRecord`'s `resourceType`.
     pub fn from_id(id: i8) -> Self {
         match id {
             2 => Self::Topic,
@@ -51,36 +58,48 @@ impl ConfigResourceType {
 /// A configured resource: a topic by name, a broker by id (`""`: the cluster-wide default), ...
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConfigResource {
+    /// What kind of resource.
     pub resource_type: ConfigResourceType,
+    /// Its name (`""` for the cluster-wide broker default).
     pub name: String,
 }
 
 /// One partition's registration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionImage {
+    /// The replicas' broker ids, preferred leader first.
     pub replicas: Vec<i32>,
+    /// The in-sync replicas.
     pub isr: Vec<i32>,
     /// -1: no leader.
     pub leader: i32,
+    /// Bumped whenever the leader is set.
     pub leader_epoch: i32,
+    /// Bumped by every change.
     pub partition_epoch: i32,
 }
 
 /// A live topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicImage {
+    /// The topic's name.
     pub name: String,
+    /// The topic's id (what `partition.metadata` holds).
     pub topic_id: TopicId,
+    /// Its partitions by number.
     pub partitions: BTreeMap<i32, PartitionImage>,
 }
 
 /// The replayed state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetadataImage {
+    /// The live topics by id.
     pub topics: BTreeMap<TopicId, TopicImage>,
     /// The live topics' ids by name (a log directory's partitions are named by topic).
     pub topic_ids: BTreeMap<String, TopicId>,
+    /// Every resource's configs (name to value).
     pub configs: BTreeMap<ConfigResource, BTreeMap<String, String>>,
+    /// The finalized feature levels (`metadata.version`, `kraft.version`, ...).
     pub features: BTreeMap<String, i16>,
 }
 

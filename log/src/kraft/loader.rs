@@ -31,7 +31,9 @@ pub const SNAPSHOT_SUFFIX: &str = ".checkpoint";
 /// snapshot holds every record below `end_offset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SnapshotId {
+    /// The offset after the last record the snapshot holds.
     pub end_offset: i64,
+    /// The epoch of that record.
     pub epoch: i32,
 }
 
@@ -54,6 +56,7 @@ impl SnapshotId {
         })
     }
 
+    /// The snapshot's file name.
     pub fn file_name(&self) -> String {
         format!(
             "{:020}-{:010}{SNAPSHOT_SUFFIX}",
@@ -65,7 +68,9 @@ impl SnapshotId {
 /// What a metadata log directory says, and what was read to learn it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetadataLog {
+    /// The `__cluster_metadata-0` directory read.
     pub dir: PathBuf,
+    /// What its records say.
     pub image: MetadataImage,
     /// The snapshot the image starts from.
     pub snapshot: Option<SnapshotId>,

@@ -18,16 +18,23 @@ use crate::MetadataCorruption;
 /// A decoded value. Strings and bytes borrow the record.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value<'a> {
+    /// A null string, bytes or array.
     Null,
+    /// A `bool`.
     Bool(bool),
     /// Every integer type (int8 to int64, uint16, uint32).
     Int(i64),
+    /// A `float64`.
     Float(f64),
     /// Kafka decodes strings as UTF-8 with replacement characters; so does this.
     Str(Cow<'a, str>),
+    /// A `bytes` field.
     Bytes(&'a [u8]),
+    /// A `uuid`.
     Uuid([u8; 16]),
+    /// An array's elements.
     Array(Vec<Value<'a>>),
+    /// A nested struct.
     Struct(Struct<'a>),
 }
 
@@ -35,7 +42,9 @@ pub enum Value<'a> {
 /// default).
 #[derive(Debug, Clone)]
 pub struct Struct<'a> {
+    /// The version the struct was read at.
     pub version: i16,
+    /// The fields of that version and their values.
     pub fields: Vec<(&'static Field, Value<'a>)>,
 }
 
@@ -61,6 +70,7 @@ impl<'a> Struct<'a> {
             .map(|(_, v)| v)
     }
 
+    /// A string field's value (`None` when absent or null).
     pub fn str(&self, name: &str) -> Option<&str> {
         match self.get(name)? {
             Value::Str(s) => Some(s),
@@ -68,6 +78,7 @@ impl<'a> Struct<'a> {
         }
     }
 
+    /// An integer field's value.
     pub fn int(&self, name: &str) -> Option<i64> {
         match self.get(name)? {
             Value::Int(i) => Some(*i),
@@ -75,6 +86,7 @@ impl<'a> Struct<'a> {
         }
     }
 
+    /// A uuid field's value.
     pub fn uuid(&self, name: &str) -> Option<[u8; 16]> {
         match self.get(name)? {
             Value::Uuid(u) => Some(*u),

@@ -18,8 +18,11 @@ pub const FRAME_VERSION: u32 = 1;
 /// A decoded metadata record.
 #[derive(Debug, Clone)]
 pub struct MetadataRecord<'a> {
+    /// The record type's schema.
     pub schema: &'static MessageSchema,
+    /// The version it was written in.
     pub version: i16,
+    /// Its fields.
     pub data: Struct<'a>,
 }
 

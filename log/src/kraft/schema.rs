@@ -8,17 +8,22 @@ pub const MAX: i16 = i16::MAX;
 /// A range of versions, inclusive (`"0+"`, `"1-3"`); empty when `lo > hi` (`"none"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Versions {
+    /// The first version.
     pub lo: i16,
+    /// The last version ([`MAX`] for `+`).
     pub hi: i16,
 }
 
 impl Versions {
+    /// No version (`"none"`, or a property the schema does not give).
     pub const NONE: Versions = Versions { lo: 1, hi: 0 };
 
+    /// `lo` to `hi`, inclusive.
     pub const fn new(lo: i16, hi: i16) -> Self {
         Versions { lo, hi }
     }
 
+    /// Whether `version` is in the range.
     pub fn contains(self, version: i16) -> bool {
         self.lo <= version && version <= self.hi
     }
@@ -28,18 +33,31 @@ impl Versions {
 /// here is flexible in all its versions.
 #[derive(Debug, Clone, Copy)]
 pub enum Type {
+    /// One byte, non-zero is true.
     Bool,
+    /// Big-endian integers of 1, 2, 4 and 8 bytes; `uint16` and `uint32` unsigned.
     Int8,
+    /// See [`Type::Int8`].
     Int16,
+    /// See [`Type::Int8`].
     Uint16,
+    /// See [`Type::Int8`].
     Int32,
+    /// See [`Type::Int8`].
     Uint32,
+    /// See [`Type::Int8`].
     Int64,
+    /// An IEEE 754 double, big-endian.
     Float64,
+    /// Compact: unsigned varint length + 1 (0: null), then UTF-8 bytes.
     String,
+    /// 16 bytes (printed as URL-safe base64 without padding).
     Uuid,
+    /// Compact like a string.
     Bytes,
+    /// Compact: unsigned varint count + 1 (0: null), then the elements.
     Array(&'static Type),
+    /// The fields in order, then a tagged-fields section.
     Struct(&'static [Field]),
 }
 
@@ -49,10 +67,15 @@ pub enum Type {
 pub enum Default {
     /// The type's own: 0, false, "", the zero uuid, an empty array or bytes, a struct of defaults.
     Zero,
+    /// `"null"`.
     Null,
+    /// An integer default.
     Int(i64),
+    /// A boolean default.
     Bool(bool),
+    /// A string default.
     Str(&'static str),
+    /// A float default.
     Float(f64),
 }
 
@@ -61,16 +84,22 @@ pub enum Default {
 pub struct Field {
     /// The name as Kafka's JSON converter writes it (camelCase).
     pub name: &'static str,
+    /// The type.
     pub ty: Type,
+    /// The versions the field exists in.
     pub versions: Versions,
+    /// The versions it may be null in.
     pub nullable: Versions,
     /// The tag, for a field written in the tagged-fields section in `tagged` versions.
     pub tag: Option<u32>,
+    /// The versions in which the field is tagged.
     pub tagged: Versions,
+    /// The default (see [`Default`]).
     pub default: Default,
 }
 
 impl Field {
+    /// A field of `ty` in versions `lo..=hi`, not nullable, not tagged, with the type's own default.
     pub const fn new(name: &'static str, ty: Type, lo: i16, hi: i16) -> Self {
         Field {
             name,
@@ -83,6 +112,7 @@ impl Field {
         }
     }
 
+    /// Nullable in versions `lo..=hi`.
     pub const fn nullable(self, lo: i16, hi: i16) -> Self {
         Field {
             nullable: Versions::new(lo, hi),
@@ -90,6 +120,7 @@ impl Field {
         }
     }
 
+    /// Tagged with `tag` in versions `lo..=hi`.
     pub const fn tagged(self, tag: u32, lo: i16, hi: i16) -> Self {
         Field {
             tag: Some(tag),
@@ -98,6 +129,7 @@ impl Field {
         }
     }
 
+    /// With this default.
     pub const fn default(self, default: Default) -> Self {
         Field { default, ..self }
     }
@@ -124,9 +156,12 @@ pub struct MessageSchema {
     pub name: &'static str,
     /// `MetadataRecordType`'s name (`TOPIC_RECORD`).
     pub type_name: &'static str,
+    /// Metadata record or control record value.
     pub kind: SchemaKind,
     /// The record type of a metadata record (-1 for control records).
     pub api_key: i16,
+    /// The versions Kafka can read (`validVersions`).
     pub valid: Versions,
+    /// The top-level fields.
     pub fields: &'static [Field],
 }

@@ -45,6 +45,7 @@ pub struct ConfigEntry {
     pub set_as: String,
     /// The value in the topic config's unit (`log.retention.hours=2` gives `7200000` for `retention.ms`).
     pub value: String,
+    /// Where it came from.
     pub source: ConfigSource,
     /// Why klog could not use the value (it then keeps the default), when it could not.
     pub refused: Option<String>,
@@ -53,7 +54,9 @@ pub struct ConfigEntry {
 /// A resolved config: the values and their provenance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicConfig {
+    /// The config to open the partition with.
     pub config: LogConfig,
+    /// Every value not at Kafka's default, with its source (in the order set).
     pub entries: Vec<ConfigEntry>,
 }
 
