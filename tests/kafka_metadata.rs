@@ -667,3 +667,67 @@ fn a_dynamic_quorum_broker_in_kafkas_default_layout() {
         .unwrap();
     assert_eq!(spaced["topic_id"], ids["spaced"].as_str());
 }
+
+/// Bad metadata is named, never a panic, and never stops what does not need it: `klog topics` refuses a
+/// record that does not decode (exit 2, file and offset), `klog dump` prints Kafka's error line for it and
+/// exits 1, `klog recover` warns and recovers with Kafka's defaults, and a missing metadata log is exit 2.
+/// Needs no broker.
+#[test]
+fn a_corrupt_metadata_record_is_named_and_recovery_goes_on() {
+    use klog::log::format::{BatchBuilder, Compression};
+    let dir = scratch_dir("kafka-metadata-corrupt");
+    let metadata = dir.join("__cluster_metadata-0");
+    std::fs::create_dir_all(&metadata).unwrap();
+    // TopicRecord v0 "t", then the same with a byte of garbage after it.
+    let mut topic = vec![1, 2, 0, 2, b't'];
+    topic.extend([7; 16]);
+    topic.push(0);
+    let mut garbage = topic.clone();
+    garbage.push(9);
+    let mut b = BatchBuilder::new(Compression::None);
+    b.append(1_000, None, Some(&topic), &[]).unwrap();
+    b.append(1_000, None, Some(&garbage), &[]).unwrap();
+    let segment = metadata.join(format!("{SEGMENT}.log"));
+    std::fs::write(&segment, b.build().unwrap()).unwrap();
+
+    let out = klog(&["topics", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("metadata record at offset 1: found 1 byte(s) of garbage after TopicRecord"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = klog(&["dump", segment.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = common::stdout(&out);
+    assert!(text
+        .contains("payload: {\"type\":\"TOPIC_RECORD\",\"version\":0,\"data\":{\"name\":\"t\","));
+    assert!(
+        text.contains(
+            "payload: Error at 1, skipping. found 1 byte(s) of garbage after TopicRecord"
+        ),
+        "{text}"
+    );
+
+    std::fs::create_dir_all(dir.join("t-0")).unwrap();
+    let out = klog(&["recover", "--json", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the metadata log's topic configs are not used"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = klog(&[
+        "topics",
+        scratch_dir("kafka-metadata-none").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no KRaft metadata log"),
+        "{}",
+        stderr(&out)
+    );
+}
