@@ -104,6 +104,16 @@ pub enum Error {
         /// Why it is refused.
         reason: &'static str,
     },
+    /// A record of the KRaft metadata log (`__cluster_metadata`) or of a KRaft snapshot that does not decode.
+    #[error("{path}: metadata record at offset {offset}: {reason}")]
+    CorruptMetadataRecord {
+        /// The segment or snapshot file.
+        path: std::path::PathBuf,
+        /// The record's offset.
+        offset: i64,
+        /// The check that failed.
+        reason: MetadataCorruption,
+    },
 }
 
 /// Kafka's error names for refused appends and reads (`Errors.java`), as `klog append` prints them.
@@ -341,6 +351,97 @@ pub enum RecordCorruption {
         declared: u64,
         /// Bytes the fields took.
         actual: u64,
+    },
+}
+
+/// Which check a KRaft metadata record (or a KRaft control record's value) failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetadataCorruption {
+    /// A record with a null value.
+    #[error("a metadata record needs a value, and this one is null")]
+    NullValue,
+    /// A frame version other than 1.
+    #[error("unknown frame version {0} (only frame version 1 is supported)")]
+    FrameVersion(u32),
+    /// A record type or version past what the frame can hold.
+    #[error("{what} {value} is too large")]
+    HeaderTooLarge {
+        /// What was too large.
+        what: &'static str,
+        /// Its value.
+        value: u32,
+    },
+    /// A record type Kafka 4.4 does not define.
+    #[error("unknown metadata record type {0}")]
+    UnknownType(i16),
+    /// A version of the record newer than its schema.
+    #[error("can't read version {version} of {record}")]
+    UnsupportedVersion {
+        /// The record type's name.
+        record: &'static str,
+        /// The version.
+        version: i16,
+    },
+    /// A field that does not decode.
+    #[error("{record}: field {field}: {reason}")]
+    Field {
+        /// The record type's name.
+        record: &'static str,
+        /// The field.
+        field: &'static str,
+        /// What was wrong.
+        reason: RecordCorruption,
+    },
+    /// A null in a field that may not be null.
+    #[error("{record}: non-nullable field {field} was serialized as null")]
+    NullField {
+        /// The record type's name.
+        record: &'static str,
+        /// The field.
+        field: &'static str,
+    },
+    /// A string length past the record.
+    #[error("{record}: string field {field} had invalid length {length}")]
+    StringLength {
+        /// The record type's name.
+        record: &'static str,
+        /// The field.
+        field: &'static str,
+        /// The declared length.
+        length: u32,
+    },
+    /// An array announcing more elements than bytes remain.
+    #[error("{record}: field {field}: a collection of {length} elements, but only {remaining} bytes remain")]
+    ArrayLength {
+        /// The record type's name.
+        record: &'static str,
+        /// The field.
+        field: &'static str,
+        /// The declared length.
+        length: u32,
+        /// The bytes left.
+        remaining: usize,
+    },
+    /// A tagged field whose declared size differs from its value's.
+    #[error("{record}: tagged field {tag} is {declared} bytes but its value took {used}")]
+    TaggedFieldSize {
+        /// The record type's name.
+        record: &'static str,
+        /// The tag.
+        tag: u32,
+        /// The declared size.
+        declared: u32,
+        /// The bytes its value used.
+        used: usize,
+    },
+    /// Bytes left after the record.
+    #[error("found {bytes} byte(s) of garbage after {record}")]
+    Garbage {
+        /// The record type's name.
+        record: &'static str,
+        /// How many bytes were left over.
+        bytes: usize,
     },
 }
 

@@ -15,6 +15,7 @@ pub mod error;
 pub mod format;
 pub mod index;
 pub mod io;
+pub mod kraft;
 pub mod leader_epoch;
 pub mod log_dir;
 pub mod offset_index;
@@ -26,4 +27,4 @@ pub mod topic_partition;
 pub mod txn_index;
 pub mod validator;
 
-pub use error::{Corruption, Error, KafkaError, RecordCorruption};
+pub use error::{Corruption, Error, KafkaError, MetadataCorruption, RecordCorruption};

@@ -4,7 +4,10 @@
 //! only after the bytes are written. Index entries follow Kafka 4.x's rule exactly, batch by batch in every
 //! append and in recovery: before a batch, if more than `index.interval.bytes` were appended since the last
 //! entry, map the batch's last offset to the batch's position, and offer the running max timestamp to the
-//! time index.
+//! time index. The count of bytes since the last entry is the segment object's, as Kafka's
+//! `bytesSinceLastIndexEntry`: 0 when a segment is created or opened (after a restart, clean or not, the
+//! next entry is placed as in a new segment) and after a truncation; recovery counts in its own pass and
+//! leaves it as it was. Indexes written across a restart are then the broker's (tests/kafka_metadata.rs).
 #![allow(unsafe_code)]
 
 use std::ops::ControlFlow;
@@ -108,6 +111,7 @@ struct State {
     offset_index: OffsetIndex,
     time_index: TimeIndex,
     txn_index: TxnIndex,
+    /// Bytes appended since the last offset index entry by this object (never carried over a reopen).
     bytes_since_last_index_entry: u64,
     /// (max timestamp, offset of the batch holding it); None until known.
     max_timestamp_so_far: Option<(i64, i64)>,

@@ -102,7 +102,12 @@ pub struct LogLoader {
     config: LogConfig,
     clock: Arc<dyn Clock>,
     threads: usize,
+    /// Each partition's own config (by directory name), where it differs from `config`.
+    partition_configs: Option<Arc<PartitionConfigs>>,
 }
+
+/// A partition's log config by its directory name (a topic's configs, as the broker resolves them).
+pub type PartitionConfigs = dyn Fn(&str) -> LogConfig + Send + Sync;
 
 /// One partition's outcome.
 pub type PartitionOutcome = (String, Result<(PartitionLog, RecoveryReport), Error>);
@@ -115,7 +120,15 @@ impl LogLoader {
             config,
             clock: Arc::new(SystemClock),
             threads: 1,
+            partition_configs: None,
         }
+    }
+
+    /// Opens each partition with the config `configs` gives for its directory name (its topic's), not the
+    /// loader's one config.
+    pub fn with_partition_configs(mut self, configs: Arc<PartitionConfigs>) -> Self {
+        self.partition_configs = Some(configs);
+        self
     }
 
     /// Kafka's `num.recovery.threads.per.data.dir`: how many partitions load at once (at least 1).
@@ -243,7 +256,9 @@ impl LogLoader {
         let swaps = complete_swaps(self.storage.as_ref(), &log_dir.root().join(name))?;
         let (log, open) = log_dir.open_partition_with_clock(
             name,
-            self.config.clone(),
+            self.partition_configs
+                .as_ref()
+                .map_or_else(|| self.config.clone(), |f| f(name)),
             Arc::clone(&self.clock),
         )?;
         let snapshots_written = if take_snapshot {

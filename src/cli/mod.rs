@@ -36,12 +36,15 @@ mod demo;
 mod dump;
 mod dump_coordinator;
 mod dump_meta;
+mod dump_metadata;
 mod group;
 mod mirror;
 mod producers;
 mod read;
 mod recover;
 mod shutdown;
+mod topic_config;
+mod topics;
 mod torture;
 
 use std::io::Write;
@@ -90,6 +93,8 @@ enum Command {
     Recover(recover::RecoverArgs),
     /// Check log directories without changing anything: CRCs, indexes, snapshots, checkpoints.
     Verify(recover::VerifyArgs),
+    /// The topics, partitions and configs a KRaft metadata log (`__cluster_metadata-0`) states.
+    Topics(topics::TopicsArgs),
     /// Append and flush random batches until killed (the real-process kill test's child).
     #[command(hide = true)]
     Torture(torture::TortureArgs),
@@ -119,6 +124,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Producers(args) => producers::run(&args),
         Command::Recover(args) => recover::recover(&args),
         Command::Verify(args) => recover::verify(&args),
+        Command::Topics(args) => topics::run(&args),
         Command::Torture(args) => torture::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Cluster(cmd) => mirror::cluster(&cmd),

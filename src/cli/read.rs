@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use klog::log::config::LogConfig;
 use klog::log::format::{AnyBatch, Batches, ControlRecordType};
 use klog::log::io::StdStorage;
 use klog::log::log_dir::LogDir;
@@ -19,6 +18,7 @@ use serde_json::json;
 
 use super::append::split_partition_dir;
 use super::dump::{dump_batches, DumpArgs};
+use super::topic_config::{configs_json, configs_text, ConfigArgs, TopicConfigs};
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
@@ -40,6 +40,10 @@ pub struct ReadArgs {
     /// One JSON object: the offsets and the batches (as `klog dump --json --deep` prints them).
     #[arg(long)]
     json: bool,
+    /// Topic configs over the metadata log's (reading depends on few: an unclean partition's in-memory
+    /// index rebuild follows `index.interval.bytes`).
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 /// Kafka's `isolation.level` of a consumer (and of a Fetch request).
@@ -124,7 +128,9 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
     );
     // A reader: no lock, nothing on disk changed (a torn tail is read around, not cut).
     let log_dir = LogDir::open_read_only(std::sync::Arc::new(StdStorage), &root)?;
-    let (log, _) = log_dir.open_partition(&name, LogConfig::default())?;
+    let configs = TopicConfigs::load(&args.config, &root)?;
+    let config = configs.for_partition(&root, &name);
+    let (log, _) = log_dir.open_partition(&name, config.config.clone())?;
     let read = fetch(&log, args);
     let last_stable_offset = log.last_stable_offset();
     log.close()?;
@@ -163,6 +169,8 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
             "log_start_offset": read.log_start_offset,
             "log_end_offset": read.log_end_offset,
             "batches": batches,
+            "metadata_log": configs.metadata_dir().map(|d| d.display().to_string()),
+            "configs": configs_json(&config),
         });
         if args.isolation_level == IsolationLevel::ReadCommitted {
             // As a Fetch response carries them: the aborted transactions overlapping the returned range.
@@ -183,6 +191,9 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
             read.log_end_offset,
             args.isolation_level.name()
         );
+        if let Some(c) = configs_text(&config) {
+            outln!("configs: {c}");
+        }
     }
     Ok(if clean {
         ExitCode::SUCCESS

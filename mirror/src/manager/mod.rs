@@ -10,8 +10,8 @@
 //! - one partition's failure moves only that partition to FAILED.
 
 //!
-//! Its parts: [`resolver`] (connecting each mirror to its source), [`fetcher`] (PREPARING and one fetch
-//! of a MIRRORING partition), [`stopping`] (the failover of a partition) and [`group_sync`] (the
+//! Its parts: [`resolver`] (connecting each mirror to its source), `fetcher` (PREPARING and one fetch
+//! of a MIRRORING partition), `stopping` (the failover of a partition) and `group_sync` (the
 //! consumer-group offsets that ride along). It works on a
 //! [`Node`]; it knows sources only through [`MirrorSource`].
 
@@ -142,7 +142,7 @@ pub struct Manager {
     sources: Sources,
     /// Per mirror, when its source's topic metadata is next described.
     next_metadata_sync: Mutex<BTreeMap<String, i64>>,
-    /// The consumer-group offset sync's schedule ([`group_sync`]).
+    /// The consumer-group offset sync's schedule (`group_sync`).
     group_sync: Mutex<group_sync::GroupSyncState>,
 }
 
