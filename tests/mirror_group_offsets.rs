@@ -274,6 +274,8 @@ fn commits_are_checked() {
     let a = source(&env);
     let e = a.commit_offset("g", "nope", 0, 1).unwrap_err();
     assert_eq!(e.error_name(), Some("UNKNOWN_TOPIC_OR_PARTITION"), "{e}");
+    let e = a.commit_offset("g", "__mirror_state", 0, 1).unwrap_err();
+    assert_eq!(e.error_name(), Some("UNKNOWN_TOPIC_OR_PARTITION"), "{e}");
     let e = a.commit_offset("g", "t", 2, 1).unwrap_err();
     assert_eq!(e.error_name(), Some("UNKNOWN_TOPIC_OR_PARTITION"), "{e}");
     let e = a.commit_offset("g", "t", 0, -1).unwrap_err();

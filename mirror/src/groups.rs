@@ -277,9 +277,8 @@ pub fn commit(
             "the group id is empty",
         ));
     }
-    let log = node
-        .log(topic, partition)
-        .filter(|_| topic != CONSUMER_OFFSETS_TOPIC);
+    // A topic of the cluster's metadata (not an internal log such as `__mirror_state`).
+    let log = node.topic(topic).and_then(|_| node.log(topic, partition));
     let log = log.ok_or_else(|| {
         Error::mirror(
             MirrorError::UnknownTopicOrPartition,
@@ -312,8 +311,8 @@ pub fn describe(node: &Node) -> Result<Vec<GroupOffsetDescription>, Error> {
         .into_values()
         .map(|c| {
             let log_end_offset = node
-                .log(&c.topic, c.partition)
-                .filter(|_| c.topic != CONSUMER_OFFSETS_TOPIC)
+                .topic(&c.topic)
+                .and_then(|_| node.log(&c.topic, c.partition))
                 .map(|l| l.log_end_offset());
             GroupOffsetDescription {
                 offsets_partition: partition_for_group(&c.group, OFFSETS_TOPIC_PARTITIONS),

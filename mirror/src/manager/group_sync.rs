@@ -129,35 +129,43 @@ impl Manager {
     /// The mirror's partitions that take offsets now.
     fn eligible(&self, mirror: &str) -> Eligible {
         let meta = self.node.metadata();
-        let store = lock(&self.node.store);
-        let mut out = Eligible::default();
-        for (name, t) in &meta.topics {
-            let Some(m) = t.mirror.as_ref().filter(|m| m.name == mirror) else {
-                continue;
-            };
-            let Some(topic_id) = TopicId::parse(&t.id) else {
-                continue;
-            };
-            for partition in 0..t.partitions {
-                let key = MirrorKey {
-                    mirror: mirror.to_owned(),
-                    topic_id,
-                    partition,
+        let mut states = Vec::new();
+        {
+            // The store's lock alone (the logs' lock is taken after it is released: elsewhere the logs
+            // are locked before the store).
+            let store = lock(&self.node.store);
+            for (name, t) in &meta.topics {
+                let Some(m) = t.mirror.as_ref().filter(|m| m.name == mirror) else {
+                    continue;
                 };
-                let state = store.state(&key).map(|s| s.value.state);
-                match state {
-                    Some(MirrorState::Mirroring) if m.desired == DesiredState::Start => {
-                        if let Some(log) = self.node.log(name, partition) {
-                            out.logs.insert((name.clone(), partition), log);
-                        }
-                    }
-                    None | Some(MirrorState::Unknown | MirrorState::Preparing)
-                        if m.desired == DesiredState::Start =>
-                    {
-                        out.arriving = true
-                    }
-                    _ => {}
+                let Some(topic_id) = TopicId::parse(&t.id) else {
+                    continue;
+                };
+                for partition in 0..t.partitions {
+                    let key = MirrorKey {
+                        mirror: mirror.to_owned(),
+                        topic_id,
+                        partition,
+                    };
+                    let state = store.state(&key).map(|s| s.value.state);
+                    states.push((name.clone(), partition, m.desired, state));
                 }
+            }
+        }
+        let mut out = Eligible::default();
+        for (name, partition, desired, state) in states {
+            match state {
+                Some(MirrorState::Mirroring) if desired == DesiredState::Start => {
+                    if let Some(log) = self.node.log(&name, partition) {
+                        out.logs.insert((name, partition), log);
+                    }
+                }
+                None | Some(MirrorState::Unknown | MirrorState::Preparing)
+                    if desired == DesiredState::Start =>
+                {
+                    out.arriving = true
+                }
+                _ => {}
             }
         }
         out
