@@ -640,6 +640,19 @@ impl klog::mirror::MirrorSource for Switchable {
         self.check()?;
         self.inner.last_mirrored_epoch(c, id, p)
     }
+    fn topic_configs(
+        &self,
+        t: &str,
+    ) -> Result<std::collections::BTreeMap<String, String>, klog::mirror::source::SourceError> {
+        self.check()?;
+        self.inner.topic_configs(t)
+    }
+    fn acls(
+        &self,
+    ) -> Result<Vec<klog::mirror::acl::AclBinding>, klog::mirror::source::SourceError> {
+        self.check()?;
+        self.inner.acls()
+    }
 }
 
 /// S12: lifecycle errors, DeleteMirror, FAILED with backoff while the source is down, and a deleted

@@ -37,6 +37,7 @@ pub(crate) fn create_mirror(node: &Node, name: &str, source: &str) -> Result<(),
         MirrorMeta {
             source: source.to_owned(),
             source_cluster_id: None,
+            acls: Vec::new(),
         },
     );
     node.save_meta(&mut guard, meta)

@@ -20,11 +20,15 @@
 //!   still unknown or unreachable, a broken connection) as `Unavailable` after a metadata refresh,
 //!   which the manager retries with backoff. A connection that failed is retried no sooner than its
 //!   own backoff (100 ms doubling to 5 s).
+//! - The metadata sync's DescribeConfigs (a topic's DYNAMIC_TOPIC_CONFIG entries) and DescribeAcls
+//!   (every binding; none when the source has no authorizer) go to any broker (`admin`).
 //! - Kafka has no last-mirrored-epoch lookup: `last_mirrored_epoch` is -1, so PREPARING against Kafka
 //!   truncates the local partition to 0 and mirrors it again from the source's log start.
 //!
 //! The trait is synchronous: the source owns a single-threaded tokio runtime and blocks on it; one
 //! call runs at a time.
+
+mod admin;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -42,6 +46,7 @@ use kafka_protocol::ResponseError;
 use klog_log::checkpoint::TopicId;
 use uuid::Uuid;
 
+use crate::acl::AclBinding;
 use crate::kafka_wire::{error_name, Connection, CONTROL_RESPONSE_LIMIT};
 use crate::source::{
     FetchRequest, FetchResponse, Isolation, MirrorSource, SourceError, SourceTopic,
@@ -777,6 +782,14 @@ impl MirrorSource for KafkaSource {
         _partition: i32,
     ) -> Result<i32, SourceError> {
         Ok(-1)
+    }
+
+    fn topic_configs(&self, topic: &str) -> Result<BTreeMap<String, String>, SourceError> {
+        self.with_inner(async |inner| self.describe_topic_configs(inner, topic).await)
+    }
+
+    fn acls(&self) -> Result<Vec<AclBinding>, SourceError> {
+        self.with_inner(async |inner| self.describe_acls(inner).await)
     }
 }
 

@@ -7,12 +7,14 @@
 //! ([`LocalSource::read`], what `klog mirror run` uses): a reader that takes no lock and follows what
 //! the source's own writer appends (see [`crate::disk_view`]).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
 use klog_log::checkpoint::TopicId;
 use klog_log::partition_log::PartitionLog;
 
+use crate::acl::AclBinding;
 use crate::disk_view::{DiskView, Need};
 use crate::node::{lock, Node};
 use crate::records::MirrorKey;
@@ -250,5 +252,27 @@ impl MirrorSource for LocalSource {
         partition: i32,
     ) -> Result<i32, SourceError> {
         self.serve_last_mirrored_epoch(requester_cluster_id, topic_id, partition)
+    }
+
+    fn topic_configs(&self, topic: &str) -> Result<BTreeMap<String, String>, SourceError> {
+        let node = self.node(Need::Meta)?;
+        let meta = lock(&node.meta);
+        meta.topics
+            .get(topic)
+            .map(|t| t.effective_configs())
+            .ok_or_else(|| SourceError::UnknownTopicOrPartition(topic.to_owned()))
+    }
+
+    /// Its own bindings and those its mirrors synced (a chain passes them on).
+    fn acls(&self) -> Result<Vec<AclBinding>, SourceError> {
+        let node = self.node(Need::Meta)?;
+        let meta = lock(&node.meta);
+        let all: BTreeSet<AclBinding> = meta
+            .acls
+            .iter()
+            .chain(meta.mirrors.values().flat_map(|m| m.acls.iter()))
+            .cloned()
+            .collect();
+        Ok(all.into_iter().collect())
     }
 }

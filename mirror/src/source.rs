@@ -2,7 +2,11 @@
 //! Two sources sit behind it: [`crate::serving::LocalSource`] (another klog cluster in this process)
 //! and [`crate::kafka_source::KafkaSource`] (a Kafka cluster over the wire).
 
+use std::collections::BTreeMap;
+
 use klog_log::checkpoint::TopicId;
+
+use crate::acl::AclBinding;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isolation {
@@ -83,4 +87,20 @@ pub trait MirrorSource: Send + Sync {
         topic_id: TopicId,
         partition: i32,
     ) -> Result<i32, SourceError>;
+    /// The topic's configs set on the source (Kafka: the DescribeConfigs entries whose source is
+    /// DYNAMIC_TOPIC_CONFIG; defaults are not sent, so a key the source dropped is seen to go).
+    fn topic_configs(&self, topic: &str) -> Result<BTreeMap<String, String>, SourceError> {
+        Err(SourceError::Refused(format!(
+            "{} does not describe topic configs ({topic})",
+            self.describe()
+        )))
+    }
+    /// Every ACL binding the source holds (Kafka: DescribeAcls matching any); none when it has no
+    /// authorizer.
+    fn acls(&self) -> Result<Vec<AclBinding>, SourceError> {
+        Err(SourceError::Refused(format!(
+            "{} does not describe ACLs",
+            self.describe()
+        )))
+    }
 }
