@@ -37,6 +37,7 @@ mod dump;
 mod dump_coordinator;
 mod dump_meta;
 mod mirror;
+mod mirror_meta;
 mod producers;
 mod read;
 mod recover;
@@ -96,6 +97,10 @@ enum Command {
     /// KIP-1279 cluster mirroring between local clusters.
     #[command(subcommand)]
     Mirror(mirror::MirrorCommand),
+    /// ACL bindings kept in a local cluster's metadata (klog has no authorizer: data for the layer
+    /// above it).
+    #[command(subcommand)]
+    Acl(mirror_meta::AclCommand),
 }
 
 /// Runs a command; `Ok` carries the exit code (non-zero when the input had problems).
@@ -113,6 +118,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cluster(cmd) => mirror::cluster(&cmd),
         Command::Topic(cmd) => mirror::topic(&cmd),
         Command::Mirror(cmd) => mirror::mirror(&cmd),
+        Command::Acl(cmd) => mirror_meta::acl(&cmd),
     }
 }
 
