@@ -2,6 +2,7 @@
 //!
 //! This facade re-exports the member crates under their architectural names.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub use klog_log as log;
 pub use klog_mirror as mirror;

@@ -6,8 +6,31 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The library crates' events on stderr: `RUST_LOG` when set, otherwise the level `-v`s ask for (none: off).
+fn init_tracing(verbose: u8) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let level = match verbose {
+        0 => "off",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.is_empty() => EnvFilter::new(spec),
+        _ => EnvFilter::new(level),
+    };
+    // A write error on stderr is dropped by the subscriber, never a panic.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
+    init_tracing(args.verbose);
     let code = match cli::run(args) {
         Ok(code) => code,
         // The reader of our output went away (`klog ... | head`): stop quietly, as a pipe-friendly tool does.

@@ -25,6 +25,7 @@ use klog_log::format::{
     MirrorPidReset, RecordBatch, RecordBatchMut, Tail, TimestampType, CRC_START, LOG_OVERHEAD,
     NO_SEQUENCE, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD,
 };
+use klog_log::kraft::{decode_control_value, MetadataRecord};
 use klog_log::{Corruption, Error};
 
 /// Decompression cap of the targets: large enough for every seed, small enough to keep executions fast.
@@ -51,6 +52,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("varint", varint),
     ("builder_roundtrip", builder_roundtrip),
     ("coordinator_record", coordinator_record),
+    ("metadata_record", metadata_record),
 ];
 
 /// The target function of a name in [`TARGETS`].
@@ -1446,4 +1448,31 @@ fn be_i32(b: &[u8], at: usize) -> i32 {
 
 fn be_i64(b: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// A KRaft metadata record's value (`MetadataRecord::decode`: frame, type, version, the schema-driven
+/// flexible decoding) and the same bytes as each KRaft control record's value. A record that decodes
+/// prints as Kafka's JSON (`{"type":"<its type>","version":V,"data":{...}}`); nothing panics.
+pub fn metadata_record(data: &[u8]) {
+    if let Ok(record) = MetadataRecord::decode(Some(data)) {
+        let json = record.to_kafka_json();
+        let head = format!(
+            "{{\"type\":\"{}\",\"version\":{},\"data\":{{",
+            record.type_name(),
+            record.version
+        );
+        assert!(json.starts_with(&head) && json.ends_with("}}"), "{json}");
+    }
+    for t in [
+        ControlRecordType::SnapshotHeader,
+        ControlRecordType::SnapshotFooter,
+        ControlRecordType::KraftVersion,
+        ControlRecordType::KraftVoters,
+    ] {
+        match decode_control_value(t, data) {
+            Some(Ok((_, message))) => assert!(message.to_kafka_json().starts_with('{')),
+            Some(Err(_)) => {}
+            None => panic!("{t:?} is a KRaft control record"),
+        }
+    }
 }

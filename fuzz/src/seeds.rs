@@ -72,7 +72,66 @@ pub fn all() -> Vec<Seed> {
     for (name, bytes) in coordinator_records() {
         add("coordinator_record", &name, bytes);
     }
+    for (name, bytes) in metadata_records() {
+        add("metadata_record", &name, bytes);
+    }
     seeds
+}
+
+/// KRaft metadata record values, hand-built from Kafka's schemas: frame version 1, type, version, fields.
+fn metadata_records() -> Vec<(String, Vec<u8>)> {
+    let compact = |s: &str| {
+        let mut v = Vec::new();
+        write_unsigned_varint(&mut v, s.len() as u32 + 1);
+        v.extend_from_slice(s.as_bytes());
+        v
+    };
+    let id = [7u8; 16];
+    let mut topic = vec![1, 2, 0];
+    topic.extend(compact("topic"));
+    topic.extend(id);
+    topic.push(0);
+    let config = |value: Option<&str>| {
+        let mut v = vec![1, 4, 0, 2];
+        v.extend(compact("topic"));
+        v.extend(compact("index.interval.bytes"));
+        v.extend(value.map_or(vec![0], compact));
+        v.push(0);
+        v
+    };
+    // PartitionRecord v2: partition 0, replicas [1, 2], isr [1], no removing/adding, leader 1, epochs,
+    // directories [id], tagged: leaderRecoveryState (0) = 1, eligibleLeaderReplicas (1) = [2].
+    let mut partition = vec![1, 3, 2, 0, 0, 0, 0];
+    partition.extend(id);
+    partition.extend([3, 0, 0, 0, 1, 0, 0, 0, 2, 2, 0, 0, 0, 1, 1, 1]);
+    partition.extend([0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 5, 2]);
+    partition.extend(id);
+    partition.extend([2, 0, 1, 1, 1, 5, 2, 0, 0, 0, 2]);
+    // PartitionChangeRecord v0: partition 3, tagged leader (1) = 2 and isr (0) = [2].
+    let mut change = vec![1, 5, 0, 0, 0, 0, 3];
+    change.extend(id);
+    change.extend([2, 0, 5, 2, 0, 0, 0, 2, 1, 4, 0, 0, 0, 2]);
+    let mut feature = vec![1, 12, 0];
+    feature.extend(compact("metadata.version"));
+    feature.extend([0, 33, 0]);
+    let mut begin = vec![1, 23, 0, 1, 0];
+    let name = compact("Bootstrap records");
+    write_unsigned_varint(&mut begin, name.len() as u32);
+    begin.extend(name);
+    // SnapshotHeader (version 0, lastContainedLogTimestamp), a control value.
+    let mut header = vec![0, 0];
+    header.extend(T0.to_be_bytes());
+    header.push(0);
+    vec![
+        ("topic".into(), topic),
+        ("config".into(), config(Some("512"))),
+        ("config_delete".into(), config(None)),
+        ("partition_v2_tagged".into(), partition),
+        ("partition_change_tagged".into(), change),
+        ("feature_level".into(), feature),
+        ("begin_transaction_named".into(), begin),
+        ("snapshot_header_value".into(), header),
+    ]
 }
 
 // ---------------------------------------------------------------------------------------------------------

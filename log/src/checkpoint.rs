@@ -16,11 +16,17 @@ use crate::io::{read_file, write_atomic, Storage};
 use crate::topic_partition::validate_topic;
 use crate::Error;
 
+/// The log directory's checkpoint of each partition's recovery point (`recovery-point-offset-checkpoint`).
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+/// The log directory's checkpoint of log start offsets above a partition's first segment.
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// The log directory's checkpoint of each partition's high watermark.
 pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
+/// The clean-shutdown marker: present, nothing needs rescanning at the next open.
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+/// A partition directory's topic id file.
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
+/// A partition directory's leader-epoch cache.
 pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
 
 /// The entry lines of a version-0 checkpoint file, each split on whitespace. A missing or empty file has none.
@@ -179,6 +185,7 @@ pub fn write_offsets(storage: &dyn Storage, path: &Path, map: &OffsetMap) -> Res
 pub struct TopicId(pub [u8; 16]);
 
 impl TopicId {
+    /// Parses Kafka's base64 (URL-safe, unpadded, 22 characters) form.
     pub fn parse(s: &str) -> Option<Self> {
         let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(s)
@@ -216,6 +223,7 @@ pub fn write_partition_metadata(
     .at(&path)
 }
 
+/// Reads a partition directory's `partition.metadata` (version and topic id); `None` when absent.
 pub fn read_partition_metadata(
     storage: &dyn Storage,
     dir: &Path,

@@ -2,7 +2,9 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
+/// Where the log reads the time (roll, retention, flush and producer expiry).
 pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> i64;
 }
 
@@ -23,14 +25,17 @@ impl Clock for SystemClock {
 pub struct ManualClock(AtomicI64);
 
 impl ManualClock {
+    /// A clock reading `now_ms` until moved.
     pub fn new(now_ms: i64) -> Self {
         ManualClock(AtomicI64::new(now_ms))
     }
 
+    /// Sets the time.
     pub fn set(&self, now_ms: i64) {
         self.0.store(now_ms, Ordering::SeqCst);
     }
 
+    /// Moves the time forward by `ms`.
     pub fn advance(&self, ms: i64) {
         self.0.fetch_add(ms, Ordering::SeqCst);
     }

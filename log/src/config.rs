@@ -5,6 +5,15 @@ use crate::format::TimestampType;
 use crate::io::IoBackend;
 use crate::Error;
 
+/// A partition's topic configuration, with Kafka's names and defaults (`LogConfig.java`).
+///
+/// ```
+/// let mut config = klog_log::config::LogConfig::default();
+/// config.set("segment.bytes", "1048576")?;
+/// assert_eq!(config.segment_bytes, 1 << 20);
+/// assert!(config.set("segment.bytes", "-1").is_err()); // refused, naming the key
+/// # Ok::<(), klog_log::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
     /// `segment.bytes`: roll when the active segment would exceed this.
@@ -34,6 +43,7 @@ pub struct LogConfig {
     /// `message.timestamp.before.max.ms` / `message.timestamp.after.max.ms`: how far a CreateTime record
     /// may lie behind / ahead of the broker's clock. Kafka 4.0 (KIP-1030) made the second one hour.
     pub message_timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms` (see above).
     pub message_timestamp_after_max_ms: i64,
     /// `file.delete.delay.ms`: how long `.deleted` files are kept.
     pub file_delete_delay_ms: i64,

@@ -67,6 +67,7 @@ impl DirLock {
         Ok(lock)
     }
 
+    /// The locked directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -21,6 +21,7 @@ use crate::Error;
 
 /// A fixed-size index entry.
 pub trait IndexEntry: FromBytes + IntoBytes + KnownLayout + Immutable + Unaligned + Copy {
+    /// Bytes per entry.
     const SIZE: usize = core::mem::size_of::<Self>();
     /// The entry's offset relative to the segment's base offset.
     fn relative_offset(&self) -> i32;
@@ -125,6 +126,7 @@ impl<E: IndexEntry> IndexFile<E> {
         }
     }
 
+    /// The index file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -163,6 +165,7 @@ impl<E: IndexEntry> IndexFile<E> {
         Ok(())
     }
 
+    /// Whether the entries are in memory.
     pub fn is_loaded(&self) -> bool {
         !matches!(self.data, Data::Unloaded)
     }
@@ -182,14 +185,17 @@ impl<E: IndexEntry> IndexFile<E> {
         Ok(self.persisted % E::SIZE)
     }
 
+    /// The number of entries (loads them).
     pub fn len(&mut self) -> Result<usize, Error> {
         Ok(self.entries()?.len())
     }
 
+    /// Whether there are no entries (loads them).
     pub fn is_empty(&mut self) -> Result<bool, Error> {
         Ok(self.len()? == 0)
     }
 
+    /// The most entries the file may hold (`segment.index.bytes` / entry size).
     pub fn max_entries(&self) -> usize {
         self.max_entries
     }

@@ -11,10 +11,13 @@ use crate::Error;
 /// One epoch and the first offset written in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EpochEntry {
+    /// The leader epoch.
     pub epoch: i32,
+    /// The first offset written in that epoch.
     pub start_offset: i64,
 }
 
+/// Kafka's `LeaderEpochFileCache`: (epoch, start offset) pairs, kept in `leader-epoch-checkpoint`.
 #[derive(Debug)]
 pub struct LeaderEpochCache {
     storage: Arc<dyn Storage>,
@@ -51,10 +54,12 @@ impl LeaderEpochCache {
         })
     }
 
+    /// The entries, oldest first.
     pub fn entries(&self) -> &[EpochEntry] {
         &self.entries
     }
 
+    /// The newest entry.
     pub fn latest(&self) -> Option<EpochEntry> {
         self.entries.last().copied()
     }

@@ -4,6 +4,7 @@
 //! read-only legacy v0/v1 message sets). Segments, indexes, checkpoints, the leader-epoch cache, the
 //! partition log and the I/O seam join it in later issues.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod checkpoint;
 pub mod clock;
@@ -14,6 +15,7 @@ pub mod error;
 pub mod format;
 pub mod index;
 pub mod io;
+pub mod kraft;
 pub mod leader_epoch;
 pub mod log_dir;
 pub mod offset_index;
@@ -25,4 +27,4 @@ pub mod topic_partition;
 pub mod txn_index;
 pub mod validator;
 
-pub use error::{Corruption, Error, KafkaError, RecordCorruption};
+pub use error::{Corruption, Error, KafkaError, MetadataCorruption, RecordCorruption};

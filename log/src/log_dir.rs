@@ -36,6 +36,23 @@ use crate::partition_log::{
 use crate::topic_partition::{parse_partition_dir_name, PartitionDirName, REMOTE_INDEX_CACHE_DIR};
 use crate::Error;
 
+/// A Kafka log directory: its partition directories and the checkpoint files beside them, with its
+/// `.lock` held by the writer for the whole session.
+///
+/// ```
+/// use std::sync::Arc;
+/// use klog_log::{config::LogConfig, io::StdStorage, log_dir::LogDir};
+///
+/// # let root = std::env::temp_dir().join(format!("klog-doc-logdir-{}", std::process::id()));
+/// # let _ = std::fs::remove_dir_all(&root);
+/// let mut log_dir = LogDir::open(Arc::new(StdStorage), &root)?;
+/// let (log, _report) = log_dir.open_partition("orders-0", LogConfig::default())?;
+/// assert_eq!(log.log_end_offset(), 0);
+/// log_dir.close_partition(log)?; // closed cleanly and checkpointed
+/// log_dir.close()?; // the clean-shutdown marker: the next open rescans nothing
+/// # std::fs::remove_dir_all(&root).unwrap();
+/// # Ok::<(), klog_log::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct LogDir {
     storage: Arc<dyn Storage>,
@@ -140,18 +157,22 @@ impl LogDir {
         Self::open(read_only_view(storage), root)
     }
 
+    /// Whether it was opened read-only.
     pub fn is_read_only(&self) -> bool {
         self.lock.is_none() && self.storage.is_read_only()
     }
 
+    /// The directory.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// Whether `.kafka_cleanshutdown` was there at open.
     pub fn had_clean_shutdown(&self) -> bool {
         self.had_clean_shutdown
     }
 
+    /// The storage it reads and writes through.
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.storage
     }

@@ -14,9 +14,12 @@ use crate::Error;
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
 )]
+/// An `.index` entry: 8 bytes, big-endian.
 #[repr(C)]
 pub struct OffsetEntry {
+    /// The offset relative to the segment's base.
     pub relative_offset: I32,
+    /// The batch's byte position in the `.log`.
     pub position: I32,
 }
 
@@ -36,10 +39,12 @@ pub struct OffsetIndex {
 }
 
 impl OffsetIndex {
+    /// An offset index over `file` for the segment based at `base_offset`.
     pub fn new(base_offset: i64, file: IndexFile<OffsetEntry>) -> Self {
         OffsetIndex { base_offset, file }
     }
 
+    /// Creates the index file.
     pub fn create(
         storage: Arc<dyn Storage>,
         path: PathBuf,
@@ -52,6 +57,7 @@ impl OffsetIndex {
         ))
     }
 
+    /// The underlying file.
     pub fn file(&mut self) -> &mut IndexFile<OffsetEntry> {
         &mut self.file
     }

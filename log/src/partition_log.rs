@@ -63,7 +63,9 @@ fn claim_dir(
 /// Where a log starts when it is opened (from the log directory's checkpoint files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OpenOptions {
+    /// The offset below which everything was flushed (from `recovery-point-offset-checkpoint`).
     pub recovery_point: i64,
+    /// The log start offset (from `log-start-offset-checkpoint`).
     pub log_start_offset: i64,
     /// The log directory had `.kafka_cleanshutdown`: nothing is rescanned.
     pub clean_shutdown: bool,
@@ -72,12 +74,17 @@ pub struct OpenOptions {
 /// The result of an append.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogAppendInfo {
+    /// The first offset written.
     pub first_offset: i64,
+    /// The last offset written.
     pub last_offset: i64,
+    /// The largest timestamp among the batches.
     pub max_timestamp: i64,
     /// The broker's append time for LogAppendTime topics, else -1.
     pub log_append_time: i64,
+    /// Batches written.
     pub batches: usize,
+    /// Bytes written.
     pub bytes: usize,
     /// A producer retry of a batch already in the log: nothing was written, the offsets are the original's.
     pub duplicate: bool,
@@ -86,26 +93,36 @@ pub struct LogAppendInfo {
 /// The result of a read: whole batches only.
 #[derive(Debug, Clone)]
 pub struct LogReadInfo {
+    /// Whole batches (a map of a sealed segment, or a buffer).
     pub records: SegmentBytes,
     /// The offset after the last batch returned (the fetch offset when nothing was returned).
     pub next_offset: i64,
+    /// The high watermark when read.
     pub high_watermark: i64,
+    /// The log start offset when read.
     pub log_start_offset: i64,
+    /// The log end offset when read.
     pub log_end_offset: i64,
 }
 
 /// What opening the log did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpenReport {
+    /// Segments after the open.
     pub segments: usize,
+    /// Segments rescanned after an unclean shutdown, with what each scan found.
     pub recovered_segments: Vec<(i64, SegmentRecovery)>,
+    /// Base offsets of the segments deleted (after a cut or a gap, or below the log start).
     pub deleted_segments: Vec<i64>,
+    /// Base offsets of the segments whose indexes were rebuilt.
     pub rebuilt_indexes: Vec<i64>,
     /// The producer snapshot the state was loaded from (its offset), if any.
     pub snapshot_loaded: Option<i64>,
+    /// Offsets of the stray producer snapshots deleted.
     pub snapshots_deleted: Vec<i64>,
     /// Batches replayed into the producer state after the snapshot, and MIRROR_PID_RESET barriers among them.
     pub batches_replayed: u64,
+    /// MIRROR_PID_RESET barriers among the replayed batches.
     pub mirror_pid_resets: u64,
     /// Every cut this open made, in the order made: the end of a segment cut at its first invalid batch
     /// (while rescanning or while rebuilding its indexes) and every segment deleted after a cut or a gap.
@@ -148,6 +165,7 @@ pub struct SegmentTruncation {
     pub position: u64,
     /// Bytes that left the disk.
     pub bytes: u64,
+    /// Why the bytes went.
     pub reason: TruncationReason,
 }
 
@@ -161,13 +179,22 @@ pub enum TruncationReason {
     /// A batch failed this check: it and everything after it in the segment went.
     Corrupt(crate::Corruption),
     /// The whole segment went: an earlier segment was cut, and the log stays a prefix of what was written.
-    AfterCut { cut_segment: i64 },
+    AfterCut {
+        /// The segment that was cut.
+        cut_segment: i64,
+    },
     /// The whole segment went: the segment before it ends at `log_end`, below this one's base (unflushed
     /// data lost while this segment's directory entry survived).
-    AfterGap { log_end: i64 },
+    AfterGap {
+        /// Where the data before the gap ends.
+        log_end: i64,
+    },
     /// The whole segment went: the checkpointed log start offset is beyond the log end (Kafka's
     /// `deleteSegmentsIfLogStartGreaterThanLogEnd`), so nothing in the log is readable.
-    BelowLogStart { log_start_offset: i64 },
+    BelowLogStart {
+        /// The checkpointed log start.
+        log_start_offset: i64,
+    },
 }
 
 impl std::fmt::Display for TruncationReason {
@@ -204,6 +231,35 @@ pub enum WriteMode {
     BarrierOnly,
 }
 
+/// One partition's log (Kafka's `UnifiedLog`): segments, indexes, the leader-epoch cache and producer
+/// state, with appends as leader, follower or mirror, reads, rolls, flushes, truncation and retention.
+///
+/// ```
+/// use std::sync::Arc;
+/// use klog_log::config::LogConfig;
+/// use klog_log::format::{BatchBuilder, Compression};
+/// use klog_log::io::StdStorage;
+/// use klog_log::partition_log::{OpenOptions, PartitionLog};
+///
+/// # let root = std::env::temp_dir().join(format!("klog-doc-log-{}", std::process::id()));
+/// # let _ = std::fs::remove_dir_all(&root);
+/// let (log, _report) = PartitionLog::open(
+///     Arc::new(StdStorage),
+///     &root.join("orders-0"),
+///     LogConfig::default(),
+///     OpenOptions::default(), // a new log; a `LogDir` passes its checkpoints here
+/// )?;
+/// let mut batch = BatchBuilder::new(Compression::None);
+/// batch.append(1_700_000_000_000, Some(b"key"), Some(b"value"), &[])?;
+/// let info = log.append_as_leader(&mut batch.build()?, 0)?;
+/// assert_eq!((info.first_offset, info.last_offset), (0, 0));
+/// log.flush(log.log_end_offset())?;
+/// let read = log.read(0, 1 << 20, None, true)?;
+/// assert_eq!(read.next_offset, 1);
+/// log.close()?;
+/// # std::fs::remove_dir_all(&root).unwrap();
+/// # Ok::<(), klog_log::Error>(())
+/// ```
 pub struct PartitionLog {
     dir: PathBuf,
     topic: String,
@@ -329,6 +385,25 @@ pub fn partition_dir_name(dir: &Path) -> Result<(String, i32), Error> {
 
 impl PartitionLog {
     /// Opens (or creates) the partition directory `dir`, named `<topic>-<partition>`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use klog_log::{config::LogConfig, io::StdStorage, partition_log::{OpenOptions, PartitionLog}};
+    /// # use klog_log::format::{BatchBuilder, Compression};
+    /// # let root = std::env::temp_dir().join(format!("klog-doc-{}-{}", "open", std::process::id()));
+    /// # let _ = std::fs::remove_dir_all(&root);
+    /// let (log, report) = PartitionLog::open(
+    ///     Arc::new(StdStorage),
+    ///     &root.join("orders-0"),
+    ///     LogConfig::default(),
+    ///     OpenOptions::default(), // where the log starts: a `LogDir` fills it from its checkpoints
+    /// )?;
+    /// assert!(report.truncations.is_empty()); // what recovery cut, if anything
+    /// assert_eq!((log.topic(), log.partition()), ("orders", 0));
+    /// # log.close()?;
+    /// # std::fs::remove_dir_all(&root).unwrap();
+    /// # Ok::<(), klog_log::Error>(())
+    /// ```
     pub fn open(
         storage: Arc<dyn Storage>,
         dir: &Path,
@@ -365,6 +440,7 @@ impl PartitionLog {
         clock: Arc<dyn Clock>,
     ) -> Result<(Self, OpenReport), Error> {
         let (topic, partition) = partition_dir_name(dir)?;
+        let _span = tracing::info_span!("partition_log_open", dir = %dir.display()).entered();
         let read_only = storage.is_read_only();
         let claim = claim_dir(storage.as_ref(), dir)?;
         let epochs = LeaderEpochCache::open(
@@ -412,6 +488,17 @@ impl PartitionLog {
         let first_check = now.saturating_add(log.config.producer_id_expiration_check_interval_ms);
         log.next_producer_expiration_check_ms
             .store(first_check, Ordering::Release);
+        tracing::debug!(
+            read_only,
+            clean_shutdown = options.clean_shutdown,
+            segments = report.segments,
+            log_start_offset = log.log_start_offset(),
+            log_end_offset = log.log_end_offset(),
+            rebuilt_indexes = report.rebuilt_indexes.len(),
+            recovered_segments = report.recovered_segments.len(),
+            truncations = report.truncations.len(),
+            "partition log opened"
+        );
         Ok((log, report))
     }
 
@@ -653,6 +740,10 @@ impl PartitionLog {
                     log_end: recovery.next_offset,
                 }
             };
+            if cut || gap {
+                let (segment, bytes) = (seg.base_offset(), recovery.truncated_bytes);
+                tracing::warn!(segment, bytes, %reason, "recovery cut the log: later segments go");
+            }
             if !was_rebuilt {
                 report.record_scan(seg.base_offset(), &recovery);
                 report
@@ -689,6 +780,7 @@ impl PartitionLog {
             report.bytes_validated -= scanned.valid_bytes;
         }
         seg.delete()?;
+        tracing::warn!(segment = base, bytes, reason = %reason, "recovery deleted a segment after the cut");
         self.segments
             .write()
             .expect("segments lock poisoned")
@@ -720,6 +812,10 @@ impl PartitionLog {
         {
             return Ok(());
         }
+        tracing::warn!(
+            log_start_offset,
+            "the checkpointed log start is beyond the log end: every segment is deleted"
+        );
         let old = std::mem::take(&mut *self.segments.write().expect("segments lock poisoned"));
         for seg in old.values() {
             let path = seg.log_path_of();
@@ -770,38 +866,47 @@ impl PartitionLog {
         )
     }
 
+    /// The partition directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The topic.
     pub fn topic(&self) -> &str {
         &self.topic
     }
 
+    /// The partition number.
     pub fn partition(&self) -> i32 {
         self.partition
     }
 
+    /// The topic configuration.
     pub fn config(&self) -> &LogConfig {
         &self.config
     }
 
+    /// The storage it reads and writes through.
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.storage
     }
 
+    /// The offset the next append gets.
     pub fn log_end_offset(&self) -> i64 {
         self.log_end_offset.load(Ordering::Acquire)
     }
 
+    /// The first offset a read may ask for.
     pub fn log_start_offset(&self) -> i64 {
         self.log_start_offset.load(Ordering::Acquire)
     }
 
+    /// The high watermark: reads stop here (see [`PartitionLog::update_high_watermark`]).
     pub fn high_watermark(&self) -> i64 {
         self.high_watermark.load(Ordering::Acquire)
     }
 
+    /// Everything below this offset is durable.
     pub fn recovery_point(&self) -> i64 {
         self.recovery_point.load(Ordering::Acquire)
     }
@@ -816,14 +921,17 @@ impl PartitionLog {
             .collect()
     }
 
+    /// Bytes of every segment's `.log`.
     pub fn size_in_bytes(&self) -> u64 {
         self.segment_list().iter().map(|s| s.size()).sum()
     }
 
+    /// The leader-epoch cache's entries.
     pub fn leader_epochs(&self) -> Vec<crate::leader_epoch::EpochEntry> {
         self.epochs().entries().to_vec()
     }
 
+    /// The newest leader epoch in the log.
     pub fn latest_epoch(&self) -> Option<i32> {
         self.epochs().latest().map(|e| e.epoch)
     }
@@ -842,6 +950,7 @@ impl PartitionLog {
         hw
     }
 
+    /// The topic id from `partition.metadata`, if written.
     pub fn topic_id(&self) -> Result<Option<TopicId>, Error> {
         checkpoint::read_partition_metadata(self.storage.as_ref(), &self.dir)
     }
@@ -854,6 +963,24 @@ impl PartitionLog {
 
     /// Appends producer batches as the leader: validated first (nothing is written if any batch fails),
     /// offsets assigned from the log end, the leader epoch stamped; LogAppendTime topics get the append time.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use klog_log::{config::LogConfig, io::StdStorage, partition_log::{OpenOptions, PartitionLog}};
+    /// # use klog_log::format::{BatchBuilder, Compression};
+    /// # let root = std::env::temp_dir().join(format!("klog-doc-{}-{}", "append", std::process::id()));
+    /// # let _ = std::fs::remove_dir_all(&root);
+    /// # let (log, _) = PartitionLog::open(Arc::new(StdStorage), &root.join("orders-0"), LogConfig::default(), OpenOptions::default())?;
+    /// let mut batch = BatchBuilder::new(Compression::Zstd); // base offset 0: the leader assigns offsets
+    /// batch.append(1_700_000_000_000, Some(b"k"), Some(b"v1"), &[])?;
+    /// batch.append(1_700_000_000_000, Some(b"k"), Some(b"v2"), &[])?;
+    /// let info = log.append_as_leader(&mut batch.build()?, 3)?;
+    /// assert_eq!((info.first_offset, info.last_offset), (0, 1));
+    /// assert_eq!(log.latest_epoch(), Some(3));
+    /// # log.close()?;
+    /// # std::fs::remove_dir_all(&root).unwrap();
+    /// # Ok::<(), klog_log::Error>(())
+    /// ```
     pub fn append_as_leader(
         &self,
         batches: &mut [u8],
@@ -1100,6 +1227,7 @@ impl PartitionLog {
             "roll to {base} below the active segment {}",
             active.base_offset()
         );
+        tracing::debug!(dir = %self.dir.display(), base_offset = base, sealed = active.base_offset(), "rolled a new segment");
         active.on_become_inactive()?;
         let seg = Arc::new(self.new_segment(base)?);
         self.segments
@@ -1218,6 +1346,28 @@ impl PartitionLog {
 
     /// Reads whole batches from `start_offset`, at most `max_bytes` (but one whole batch when
     /// `min_one_batch`), never past `upper_bound` (e.g. the high watermark; the log end when `None`).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use klog_log::{config::LogConfig, io::StdStorage, partition_log::{OpenOptions, PartitionLog}};
+    /// # use klog_log::format::{BatchBuilder, Compression};
+    /// # let root = std::env::temp_dir().join(format!("klog-doc-{}-{}", "read", std::process::id()));
+    /// # let _ = std::fs::remove_dir_all(&root);
+    /// # let (log, _) = PartitionLog::open(Arc::new(StdStorage), &root.join("orders-0"), LogConfig::default(), OpenOptions::default())?;
+    /// # for _ in 0..3 {
+    /// #     let mut b = BatchBuilder::new(Compression::None);
+    /// #     b.append(1_700_000_000_000, None, Some(b"v"), &[])?;
+    /// #     log.append_as_leader(&mut b.build()?, 0)?;
+    /// # }
+    /// log.update_high_watermark(2); // replicas have offsets 0 and 1
+    /// let read = log.read(0, 1 << 20, Some(log.high_watermark()), true)?;
+    /// assert_eq!(read.next_offset, 2); // whole batches, never past the bound
+    /// let rest = log.read(read.next_offset, 1 << 20, None, true)?; // `None`: up to the log end
+    /// assert_eq!(rest.next_offset, 3);
+    /// # log.close()?;
+    /// # std::fs::remove_dir_all(&root).unwrap();
+    /// # Ok::<(), klog_log::Error>(())
+    /// ```
     pub fn read(
         &self,
         start_offset: i64,
@@ -1305,6 +1455,7 @@ impl PartitionLog {
         if offset < first_base {
             return self.truncate_fully_locked(offset);
         }
+        tracing::info!(dir = %self.dir.display(), offset, log_end_offset = leo, "truncating the log");
         let segments = self.segment_list();
         let mut deleted = false;
         for seg in segments.iter().filter(|s| s.base_offset() > offset) {
@@ -1337,6 +1488,7 @@ impl PartitionLog {
     }
 
     fn truncate_fully_locked(&self, offset: i64) -> Result<(), Error> {
+        tracing::info!(dir = %self.dir.display(), offset, "truncating the whole log and starting it at an offset");
         let old = self.segment_list();
         let fresh = Arc::new(self.new_segment(offset)?);
         let mut map = BTreeMap::new();
@@ -1370,6 +1522,7 @@ impl PartitionLog {
         if offset <= self.log_start_offset() {
             return Ok(false);
         }
+        tracing::debug!(dir = %self.dir.display(), log_start_offset = offset, "log start offset incremented");
         self.log_start_offset.store(offset, Ordering::Release);
         self.recovery_point
             .fetch_max(offset.min(self.log_end_offset()), Ordering::AcqRel);
@@ -1421,6 +1574,11 @@ impl PartitionLog {
             seg.delete()?;
         }
         if !deletable.is_empty() {
+            tracing::info!(
+                dir = %self.dir.display(),
+                segments = ?deletable.iter().map(|s| s.base_offset()).collect::<Vec<_>>(),
+                "retention deleted segments"
+            );
             let first = self.segment_base_offsets()[0];
             self.log_start_offset.fetch_max(first, Ordering::AcqRel);
             self.recovery_point
@@ -1456,15 +1614,19 @@ impl PartitionLog {
         if !snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?.contains(&leo) {
             let bytes = klog_psm::encode_snapshot(&self.psm().snapshot());
             snapshots::write_snapshot(self.storage.as_ref(), &self.dir, leo, &bytes)?;
+            tracing::debug!(dir = %self.dir.display(), offset = leo, "producer snapshot written at close");
         }
         self.storage.sync_dir(&self.dir).at(&self.dir)?;
         self.recovery_point.fetch_max(leo, Ordering::AcqRel);
+        tracing::debug!(dir = %self.dir.display(), log_end_offset = leo, "partition log closed");
         Ok(())
     }
 
     // Every mutation passes through `guarded`: after an I/O failure the log refuses writes until it is
     // reopened (and recovered), as Kafka takes a failed log directory offline: a failed fsync may have
     // dropped dirty pages, so nothing written since the last good sync can be trusted.
+    /// [`PartitionLog::append_as_leader`] for a given origin: `Coordinator` for transaction markers and
+    /// barriers, `Client` for a producer's batches.
     ///
     /// A coordinator's markers are checked under the transaction version 0/1 rule; one that ended the
     /// transaction under version 2 appends with
@@ -1519,6 +1681,7 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Which leader appends the log admits now (a mirror partition is read-only).
     pub fn write_mode(&self) -> WriteMode {
         match self.write_mode.load(Ordering::Acquire) {
             1 => WriteMode::ReadOnly,
@@ -1692,7 +1855,8 @@ impl PartitionLog {
             ));
         }
         let result = op();
-        if let Err(Error::Io { .. }) = &result {
+        if let Err(e @ Error::Io { .. }) = &result {
+            tracing::error!(dir = %self.dir.display(), error = %e, "I/O error: the log refuses writes until it is reopened");
             self.failed.store(true, Ordering::Release);
         }
         result
@@ -1793,6 +1957,7 @@ impl PartitionLog {
         for (offset, bytes) in pending {
             if offset <= self.log_end_offset() {
                 snapshots::write_snapshot(self.storage.as_ref(), &self.dir, offset, &bytes)?;
+                tracing::debug!(dir = %self.dir.display(), offset, "producer snapshot written");
                 self.dir_dirty.store(true, Ordering::Release);
             }
         }

@@ -15,6 +15,7 @@ use crate::io::{read_file, Storage};
 use crate::segment::parse_base_offset;
 use crate::Error;
 
+/// The suffix of producer snapshot files (`<offset>.snapshot`).
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
 
 /// What the producer-state rules need from a v2 batch.
@@ -97,6 +98,7 @@ fn with_first_control_record<T>(
     Some(f(record_type, first.value))
 }
 
+/// The path of the snapshot at `offset` in `dir`.
 pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
     dir.join(format!("{offset:020}{SNAPSHOT_SUFFIX}"))
 }
@@ -150,6 +152,7 @@ pub fn write_snapshot(
     storage.rename(&tmp, &path).at(&path)
 }
 
+/// Deletes the snapshot at `offset` (no error when it is absent).
 pub fn delete_snapshot(storage: &dyn Storage, dir: &Path, offset: i64) -> Result<(), Error> {
     let path = snapshot_path(dir, offset);
     match storage.remove(&path) {

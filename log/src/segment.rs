@@ -4,7 +4,10 @@
 //! only after the bytes are written. Index entries follow Kafka 4.x's rule exactly, batch by batch in every
 //! append and in recovery: before a batch, if more than `index.interval.bytes` were appended since the last
 //! entry, map the batch's last offset to the batch's position, and offer the running max timestamp to the
-//! time index.
+//! time index. The count of bytes since the last entry is the segment object's, as Kafka's
+//! `bytesSinceLastIndexEntry`: 0 when a segment is created or opened (after a restart, clean or not, the
+//! next entry is placed as in a new segment) and after a truncation; recovery counts in its own pass and
+//! leaves it as it was. Indexes written across a restart are then the broker's (tests/kafka_metadata.rs).
 #![allow(unsafe_code)]
 
 use std::ops::ControlFlow;
@@ -39,23 +42,32 @@ pub fn parse_base_offset(name: &str) -> Option<i64> {
 /// Where a batch was found: Kafka's `LogOffsetPosition`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchPosition {
+    /// The batch's last offset.
     pub last_offset: i64,
+    /// Its byte position in the `.log`.
     pub position: u32,
+    /// Its size in bytes.
     pub size: u32,
 }
 
 /// Bytes read from a segment: a read-only map of a sealed segment, or a buffer.
 #[derive(Debug, Clone)]
 pub enum SegmentBytes {
+    /// A slice of a read-only map of a sealed segment.
     Mapped {
+        /// The map.
         map: Arc<memmap2::Mmap>,
+        /// Where the bytes start in it.
         start: usize,
+        /// Where they end.
         end: usize,
     },
+    /// A buffer read with `pread`.
     Owned(Vec<u8>),
 }
 
 impl SegmentBytes {
+    /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
         match self {
             SegmentBytes::Mapped { map, start, end } => &map[*start..*end],
@@ -63,6 +75,7 @@ impl SegmentBytes {
         }
     }
 
+    /// Whether they are a map's.
     pub fn is_mapped(&self) -> bool {
         matches!(self, SegmentBytes::Mapped { .. })
     }
@@ -79,13 +92,17 @@ impl SegmentBytes {
 /// What `recover` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentRecovery {
+    /// Bytes of whole valid batches.
     pub valid_bytes: u64,
+    /// Bytes cut after them.
     pub truncated_bytes: u64,
     /// How the valid data ended, with the failed check when it ended in corruption.
     pub tail: Tail,
+    /// The check that failed, if the data ended in corruption.
     pub corruption: Option<Corruption>,
     /// (epoch, first offset) of every batch whose partition leader epoch is >= 0, in order.
     pub epochs: Vec<(i32, i64)>,
+    /// The offset after the last valid batch.
     pub next_offset: i64,
 }
 
@@ -94,6 +111,7 @@ struct State {
     offset_index: OffsetIndex,
     time_index: TimeIndex,
     txn_index: TxnIndex,
+    /// Bytes appended since the last offset index entry by this object (never carried over a reopen).
     bytes_since_last_index_entry: u64,
     /// (max timestamp, offset of the batch holding it); None until known.
     max_timestamp_so_far: Option<(i64, i64)>,
@@ -108,6 +126,7 @@ struct State {
 const TIMESTAMP_SEARCH_CHUNK: u64 = 64 << 10;
 /// Bytes read at a time by `recover` (one buffer, reused: it stays in the CPU cache).
 const RECOVER_CHUNK: u64 = 1 << 20;
+/// Kafka's `LogSegment`: one `.log` and its `.index`, `.timeindex` and `.txnindex`.
 pub struct LogSegment {
     base_offset: i64,
     storage: Arc<dyn Storage>,
@@ -132,18 +151,22 @@ impl std::fmt::Debug for LogSegment {
 }
 
 impl LogSegment {
+    /// `<dir>/<base:020>.log`.
     pub fn log_path(dir: &Path, base: i64) -> PathBuf {
         dir.join(file_name(base, ".log"))
     }
 
+    /// `<dir>/<base:020>.index`.
     pub fn index_path(dir: &Path, base: i64) -> PathBuf {
         dir.join(file_name(base, ".index"))
     }
 
+    /// `<dir>/<base:020>.timeindex`.
     pub fn time_index_path(dir: &Path, base: i64) -> PathBuf {
         dir.join(file_name(base, ".timeindex"))
     }
 
+    /// `<dir>/<base:020>.txnindex`.
     pub fn txn_index_path(dir: &Path, base: i64) -> PathBuf {
         dir.join(file_name(base, ".txnindex"))
     }
@@ -298,6 +321,7 @@ impl LogSegment {
         self.log.lock().expect("segment log lock poisoned").clone()
     }
 
+    /// The first offset the segment may hold (its file name).
     pub fn base_offset(&self) -> i64 {
         self.base_offset
     }
@@ -307,10 +331,12 @@ impl LogSegment {
         self.size.load(Ordering::Acquire)
     }
 
+    /// The partition directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The segment's `.log` path.
     pub fn log_path_of(&self) -> PathBuf {
         Self::log_path(&self.dir, self.base_offset)
     }
@@ -463,7 +489,7 @@ impl LogSegment {
     /// Appends `bytes` (whole, validated batches) ending at `largest_offset`. Returns the position written at.
     ///
     /// Kafka 4.x's `LogSegment.append`: the batches of the set are walked after the write and each is
-    /// indexed on its own (see [`LogSegment::index_batch`]), so an append of a whole fetch (a follower, a
+    /// indexed on its own (see `LogSegment::index_batch`), so an append of a whole fetch (a follower, a
     /// mirror, the coordinator's several batches) leaves the indexes a leader appending the batches one at
     /// a time would.
     pub fn append(&self, largest_offset: i64, bytes: &[u8]) -> Result<u64, Error> {
@@ -995,6 +1021,7 @@ impl LogSegment {
             .collect())
     }
 
+    /// The size limit of its indexes (`segment.index.bytes`).
     pub fn max_index_bytes(&self) -> usize {
         self.max_index_bytes
     }

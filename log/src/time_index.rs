@@ -15,9 +15,12 @@ use crate::Error;
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
 )]
+/// A `.timeindex` entry: 12 bytes, big-endian.
 #[repr(C)]
 pub struct TimeEntry {
+    /// The largest timestamp so far.
     pub timestamp: I64,
+    /// The offset (relative to the base) of the record holding it.
     pub relative_offset: I32,
 }
 
@@ -37,10 +40,12 @@ pub struct TimeIndex {
 }
 
 impl TimeIndex {
+    /// A time index over `file` for the segment based at `base_offset`.
     pub fn new(base_offset: i64, file: IndexFile<TimeEntry>) -> Self {
         TimeIndex { base_offset, file }
     }
 
+    /// Creates the index file.
     pub fn create(
         storage: Arc<dyn Storage>,
         path: PathBuf,
@@ -53,6 +58,7 @@ impl TimeIndex {
         ))
     }
 
+    /// The underlying file.
     pub fn file(&mut self) -> &mut IndexFile<TimeEntry> {
         &mut self.file
     }

@@ -11,7 +11,9 @@ pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
 
 /// Directories of partitions on their way out or in (`LogFileUtils`): not partitions a reader opens.
 pub const DELETE_DIR_SUFFIX: &str = "-delete";
+/// The suffix of a future replica's directory (a move between log directories).
 pub const FUTURE_DIR_SUFFIX: &str = "-future";
+/// The suffix of a stray partition's directory (no longer assigned to this broker).
 pub const STRAY_DIR_SUFFIX: &str = "-stray";
 
 /// `RemoteIndexCache.DIR_NAME`: the one non-partition directory Kafka keeps in a log directory.
@@ -21,9 +23,17 @@ pub const REMOTE_INDEX_CACHE_DIR: &str = "remote-log-index-cache";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PartitionDirName {
     /// `<topic>-<partition>`: a live partition.
-    Partition { topic: String, partition: i32 },
+    Partition {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+    },
     /// `<topic>-<partition>.<id><suffix>` with one of the three suffixes above.
-    Marked { suffix: &'static str },
+    Marked {
+        /// `-delete`, `-future` or `-stray`.
+        suffix: &'static str,
+    },
 }
 
 /// Kafka's `Topic.validate`: why `topic` is not a legal topic name.

@@ -17,16 +17,22 @@ use crate::Error;
 )]
 #[repr(C)]
 pub struct AbortedTxn {
+    /// Entry version (0).
     pub version: I16,
+    /// The producer whose transaction aborted.
     pub producer_id: I64,
+    /// The transaction's first offset.
     pub first_offset: I64,
+    /// The offset of its ABORT marker.
     pub last_offset: I64,
+    /// The last stable offset when the marker was written.
     pub last_stable_offset: I64,
 }
 
 const _: () = assert!(core::mem::size_of::<AbortedTxn>() == 34);
 
 impl AbortedTxn {
+    /// An entry of version 0.
     pub fn new(
         producer_id: i64,
         first_offset: i64,
@@ -55,6 +61,7 @@ pub fn parse_entries(bytes: &[u8]) -> Result<Vec<AbortedTxn>, &'static str> {
     Ok(entries.to_vec())
 }
 
+/// A segment's `.txnindex`: the aborted transactions whose markers are in the segment.
 #[derive(Debug)]
 pub struct TxnIndex {
     storage: Arc<dyn Storage>,
@@ -91,6 +98,7 @@ impl TxnIndex {
         })
     }
 
+    /// The entries, in marker order.
     pub fn entries(&self) -> &[AbortedTxn] {
         &self.entries
     }
@@ -123,6 +131,7 @@ impl TxnIndex {
         Ok(())
     }
 
+    /// Makes the appended entries durable.
     pub fn sync(&mut self) -> Result<(), Error> {
         self.flush()?;
         if let Some(f) = &self.file {

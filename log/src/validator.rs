@@ -46,19 +46,30 @@ pub enum AppendOrigin {
 pub struct ValidatedBatches {
     /// (position in the input, size, base offset, last offset, max timestamp) per batch.
     pub batches: Vec<BatchSummary>,
+    /// The bytes of every batch.
     pub total_bytes: usize,
 }
 
+/// One validated batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchSummary {
+    /// Its position in the input.
     pub position: usize,
+    /// Its size in bytes.
     pub size: usize,
+    /// Its base offset (assigned, for a leader).
     pub base_offset: i64,
+    /// Its last offset.
     pub last_offset: i64,
+    /// Its max timestamp.
     pub max_timestamp: i64,
+    /// Its record count.
     pub records_count: i32,
+    /// Its partition leader epoch.
     pub partition_leader_epoch: i32,
+    /// Whether it is a control batch.
     pub is_control: bool,
+    /// Its magic.
     pub magic: i8,
 }
 

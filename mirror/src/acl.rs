@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub struct AclBinding {
     /// `TOPIC`, `GROUP`, `CLUSTER`, `TRANSACTIONAL_ID`, `DELEGATION_TOKEN`, `USER`.
     pub resource_type: String,
+    /// The resource's name (`*`: every resource of the type, with LITERAL) or name prefix (PREFIXED).
     pub resource_name: String,
     /// `LITERAL` or `PREFIXED`.
     pub pattern_type: String,

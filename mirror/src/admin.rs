@@ -3,12 +3,14 @@
 //! These change only the metadata's desired states (and the write modes that follow from recorded
 //! states); the [`crate::manager`] drives the partitions towards them.
 
+use std::collections::BTreeSet;
+
 use klog_log::checkpoint::TopicId;
 
 use crate::error::{Error, MirrorError};
 use crate::metadata::{validate_mirror_name, ClusterMeta, DesiredState, MirrorMeta, TopicMirror};
 use crate::node::{lock, Node};
-use crate::records::MirrorKey;
+use crate::records::{MirrorKey, MirrorRecord};
 use crate::source::MirrorSource;
 use crate::state::MirrorState;
 use crate::topics;
@@ -35,12 +37,33 @@ pub(crate) fn create_mirror(node: &Node, name: &str, source: &str) -> Result<(),
     meta.mirrors.insert(
         name.to_owned(),
         MirrorMeta {
-            source: source.to_owned(),
+            source: absolute_source(source)?,
             source_cluster_id: None,
             acls: Vec::new(),
         },
     );
     node.save_meta(&mut guard, meta)
+}
+
+/// A local source is stored as an absolute path: a relative one would name another directory (or
+/// nothing) for a process started elsewhere. (The CLI canonicalizes it first; this keeps every other
+/// caller from storing a relative path.)
+fn absolute_source(source: &str) -> Result<String, Error> {
+    if source.starts_with(crate::kafka_source::KAFKA_SCHEME) {
+        return Ok(source.to_owned());
+    }
+    let path = std::path::absolute(source).map_err(|e| {
+        Error::mirror(
+            MirrorError::InvalidRequest,
+            format!("source {source:?}: {e}"),
+        )
+    })?;
+    path.to_str().map(str::to_owned).ok_or_else(|| {
+        Error::mirror(
+            MirrorError::InvalidRequest,
+            format!("source {}: not UTF-8", path.display()),
+        )
+    })
 }
 
 pub(crate) fn require_mirror(meta: &ClusterMeta, name: &str) -> Result<(), Error> {
@@ -163,22 +186,133 @@ pub(crate) fn pause_topics(
     })
 }
 
-/// ResumeMirrorTopics.
+/// ResumeMirrorTopics. It also resets the topic's FAILED partitions (their attempt count, and a
+/// non-retryable mark), so they are retried at the next pass; a started topic with FAILED partitions
+/// may be resumed for that alone. Returns the partitions reset per topic beside the results.
 pub(crate) fn resume_topics(
     node: &Node,
     mirror: &str,
     topics: &[String],
-) -> Result<TopicResults, Error> {
-    change_topics(node, mirror, topics, |topic, m| match m.desired {
+) -> Result<(TopicResults, PartitionsReset), Error> {
+    let failed: BTreeSet<&str> = topics
+        .iter()
+        .filter(|t| !failed_partitions(node, mirror, t).is_empty())
+        .map(String::as_str)
+        .collect();
+    let mut results = change_topics(node, mirror, topics, |topic, m| match m.desired {
         DesiredState::Pause => Ok(TopicMirror {
             name: m.name.clone(),
             desired: DesiredState::Start,
         }),
+        DesiredState::Start if failed.contains(topic) => Ok(m.clone()),
         _ => Err(Error::mirror(
             MirrorError::MirrorTopicNotPaused,
             format!("topic {topic} is not paused"),
         )),
-    })
+    })?;
+    let mut reset = Vec::new();
+    for (topic, result) in &mut results {
+        if result.is_ok() {
+            match reset_failed(node, mirror, topic) {
+                Ok(partitions) => reset.push((topic.clone(), partitions)),
+                Err(e) => *result = Err(e),
+            }
+        }
+    }
+    Ok((results, reset))
+}
+
+/// Per topic, the FAILED partitions a request reset.
+pub type PartitionsReset = Vec<(String, Vec<i32>)>;
+
+/// Per-topic outcomes of `retry`: the partitions reset.
+pub type RetryResults = Vec<(String, Result<Vec<i32>, Error>)>;
+
+/// `klog mirror retry`: resets the FAILED partitions of `topics` (every topic of the mirror when
+/// empty), whatever their desired state, so they are retried at the next pass.
+pub(crate) fn retry_topics(
+    node: &Node,
+    mirror: &str,
+    topics: &[String],
+) -> Result<RetryResults, Error> {
+    let meta = node.metadata();
+    require_mirror(&meta, mirror)?;
+    let all: Vec<String> = if topics.is_empty() {
+        meta.topics
+            .iter()
+            .filter(|(_, t)| t.mirror.as_ref().is_some_and(|m| m.name == mirror))
+            .map(|(name, _)| name.clone())
+            .collect()
+    } else {
+        topics.to_vec()
+    };
+    Ok(all
+        .into_iter()
+        .map(|topic| {
+            let r = match meta.topics.get(&topic).map(|t| t.mirror.as_ref()) {
+                None => Err(crate::node::unknown_topic(&topic)),
+                Some(None) => Err(Error::mirror(
+                    MirrorError::UnknownMirror,
+                    format!("topic {topic} is not in any mirror"),
+                )),
+                Some(Some(m)) if m.name != mirror => Err(Error::mirror(
+                    MirrorError::TopicNotInMirror,
+                    format!("topic {topic} is in mirror {}, not {mirror}", m.name),
+                )),
+                Some(Some(_)) => reset_failed(node, mirror, &topic),
+            };
+            (topic, r)
+        })
+        .collect())
+}
+
+/// The FAILED partitions of `topic` in `mirror`.
+fn failed_partitions(node: &Node, mirror: &str, topic: &str) -> Vec<i32> {
+    let Some(t) = node.topic(topic) else {
+        return Vec::new();
+    };
+    let id = TopicId::parse(&t.id).expect("validated");
+    let store = lock(&node.store);
+    (0..t.partitions)
+        .filter(|p| {
+            let key = MirrorKey {
+                mirror: mirror.to_owned(),
+                topic_id: id,
+                partition: *p,
+            };
+            store.state(&key).map(|s| s.value.state) == Some(MirrorState::Failed)
+        })
+        .collect()
+}
+
+/// Records each FAILED partition of `topic` again with no attempts and a retry due now (what it failed
+/// in, its error and a stop's recorded LME kept). Returns the partitions reset.
+fn reset_failed(node: &Node, mirror: &str, topic: &str) -> Result<Vec<i32>, Error> {
+    let partitions = failed_partitions(node, mirror, topic);
+    let Some(t) = node.topic(topic) else {
+        return Ok(Vec::new());
+    };
+    let id = TopicId::parse(&t.id).expect("validated");
+    let now = node.clock.now_ms();
+    let mut store = lock(&node.store);
+    let mut records = Vec::new();
+    for p in &partitions {
+        let key = MirrorKey {
+            mirror: mirror.to_owned(),
+            topic_id: id,
+            partition: *p,
+        };
+        if let Some(s) = store.state(&key) {
+            let mut value = s.value.clone();
+            value.retry_attempt = 0;
+            value.next_retry_ms = Some(now);
+            records.push(MirrorRecord::State(key, Some(value)));
+        }
+    }
+    if !records.is_empty() {
+        store.write(records)?;
+    }
+    Ok(partitions)
 }
 
 fn change_topics(

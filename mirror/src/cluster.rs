@@ -27,7 +27,7 @@ use crate::serving::LocalSource;
 use crate::source::MirrorSource;
 use crate::topics;
 
-pub use crate::admin::TopicResults;
+pub use crate::admin::{RetryResults, TopicResults};
 pub use crate::describe::PartitionDescription;
 pub use crate::manager::MirrorSettings;
 pub use crate::node::{partition_dir_name, random_bytes, ClusterOptions};
@@ -76,6 +76,7 @@ impl Cluster {
             // mirror name can be reused, and until then nothing looks the orphans up.
             let _ = node.tombstone_orphans();
         }
+        tracing::info!(root = %root.display(), "cluster opened");
         Ok(Cluster::of(node))
     }
 
@@ -93,11 +94,13 @@ impl Cluster {
         self.node.open_reports()
     }
 
+    /// The mirroring knobs this cluster runs with.
     pub fn with_settings(mut self, settings: MirrorSettings) -> Self {
         self.manager.set_settings(settings);
         self
     }
 
+    /// The mirroring knobs.
     pub fn settings(&self) -> &MirrorSettings {
         self.manager.settings()
     }
@@ -114,18 +117,22 @@ impl Cluster {
         self.node.checkpoint()
     }
 
+    /// The cluster's root (its log directory).
     pub fn root(&self) -> &Path {
         self.node.root()
     }
 
+    /// The storage its files are read and written through.
     pub fn storage(&self) -> &Arc<dyn Storage> {
         self.node.storage()
     }
 
+    /// The clock its logs and mirror states use.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         self.node.clock()
     }
 
+    /// Kafka's cluster id (22-character base64).
     pub fn cluster_id(&self) -> String {
         self.node.cluster_id()
     }
@@ -164,14 +171,17 @@ impl Cluster {
         topics::create_partitions(&self.node, topic, total)
     }
 
+    /// The metadata of topic `name`.
     pub fn topic(&self, name: &str) -> Option<TopicMeta> {
         self.node.topic(name)
     }
 
+    /// The open log of a partition.
     pub fn log(&self, topic: &str, partition: i32) -> Option<Arc<PartitionLog>> {
         self.node.log(topic, partition)
     }
 
+    /// A partition's current leader epoch.
     pub fn leader_epoch(&self, topic: &str, partition: i32) -> Option<i32> {
         self.node.leader_epoch(topic, partition)
     }
@@ -209,6 +219,7 @@ impl Cluster {
         admin::create_mirror(&self.node, name, source)
     }
 
+    /// The mirrors, by name.
     pub fn mirrors(&self) -> BTreeMap<String, MirrorMeta> {
         self.node.mirrors()
     }
@@ -234,9 +245,28 @@ impl Cluster {
         admin::pause_topics(&self.node, mirror, topics)
     }
 
-    /// ResumeMirrorTopics.
+    /// ResumeMirrorTopics. It also resets the topics' FAILED partitions (attempts, a non-retryable
+    /// mark): they are retried at the next pass. A started topic with FAILED partitions may be resumed
+    /// for that alone; any other topic that is not paused gets MIRROR_TOPIC_NOT_PAUSED.
     pub fn resume_topics(&self, mirror: &str, topics: &[String]) -> Result<TopicResults, Error> {
-        admin::resume_topics(&self.node, mirror, topics)
+        let (results, reset) = admin::resume_topics(&self.node, mirror, topics)?;
+        for (topic, partitions) in reset {
+            self.manager.reset_failures(&topic, &partitions);
+        }
+        Ok(results)
+    }
+
+    /// `klog mirror retry`: resets the FAILED partitions of `topics` (every topic of the mirror when
+    /// empty), whatever their desired state, so they are retried at the next pass. Per topic, the
+    /// partitions reset (none if none was FAILED).
+    pub fn retry_topics(&self, mirror: &str, topics: &[String]) -> Result<RetryResults, Error> {
+        let results = admin::retry_topics(&self.node, mirror, topics)?;
+        for (topic, r) in &results {
+            if let Ok(partitions) = r {
+                self.manager.reset_failures(topic, partitions);
+            }
+        }
+        Ok(results)
     }
 
     /// DeleteMirror: only when every topic of the mirror is STOPPED (MIRROR_NOT_EMPTY otherwise).
@@ -276,6 +306,7 @@ impl Cluster {
         describe::describe_live(&self.node, &self.manager)
     }
 
+    /// Every partition with its mirror state, offsets and lag as the fetcher last saw them.
     pub fn describe(&self) -> Vec<PartitionDescription> {
         describe::describe(&self.node, &self.manager)
     }

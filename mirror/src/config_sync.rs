@@ -249,7 +249,9 @@ impl Node {
 /// Where a config in force comes from.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ConfigEntry {
+    /// Kafka's config name.
     pub name: String,
+    /// The value in force.
     pub value: String,
     /// `mirror` (synced from the source) or `local` (set on this cluster: on a mirror topic, an
     /// override).
@@ -262,15 +264,20 @@ pub struct ConfigEntry {
 /// A topic's configs in force, each with where it comes from.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TopicConfigs {
+    /// The topic's name.
     pub topic: String,
+    /// Its mirror, if mirrored.
     pub mirror: Option<String>,
+    /// Its configs in force, by name.
     pub configs: Vec<ConfigEntry>,
 }
 
 /// An ACL binding and where it is kept: `None` for the cluster's own, else the mirror that synced it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AclEntry {
+    /// The mirror that synced it; `None` for the cluster's own.
     pub mirror: Option<String>,
+    /// The binding (flattened into the entry in JSON).
     #[serde(flatten)]
     pub binding: AclBinding,
 }

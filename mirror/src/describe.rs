@@ -9,25 +9,47 @@ use crate::node::{lock, Node};
 use crate::records::MirrorKey;
 use crate::state::MirrorState;
 
+/// A partition as `describe` reports it (the JSON of `klog mirror describe --json`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PartitionDescription {
+    /// The topic.
     pub topic: String,
+    /// The partition.
     pub partition: i32,
+    /// The topic id.
     pub topic_id: String,
+    /// The mirror the topic is in, if any.
     pub mirror: Option<String>,
+    /// The desired state the controller recorded.
     pub desired: Option<DesiredState>,
+    /// The state recorded in `__mirror_state` (UNKNOWN before the first).
     pub state: Option<MirrorState>,
+    /// The partition's leader epoch here.
     pub leader_epoch: i32,
+    /// The log start offset.
     pub log_start_offset: i64,
+    /// The log end offset.
     pub log_end_offset: i64,
+    /// The high watermark.
     pub high_watermark: i64,
+    /// The last stable offset.
     pub last_stable_offset: i64,
     /// The source's high watermark, as last fetched.
     pub source_end_offset: Option<i64>,
+    /// The source's end minus our high watermark.
     pub lag: Option<i64>,
+    /// The LME recorded by the last stop.
     pub last_mirrored_epoch: Option<i32>,
+    /// A FAILED partition's retry count (-1: not retried).
     pub retry_attempt: Option<i16>,
+    /// FAILED: the state whose action failed.
+    pub failed_state: Option<MirrorState>,
+    /// FAILED and retried: when (ms since the epoch, the cluster's clock; at or before now: at the next
+    /// pass). `None` when it is not retried until `resume` or `retry` resets it.
+    pub next_retry_ms: Option<i64>,
+    /// A FAILED partition's error.
     pub error: Option<String>,
+    /// Producers in the partition's producer state.
     pub producers: usize,
 }
 
@@ -63,6 +85,7 @@ pub(crate) fn describe_live(node: &Node, manager: &Manager) -> Vec<PartitionDesc
 
 pub(crate) fn describe(node: &Node, manager: &Manager) -> Vec<PartitionDescription> {
     let meta = lock(&node.meta).clone();
+    let now = node.clock.now_ms();
     let store = lock(&node.store);
     let logs = lock(&node.logs);
     let mut out = Vec::new();
@@ -78,6 +101,9 @@ pub(crate) fn describe(node: &Node, manager: &Manager) -> Vec<PartitionDescripti
                 partition: p,
             });
             let stored = key.as_ref().and_then(|k| store.state(k));
+            let failed = stored
+                .map(|s| &s.value)
+                .filter(|v| v.state == MirrorState::Failed);
             let source_hw = manager.source_high_watermark(name, p);
             out.push(PartitionDescription {
                 topic: name.clone(),
@@ -99,9 +125,11 @@ pub(crate) fn describe(node: &Node, manager: &Manager) -> Vec<PartitionDescripti
                     .as_ref()
                     .and_then(|k| store.last_mirror_epoch(k))
                     .map(|s| s.value),
-                retry_attempt: stored
-                    .filter(|s| s.value.state == MirrorState::Failed)
-                    .map(|s| s.value.retry_attempt),
+                retry_attempt: failed.map(|v| v.retry_attempt),
+                failed_state: failed.map(|v| v.previous),
+                next_retry_ms: failed
+                    .filter(|v| v.retry_attempt >= 0)
+                    .map(|v| v.next_retry_ms.unwrap_or(now)),
                 error: stored.and_then(|s| s.value.error.clone()),
                 producers: log.producers().len(),
             });

@@ -5,23 +5,36 @@ use std::path::PathBuf;
 /// The mirror RPCs' error codes, with the seed prototype's names and numbers where it has them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MirrorError {
+    /// `READ_ONLY_TOPIC`: a produce to a mirror partition that is not STOPPED.
     ReadOnlyTopic,
+    /// `INVALID_MIRROR_NAME`.
     InvalidMirrorName,
+    /// `UNKNOWN_MIRROR`.
     UnknownMirror,
+    /// `TOPIC_ALREADY_IN_MIRROR`.
     TopicAlreadyInMirror,
+    /// `TOPIC_NOT_IN_MIRROR`.
     TopicNotInMirror,
+    /// `MIRROR_TOPIC_ALREADY_PAUSED`.
     MirrorTopicAlreadyPaused,
+    /// `MIRROR_TOPIC_NOT_PAUSED`: resume of a topic that is not paused.
     MirrorTopicNotPaused,
+    /// `MIRROR_TOPIC_BEING_REMOVED`: the topic is failing over.
     MirrorTopicBeingRemoved,
+    /// `MIRROR_NOT_EMPTY`: a mirror with topics not yet STOPPED.
     MirrorNotEmpty,
     /// P2's CLUSTER_MIRROR_ALREADY_EXISTS (the seed has no code for it).
     MirrorAlreadyExists,
+    /// `UNKNOWN_TOPIC_OR_PARTITION`.
     UnknownTopicOrPartition,
+    /// `TOPIC_ALREADY_EXISTS`.
     TopicAlreadyExists,
+    /// `INVALID_REQUEST`.
     InvalidRequest,
 }
 
 impl MirrorError {
+    /// The error's name (`READ_ONLY_TOPIC`).
     pub fn name(self) -> &'static str {
         match self {
             MirrorError::ReadOnlyTopic => "READ_ONLY_TOPIC",
@@ -66,34 +79,54 @@ impl std::fmt::Display for MirrorError {
     }
 }
 
+/// Everything that can go wrong in the mirroring layer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A refused request, with Kafka's error name.
     #[error("{error}: {message}")]
-    Mirror { error: MirrorError, message: String },
+    Mirror {
+        /// Kafka's name for the refusal.
+        error: MirrorError,
+        /// What was refused and why.
+        message: String,
+    },
+    /// An error of the log layer.
     #[error(transparent)]
     Log(#[from] klog_log::Error),
+    /// An I/O failure on a file of the cluster's own (`cluster.json`).
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// `cluster.json` (or another metadata file) does not parse or breaks an invariant.
     #[error("corrupt cluster metadata {path}: {reason}")]
-    CorruptMetadata { path: PathBuf, reason: String },
+    CorruptMetadata {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// A `__mirror_state` record that does not decode.
     #[error("corrupt __mirror_state-{partition} record at offset {offset}: {reason}")]
     CorruptState {
+        /// The `__mirror_state` partition.
         partition: usize,
+        /// The record's offset.
         offset: i64,
+        /// What is wrong.
         reason: String,
     },
     /// The source cluster could not answer.
     #[error("source {source_name}: {message}")]
     Source {
+        /// The source, as the mirror names it.
         source_name: String,
+        /// What went wrong.
         message: String,
     },
     /// A rule that protects data refused to act (for example an LME above every local epoch).
@@ -102,6 +135,7 @@ pub enum Error {
 }
 
 impl Error {
+    /// A refusal with Kafka's name.
     pub fn mirror(error: MirrorError, message: impl Into<String>) -> Self {
         Error::Mirror {
             error,

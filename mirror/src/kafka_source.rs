@@ -196,6 +196,7 @@ struct Inner {
     fenced: Vec<(i32, i32)>,
 }
 
+/// A source over the Kafka protocol: `kafka://host:port[,host:port...]` bootstrap brokers, then the leaders Metadata names.
 pub struct KafkaSource {
     source: String,
     bootstrap: Vec<String>,
@@ -255,6 +256,7 @@ impl KafkaSource {
             match Connection::open(address).await {
                 Ok(c) => {
                     inner.backoff.remove(address);
+                    tracing::debug!(address, "connected to a source broker");
                     inner.connections.insert(address.to_owned(), c);
                 }
                 Err(e) => {
@@ -264,6 +266,12 @@ impl KafkaSource {
                         .map_or(RECONNECT_BACKOFF_INITIAL, |b| {
                             (b.1 * 2).min(RECONNECT_BACKOFF_MAX)
                         });
+                    tracing::warn!(
+                        address,
+                        error = %e,
+                        backoff_ms = delay.as_millis() as u64,
+                        "connecting to a source broker failed"
+                    );
                     inner
                         .backoff
                         .insert(address.to_owned(), (Instant::now() + delay, delay));
@@ -278,6 +286,7 @@ impl KafkaSource {
             Ok(r) => Ok((r, version)),
             Err(e) => {
                 if matches!(e, SourceError::Unavailable(_)) {
+                    tracing::warn!(address, error = %e, "source broker connection dropped");
                     inner.connections.remove(address);
                 }
                 Err(e)
@@ -565,6 +574,12 @@ impl KafkaSource {
         what: &str,
         failure: PartitionFailure,
     ) -> Result<FetchResponse, SourceError> {
+        tracing::warn!(
+            what,
+            ?failure,
+            current_leader_epoch = req.current_leader_epoch,
+            "fetch from the source failed"
+        );
         match failure {
             PartitionFailure::Fenced(Some(current)) => {
                 inner

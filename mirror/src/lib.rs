@@ -18,6 +18,7 @@
 //!   and FAILED retries, knowing sources only through the seam;
 //! - [`describe`] and [`cluster`]: the public face, [`Cluster`], putting the rest together.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod acl;
 pub mod admin;

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::acl::AclBinding;
 use crate::error::{Error, MirrorError};
 
+/// The cluster's metadata file in its root.
 pub const METADATA_FILE: &str = "cluster.json";
+/// The topic config that names a topic's mirror (seed design).
 pub const MIRROR_NAME_CONFIG: &str = "mirror.name";
 /// The topic configs a mirror takes from its source (KIP-1279 §3.5): the ones that define the data —
 /// retention, cleanup policy, segments, timestamp bounds, message size. Nothing on the KIP's default
@@ -62,9 +64,12 @@ pub enum DesiredState {
     Pause,
 }
 
+/// A topic's mirror, and what the operator asked of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicMirror {
+    /// The mirror's name.
     pub name: String,
+    /// What was asked.
     pub desired: DesiredState,
 }
 
@@ -95,10 +100,12 @@ impl TopicMirror {
     }
 }
 
+/// A topic in `cluster.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicMeta {
     /// Kafka's base64 topic id.
     pub id: String,
+    /// Number of partitions.
     pub partitions: i32,
     /// The current leader epoch of each partition (what a leader append stamps).
     pub leader_epochs: Vec<i32>,
@@ -107,9 +114,10 @@ pub struct TopicMeta {
     #[serde(default)]
     pub configs: BTreeMap<String, String>,
     /// What the mirror's metadata sync last read from the source (the data-defining configs only,
-    /// `crate::config_sync::SYNCED_TOPIC_CONFIGS`); applied under `configs`.
+    /// [`SYNCED_TOPIC_CONFIGS`]); applied under `configs`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub source_configs: BTreeMap<String, String>,
+    /// Its mirror, if mirrored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mirror: Option<TopicMirror>,
 }
@@ -124,6 +132,7 @@ impl TopicMeta {
     }
 }
 
+/// A mirror in `cluster.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MirrorMeta {
     /// Where the source is: a local cluster root, or `kafka://host:port`.
@@ -137,13 +146,19 @@ pub struct MirrorMeta {
     pub acls: Vec<AclBinding>,
 }
 
+/// `cluster.json`: the controller metadata of a local cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterMeta {
+    /// Format version ([`ClusterMeta::VERSION`]).
     pub version: u32,
+    /// Kafka's base64 cluster id.
     pub cluster_id: String,
+    /// Partitions of `__mirror_state` (fixed at creation).
     pub mirror_state_partitions: u32,
+    /// Topics by name.
     #[serde(default)]
     pub topics: BTreeMap<String, TopicMeta>,
+    /// Mirrors by name.
     #[serde(default)]
     pub mirrors: BTreeMap<String, MirrorMeta>,
     /// ACL bindings created on this cluster (`klog acl add`); a mirror's synced ones are in its entry.
@@ -152,8 +167,10 @@ pub struct ClusterMeta {
 }
 
 impl ClusterMeta {
+    /// The format version written.
     pub const VERSION: u32 = 1;
 
+    /// Parses `cluster.json` (`path` names it in errors).
     pub fn decode(bytes: &[u8], path: &std::path::Path) -> Result<Self, Error> {
         let corrupt = |reason: String| Error::CorruptMetadata {
             path: path.to_owned(),

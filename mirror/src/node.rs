@@ -84,6 +84,7 @@ pub fn random_bytes() -> [u8; 16] {
     b
 }
 
+/// A partition's directory name, `<topic>-<partition>`.
 pub fn partition_dir_name(topic: &str, partition: i32) -> String {
     format!("{topic}-{partition}")
 }
@@ -261,18 +262,22 @@ impl Node {
         Ok(())
     }
 
+    /// The root (the log directory).
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// The storage its files go through.
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.storage
     }
 
+    /// The clock its logs use.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
+    /// Kafka's cluster id.
     pub fn cluster_id(&self) -> String {
         lock(&self.meta).cluster_id.clone()
     }
@@ -305,10 +310,12 @@ impl Node {
         Ok(())
     }
 
+    /// The metadata of topic `name`.
     pub fn topic(&self, name: &str) -> Option<TopicMeta> {
         lock(&self.meta).topics.get(name).cloned()
     }
 
+    /// The open log of a partition.
     pub fn log(&self, topic: &str, partition: i32) -> Option<Arc<PartitionLog>> {
         lock(&self.logs)
             .get(&(topic.to_owned(), partition))
@@ -324,6 +331,7 @@ impl Node {
         })
     }
 
+    /// A partition's current leader epoch.
     pub fn leader_epoch(&self, topic: &str, partition: i32) -> Option<i32> {
         lock(&self.meta)
             .topics
@@ -433,6 +441,7 @@ impl Node {
         }
     }
 
+    /// The mirrors, by name.
     pub fn mirrors(&self) -> BTreeMap<String, MirrorMeta> {
         lock(&self.meta).mirrors.clone()
     }

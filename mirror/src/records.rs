@@ -17,8 +17,11 @@ pub const PARTITION_STATE_TYPE: i16 = 2;
 /// A mirror partition: the key of both record kinds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MirrorKey {
+    /// The mirror's name.
     pub mirror: String,
+    /// The topic id.
     pub topic_id: TopicId,
+    /// The partition.
     pub partition: i32,
 }
 
@@ -42,23 +45,41 @@ pub fn java_string_hash(s: &str) -> i32 {
         .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
 }
 
-/// The `MirrorPartitionState` value (P2 fields; only `state` drives the seed design).
+/// `MirrorPartitionState` tagged field 0: when a FAILED partition is next retried.
+pub const NEXT_RETRY_TIME_TAG: u32 = 0;
+/// `MirrorPartitionState` tagged field 1: the LME a stop in progress recorded.
+pub const STOPPING_LAST_MIRROR_EPOCH_TAG: u32 = 1;
+
+/// The `MirrorPartitionState` value: P2's fields, and two tagged fields of klog's that keep a retry
+/// and a stop going across restarts (absent in records written before them, which read as `None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionStateValue {
+    /// The state.
     pub state: MirrorState,
+    /// The state before it.
     pub previous: MirrorState,
     /// FAILED retries so far; -1 marks a non-retryable failure.
     pub retry_attempt: i16,
+    /// The failure that led to FAILED, if any.
     pub error: Option<String>,
+    /// FAILED: the time (ms, the cluster's clock) of the next retry. `None` (a record from before the
+    /// field): retried at the next pass.
+    pub next_retry_ms: Option<i64>,
+    /// STOPPING, and FAILED from STOPPING: the last mirrored epoch this stop recorded (-1: the log had no
+    /// epoch). Carried from STOPPING to FAILED and back, so a retried stop never derives it again.
+    pub stopping_last_mirror_epoch: Option<i32>,
 }
 
 impl PartitionStateValue {
+    /// A value in `state`, with no previous state or failure.
     pub fn new(state: MirrorState) -> Self {
         PartitionStateValue {
             state,
             previous: MirrorState::Unknown,
             retry_attempt: 0,
             error: None,
+            next_retry_ms: None,
+            stopping_last_mirror_epoch: None,
         }
     }
 }
@@ -66,17 +87,21 @@ impl PartitionStateValue {
 /// A decoded `__mirror_state` record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MirrorRecord {
+    /// A partition's state (`None`: a tombstone).
     State(MirrorKey, Option<PartitionStateValue>),
+    /// A partition's last mirrored epoch, recorded at failover (`None`: a tombstone).
     LastMirrorEpoch(MirrorKey, Option<i32>),
 }
 
 impl MirrorRecord {
+    /// The partition it is about.
     pub fn key(&self) -> &MirrorKey {
         match self {
             MirrorRecord::State(k, _) | MirrorRecord::LastMirrorEpoch(k, _) => k,
         }
     }
 
+    /// The record's key and value bytes.
     pub fn encode(&self) -> (Vec<u8>, Option<Vec<u8>>) {
         let (kind, key) = match self {
             MirrorRecord::State(k, _) => (PARTITION_STATE_TYPE, k),
@@ -102,7 +127,7 @@ impl MirrorRecord {
                         b.extend_from_slice(e.as_bytes());
                     }
                 }
-                put_uvarint(&mut b, 0); // no tagged fields
+                put_state_tags(&mut b, v);
                 Some(b)
             }
             MirrorRecord::LastMirrorEpoch(_, Some(epoch)) => {
@@ -162,20 +187,32 @@ impl MirrorRecord {
                             .map_err(|_| "error message is not UTF-8".to_string())?,
                     ),
                 };
-                v.tagged_fields()?;
-                MirrorRecord::State(
-                    key,
-                    Some(PartitionStateValue {
-                        state,
-                        previous,
-                        retry_attempt,
-                        error,
-                    }),
-                )
+                let mut value = PartitionStateValue {
+                    state,
+                    previous,
+                    retry_attempt,
+                    error,
+                    next_retry_ms: None,
+                    stopping_last_mirror_epoch: None,
+                };
+                v.tagged_fields(|tag, mut field| {
+                    match tag {
+                        NEXT_RETRY_TIME_TAG => {
+                            value.next_retry_ms = Some(field.i64("next retry time")?)
+                        }
+                        STOPPING_LAST_MIRROR_EPOCH_TAG => {
+                            value.stopping_last_mirror_epoch =
+                                Some(field.i32("stopping last mirror epoch")?)
+                        }
+                        _ => return Ok(()), // a later version's field: skipped, as Kafka does
+                    }
+                    field.end("tagged field")
+                })?;
+                MirrorRecord::State(key, Some(value))
             }
             LAST_MIRROR_EPOCH_TYPE => {
                 let epoch = v.i32("last mirror epoch")?;
-                v.tagged_fields()?;
+                v.tagged_fields(|_, _| Ok(()))?;
                 MirrorRecord::LastMirrorEpoch(key, Some(epoch))
             }
             other => return Err(format!("unknown record type {other}")),
@@ -200,15 +237,42 @@ impl MirrorRecord {
             MirrorRecord::State(_, None) | MirrorRecord::LastMirrorEpoch(_, None) => {
                 serde_json::Value::Null
             }
-            MirrorRecord::State(_, Some(v)) => serde_json::json!({
-                "state": v.state.name(),
-                "previousState": v.previous.name(),
-                "retryAttempt": v.retry_attempt,
-                "errorMessage": v.error,
-            }),
+            MirrorRecord::State(_, Some(v)) => {
+                let mut payload = serde_json::json!({
+                    "state": v.state.name(),
+                    "previousState": v.previous.name(),
+                    "retryAttempt": v.retry_attempt,
+                    "errorMessage": v.error,
+                });
+                // Tagged fields are printed only when present, as Kafka prints non-default ones.
+                if let Some(t) = v.next_retry_ms {
+                    payload["nextRetryTimeMs"] = t.into();
+                }
+                if let Some(e) = v.stopping_last_mirror_epoch {
+                    payload["stoppingLastMirrorEpoch"] = e.into();
+                }
+                payload
+            }
             MirrorRecord::LastMirrorEpoch(_, Some(e)) => serde_json::json!({"lastMirrorEpoch": e}),
         };
         serde_json::json!({"key": key, "payload": payload})
+    }
+}
+
+/// The state value's tagged fields, in tag order (the flexible format requires ascending tags).
+fn put_state_tags(out: &mut Vec<u8>, v: &PartitionStateValue) {
+    let mut fields: Vec<(u32, Vec<u8>)> = Vec::new();
+    if let Some(t) = v.next_retry_ms {
+        fields.push((NEXT_RETRY_TIME_TAG, t.to_be_bytes().to_vec()));
+    }
+    if let Some(e) = v.stopping_last_mirror_epoch {
+        fields.push((STOPPING_LAST_MIRROR_EPOCH_TAG, e.to_be_bytes().to_vec()));
+    }
+    put_uvarint(out, fields.len() as u32);
+    for (tag, data) in fields {
+        put_uvarint(out, tag);
+        put_uvarint(out, data.len() as u32);
+        out.extend_from_slice(&data);
     }
 }
 
@@ -248,6 +312,12 @@ impl<'a> Reader<'a> {
         ))
     }
 
+    fn i64(&mut self, what: &str) -> Result<i64, String> {
+        Ok(i64::from_be_bytes(
+            self.take(8, what)?.try_into().expect("8"),
+        ))
+    }
+
     fn uvarint(&mut self, what: &str) -> Result<u32, String> {
         let mut v = 0u32;
         for shift in (0..35).step_by(7) {
@@ -260,13 +330,17 @@ impl<'a> Reader<'a> {
         Err(format!("{what}: varint longer than 5 bytes"))
     }
 
-    /// Skips the tagged-field section (unknown tags are allowed by the flexible format).
-    fn tagged_fields(&mut self) -> Result<(), String> {
+    /// Reads the tagged-field section, handing each field's tag and bytes to `field` (which skips the
+    /// tags it does not know: the flexible format allows them).
+    fn tagged_fields(
+        &mut self,
+        mut field: impl FnMut(u32, Reader<'a>) -> Result<(), String>,
+    ) -> Result<(), String> {
         let n = self.uvarint("tagged field count")?;
         for _ in 0..n {
-            self.uvarint("tag")?;
+            let tag = self.uvarint("tag")?;
             let size = self.uvarint("tagged field size")?;
-            self.take(size as usize, "tagged field")?;
+            field(tag, Reader(self.take(size as usize, "tagged field")?))?;
         }
         Ok(())
     }
@@ -328,6 +402,19 @@ mod tests {
                     previous: MirrorState::Preparing,
                     retry_attempt: -1,
                     error: Some("source is gone".into()),
+                    next_retry_ms: None,
+                    stopping_last_mirror_epoch: None,
+                }),
+            ),
+            MirrorRecord::State(
+                key(3),
+                Some(PartitionStateValue {
+                    state: MirrorState::Failed,
+                    previous: MirrorState::Stopping,
+                    retry_attempt: 2,
+                    error: Some("disk full".into()),
+                    next_retry_ms: Some(1_700_000_002_000),
+                    stopping_last_mirror_epoch: Some(-1),
                 }),
             ),
             MirrorRecord::State(key(2), None),
@@ -350,6 +437,41 @@ mod tests {
         assert_eq!(k, expected_key);
         // version 0, STOPPED=5, previous UNKNOWN=16, retry 0, null message, no tags.
         assert_eq!(v.unwrap(), vec![0, 0, 5, 16, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn tagged_fields_are_appended_and_old_or_newer_values_still_decode() {
+        let mut v = PartitionStateValue::new(MirrorState::Stopping);
+        v.stopping_last_mirror_epoch = Some(7);
+        v.next_retry_ms = Some(0x0102);
+        let (k, bytes) = MirrorRecord::State(key(5), Some(v.clone())).encode();
+        let bytes = bytes.unwrap();
+        // The v0 fields unchanged, then 2 tagged fields: tag 0 (8 bytes), tag 1 (4 bytes).
+        let mut expected = vec![0, 0, 4, 16, 0, 0, 0, 2];
+        expected.extend_from_slice(&[0, 8, 0, 0, 0, 0, 0, 0, 1, 2]);
+        expected.extend_from_slice(&[1, 4, 0, 0, 0, 7]);
+        assert_eq!(bytes, expected);
+        // A record written before the fields decodes with neither.
+        let old = [0, 0, 4, 16, 0, 0, 0, 0];
+        let MirrorRecord::State(_, Some(decoded)) =
+            MirrorRecord::decode(Some(&k), Some(&old)).unwrap()
+        else {
+            panic!("a state record")
+        };
+        assert_eq!(decoded, PartitionStateValue::new(MirrorState::Stopping));
+        // A later version's unknown tag is skipped.
+        let newer = [0, 0, 4, 16, 0, 0, 0, 1, 9, 2, 0xab, 0xcd];
+        let MirrorRecord::State(_, Some(decoded)) =
+            MirrorRecord::decode(Some(&k), Some(&newer)).unwrap()
+        else {
+            panic!("a state record")
+        };
+        assert_eq!(decoded, PartitionStateValue::new(MirrorState::Stopping));
+        // A known tag of the wrong size is a named error.
+        let short = [0, 0, 4, 16, 0, 0, 0, 1, 1, 2, 0, 7];
+        assert!(MirrorRecord::decode(Some(&k), Some(&short))
+            .unwrap_err()
+            .contains("stopping last mirror epoch"));
     }
 
     #[test]

@@ -8,8 +8,10 @@ use klog_log::checkpoint::TopicId;
 
 use crate::acl::AclBinding;
 
+/// A fetch's isolation level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isolation {
+    /// Up to the source's high watermark.
     ReadUncommitted,
     /// Up to the source's last stable offset (the seed design's mirror fetch).
     ReadCommitted,
@@ -18,22 +20,32 @@ pub enum Isolation {
 /// One partition's fetch, as a consumer sends it (replica id -1: the source never counts us in its ISR).
 #[derive(Debug, Clone)]
 pub struct FetchRequest {
+    /// The topic.
     pub topic: String,
+    /// Its topic id.
     pub topic_id: TopicId,
+    /// The partition.
     pub partition: i32,
+    /// The first offset wanted (our log end).
     pub fetch_offset: i64,
     /// The epoch of the last local batch, for divergence detection.
     pub last_fetched_epoch: Option<i32>,
     /// The source leader epoch we believe in (0 at first: learned by fencing).
     pub current_leader_epoch: i32,
+    /// At most this many bytes (at least one batch).
     pub max_bytes: usize,
+    /// The isolation level.
     pub isolation: Isolation,
 }
 
+/// A source's answer to a fetch.
 #[derive(Debug, Clone, Default)]
 pub struct FetchResponse {
+    /// The source's high watermark.
     pub high_watermark: i64,
+    /// The source's last stable offset.
     pub last_stable_offset: i64,
+    /// The source's log start offset.
     pub log_start_offset: i64,
     /// `(epoch, end offset)`: our log diverges from the source's after `end offset`.
     pub diverging_epoch: Option<(i32, i64)>,
@@ -41,14 +53,22 @@ pub struct FetchResponse {
     pub records: Vec<u8>,
 }
 
+/// Why a source could not answer (Kafka's names where it has them).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SourceError {
+    /// The epoch we sent is older than the source leader's: fetch again with the epoch it carries.
     #[error("FENCED_LEADER_EPOCH (the source leader epoch is {leader_epoch})")]
-    FencedLeaderEpoch { leader_epoch: i32 },
+    FencedLeaderEpoch {
+        /// The source's leader epoch.
+        leader_epoch: i32,
+    },
+    /// The source does not know the epoch we sent (it is behind): retry.
     #[error("UNKNOWN_LEADER_EPOCH")]
     UnknownLeaderEpoch,
+    /// The offset is outside the source's log.
     #[error("OFFSET_OUT_OF_RANGE")]
     OffsetOutOfRange,
+    /// The source has no such topic or partition (what was asked).
     #[error("UNKNOWN_TOPIC_OR_PARTITION: {0}")]
     UnknownTopicOrPartition(String),
     /// Connection failures, a source that is shut down: retried with backoff.
@@ -62,15 +82,21 @@ pub enum SourceError {
 /// A source topic as metadata describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SourceTopic {
+    /// Its topic id.
     pub id: TopicId,
+    /// Its partition count.
     pub partitions: i32,
 }
 
+/// Where a mirror's data comes from: another local cluster, or a Kafka cluster over the protocol.
 pub trait MirrorSource: Send + Sync {
     /// Where it is, for messages.
     fn describe(&self) -> String;
+    /// The source's cluster id.
     fn cluster_id(&self) -> Result<String, SourceError>;
+    /// A topic's id and partition count (`None`: no such topic).
     fn topic(&self, name: &str) -> Result<Option<SourceTopic>, SourceError>;
+    /// One partition's fetch.
     fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError>;
     /// `(earliest, latest)` offsets (ListOffsets; latest is the high watermark).
     fn list_offsets(

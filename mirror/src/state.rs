@@ -67,6 +67,7 @@ impl MirrorState {
         })
     }
 
+    /// The state's name, as Kafka spells it (`MIRRORING`).
     pub fn name(self) -> &'static str {
         match self {
             MirrorState::Preparing => "PREPARING",

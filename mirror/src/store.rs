@@ -25,10 +25,13 @@ pub const MIRROR_STATE_TOPIC: &str = "__mirror_state";
 /// so their offsets are comparable: an LME newer than the STOPPING state belongs to that stop).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored<T> {
+    /// The value.
     pub value: T,
+    /// Its offset in `__mirror_state`.
     pub offset: i64,
 }
 
+/// `__mirror_state`: the mirror partitions' states and last mirrored epochs, in a compacted internal log.
 pub struct MirrorStateStore {
     partitions: Vec<Arc<PartitionLog>>,
     states: BTreeMap<MirrorKey, Stored<PartitionStateValue>>,
@@ -130,6 +133,7 @@ impl MirrorStateStore {
         self.sync = sync;
     }
 
+    /// Partitions of `__mirror_state`.
     pub fn partition_count(&self) -> u32 {
         self.partitions.len() as u32
     }
@@ -231,14 +235,17 @@ impl MirrorStateStore {
         self.records[p]
     }
 
+    /// A partition's stored state.
     pub fn state(&self, key: &MirrorKey) -> Option<&Stored<PartitionStateValue>> {
         self.states.get(key)
     }
 
+    /// A partition's stored last mirrored epoch.
     pub fn last_mirror_epoch(&self, key: &MirrorKey) -> Option<&Stored<i32>> {
         self.lmes.get(key)
     }
 
+    /// Every stored state.
     pub fn states(&self) -> impl Iterator<Item = (&MirrorKey, &Stored<PartitionStateValue>)> {
         self.states.iter()
     }

@@ -20,8 +20,11 @@ use crate::producer_table::ProducerTable;
 /// of the cached batch; the produce response carries the timestamp as its log-append time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DuplicateBatch {
+    /// The first offset the original batch was written at.
     pub first_offset: i64,
+    /// The last offset the original batch was written at.
     pub last_offset: i64,
+    /// The original batch's timestamp (the log-append time of its response).
     pub timestamp: i64,
 }
 
@@ -30,6 +33,7 @@ pub struct DuplicateBatch {
 #[derive(Debug, Clone)]
 #[must_use = "apply the plan once the batches are written"]
 pub struct AppendPlan {
+    /// Set when the append is a retry of a batch in the log: nothing is written.
     pub duplicate: Option<DuplicateBatch>,
     generation: u64,
     steps: OneOrMany<PlanStep>,
@@ -56,6 +60,7 @@ pub(crate) struct PlanUpdates {
 }
 
 impl AppendPlan {
+    /// Whether the append is a duplicate (nothing must be written).
     pub fn is_duplicate(&self) -> bool {
         self.duplicate.is_some()
     }

@@ -13,9 +13,15 @@ pub const NO_PRODUCER_EPOCH: i16 = -1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ControlKind {
     /// A COMMIT transaction marker (control type 1).
-    Commit { coordinator_epoch: i32 },
+    Commit {
+        /// The epoch of the transaction coordinator that wrote the marker.
+        coordinator_epoch: i32,
+    },
     /// An ABORT transaction marker (control type 0).
-    Abort { coordinator_epoch: i32 },
+    Abort {
+        /// The epoch of the transaction coordinator that wrote the marker.
+        coordinator_epoch: i32,
+    },
     /// The KIP-1279 barrier (control type 7): forget all producer state. Written with producer id −1.
     MirrorPidReset,
     /// A control batch with no record left: the log cleaner removed the whole transaction. Kafka ignores
@@ -31,6 +37,7 @@ pub enum ControlKind {
 pub struct BatchSummary {
     /// `producerId`; below 0 the batch carries no producer state (except a MIRROR_PID_RESET barrier).
     pub producer_id: i64,
+    /// The batch's producer epoch ([`NO_PRODUCER_EPOCH`] without a producer).
     pub producer_epoch: i16,
     /// `baseSequence`.
     pub first_sequence: i32,
@@ -44,6 +51,7 @@ pub struct BatchSummary {
     /// The header's `maxTimestamp`; for a control batch, the timestamp of its first record (the same
     /// value for Kafka's one-record marker batches).
     pub max_timestamp: i64,
+    /// Whether the batch belongs to a transaction (attributes bit 4).
     pub is_transactional: bool,
     /// `None` for a data batch.
     pub control: Option<ControlKind>,
@@ -83,7 +91,9 @@ pub struct TransactionVersion(pub i16);
 impl TransactionVersion {
     /// `TV_UNKNOWN`: data batches, and every append whose origin cannot know the version.
     pub const UNKNOWN: TransactionVersion = TransactionVersion(-1);
+    /// Transaction version 0: the classic protocol.
     pub const TV_0: TransactionVersion = TransactionVersion(0);
+    /// Transaction version 1 (KIP-890 part 1): still the classic marker rules.
     pub const TV_1: TransactionVersion = TransactionVersion(1);
     /// The coordinator bumps the producer epoch before it writes each marker.
     pub const TV_2: TransactionVersion = TransactionVersion(2);

@@ -6,7 +6,9 @@ use crate::sequence::decrement_sequence;
 /// as Kafka derives them, from the last ones and `offset_delta`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct BatchMetadata {
+    /// The batch's last sequence number.
     pub last_seq: i32,
+    /// The batch's last offset in the log.
     pub last_offset: i64,
     /// `last_offset - first_offset`.
     pub offset_delta: i32,

@@ -4,11 +4,13 @@
 /// aborted one in the `.txnindex` (`ProducerStateManager.lastStableOffset(completedTxn)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CompletedTxn {
+    /// The producer whose transaction ended.
     pub producer_id: i64,
     /// The first offset of the transaction's first batch.
     pub first_offset: i64,
     /// The offset of the marker.
     pub last_offset: i64,
+    /// Whether the transaction ended with an ABORT marker (a `.txnindex` entry is due).
     pub is_aborted: bool,
     /// The first offset of the earliest transaction of another producer still open once the append's
     /// batches are applied, else `last_offset + 1`.

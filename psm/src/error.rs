@@ -15,9 +15,13 @@ pub enum Error {
         if transaction_version.marker_bumps_epoch() { format!(" (TV{})", transaction_version.0) } else { String::new() }
     )]
     InvalidProducerEpoch {
+        /// The producer.
         producer_id: i64,
+        /// The offset of the refused batch or marker.
         offset: i64,
+        /// The epoch the batch or marker carries.
         producer_epoch: i16,
+        /// The producer's current epoch.
         current_epoch: i16,
         /// The version the append was checked under ([`TransactionVersion::UNKNOWN`] for data).
         transaction_version: TransactionVersion,
@@ -28,10 +32,15 @@ pub enum Error {
          {producer_epoch} (request epoch), {sequence} (seq. number), {current_epoch} (current producer epoch)"
     )]
     InvalidSequenceForNewEpoch {
+        /// The producer.
         producer_id: i64,
+        /// The offset of the refused batch.
         offset: i64,
+        /// The batch's (new) epoch.
         producer_epoch: i16,
+        /// The batch's first sequence (not 0).
         sequence: i32,
+        /// The producer's current epoch.
         current_epoch: i16,
     },
     /// `OutOfOrderSequenceException`: the first sequence does not follow the last one.
@@ -40,23 +49,36 @@ pub enum Error {
          (incoming seq. number), {last_sequence} (current end sequence number)"
     )]
     OutOfOrderSequence {
+        /// The producer.
         producer_id: i64,
+        /// The offset of the refused batch.
         offset: i64,
+        /// The batch's first sequence.
         sequence: i32,
+        /// The producer's last sequence.
         last_sequence: i32,
     },
     /// `InvalidTxnStateException`: a non-transactional batch while the producer's transaction is open.
     #[error("Expected transactional write from producer {producer_id} at offset {offset}")]
-    InvalidTxnState { producer_id: i64, offset: i64 },
+    InvalidTxnState {
+        /// The producer.
+        producer_id: i64,
+        /// The offset of the refused batch.
+        offset: i64,
+    },
     /// `TransactionCoordinatorFencedException`: a marker from an older transaction coordinator.
     #[error(
         "Invalid coordinator epoch for producerId {producer_id} at offset {offset}: {coordinator_epoch} \
          (zombie), {current_coordinator_epoch} (current)"
     )]
     TransactionCoordinatorFenced {
+        /// The producer.
         producer_id: i64,
+        /// The offset of the refused marker.
         offset: i64,
+        /// The marker's coordinator epoch.
         coordinator_epoch: i32,
+        /// The coordinator epoch the producer has seen.
         current_coordinator_epoch: i32,
     },
     /// A control batch with a producer id that is not a COMMIT or ABORT marker. Kafka parses it as an
@@ -65,7 +87,12 @@ pub enum Error {
         "Invalid record type for a transaction marker: control batch of producer {producer_id} at \
          offset {offset} is neither COMMIT nor ABORT"
     )]
-    InvalidTransactionMarker { producer_id: i64, offset: i64 },
+    InvalidTransactionMarker {
+        /// The producer.
+        producer_id: i64,
+        /// The offset of the control batch.
+        offset: i64,
+    },
     /// `CorruptSnapshotException`: a `.snapshot` file that cannot be trusted.
     #[error("{0}")]
     CorruptSnapshot(SnapshotCorruption),
@@ -75,21 +102,39 @@ pub enum Error {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SnapshotCorruption {
+    /// The snapshot file version is not one Kafka writes (1).
     #[error("Snapshot contained an unknown file version {version}")]
-    UnknownVersion { version: i16 },
+    UnknownVersion {
+        /// The version found.
+        version: i16,
+    },
+    /// The stored CRC-32C does not match the contents.
     #[error("Snapshot is corrupt (CRC is no longer valid). Stored crc: {stored}. Computed crc: {computed}")]
-    Crc { stored: u32, computed: u32 },
+    Crc {
+        /// The CRC in the file.
+        stored: u32,
+        /// The CRC of the contents.
+        computed: u32,
+    },
     #[error(
         "Snapshot failed schema validation: reading field '{field}' needs {needed} bytes, the file has \
          {available}"
     )]
+    /// The file ends before a field.
     Truncated {
+        /// The field being read.
         field: &'static str,
+        /// Bytes the field needs.
         needed: usize,
+        /// Bytes left in the file.
         available: usize,
     },
+    /// An array length is negative.
     #[error("Snapshot failed schema validation: Array size {count} cannot be negative")]
-    NegativeCount { count: i32 },
+    NegativeCount {
+        /// The count found.
+        count: i32,
+    },
 }
 
 impl Error {

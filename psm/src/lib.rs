@@ -20,6 +20,7 @@
 //! plan reproduces `LogSegment.recover`, a whole fetched chunk per plan reproduces a follower append (the
 //! last stable offsets of ended transactions can differ between the two, exactly as in Kafka).
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 mod append_plan;
 mod batch;

@@ -49,6 +49,7 @@ pub struct ProducerStateManager {
 }
 
 impl ProducerStateManager {
+    /// An empty producer state with `config`.
     pub fn new(config: PsmConfig) -> Self {
         ProducerStateManager {
             config,
@@ -59,6 +60,7 @@ impl ProducerStateManager {
         }
     }
 
+    /// The configuration the manager was made with.
     pub fn config(&self) -> PsmConfig {
         self.config
     }
@@ -161,6 +163,7 @@ impl ProducerStateManager {
         self.map_end_offset = offset;
     }
 
+    /// The offset the state is up to date with: the next offset after the last applied append.
     pub fn map_end_offset(&self) -> i64 {
         self.map_end_offset
     }

@@ -56,6 +56,7 @@ impl ProducerStateEntry {
         }
     }
 
+    /// The producer id.
     pub fn producer_id(&self) -> i64 {
         self.producer_id
     }
@@ -68,10 +69,12 @@ impl ProducerStateEntry {
         self.expiration_lag = lag;
     }
 
+    /// The producer's current epoch.
     pub fn producer_epoch(&self) -> i16 {
         self.producer_epoch
     }
 
+    /// The epoch of the transaction coordinator that wrote the producer's last marker.
     pub fn coordinator_epoch(&self) -> i32 {
         self.coordinator_epoch
     }
@@ -105,28 +108,33 @@ impl ProducerStateEntry {
         self.batch_metadata.is_empty()
     }
 
+    /// The first sequence of the oldest batch kept (-1 when none is kept).
     pub fn first_seq(&self) -> i32 {
         self.batch_metadata
             .first()
             .map_or(NO_SEQUENCE, |b| b.first_seq())
     }
 
+    /// The last sequence of the newest batch kept (-1 when none is kept).
     pub fn last_seq(&self) -> i32 {
         self.batch_metadata
             .last()
             .map_or(NO_SEQUENCE, |b| b.last_seq)
     }
 
+    /// The first offset of the oldest batch kept (-1 when none is kept).
     pub fn first_data_offset(&self) -> i64 {
         self.batch_metadata
             .first()
             .map_or(NONE, |b| b.first_offset())
     }
 
+    /// The last offset of the newest batch kept (-1 when none is kept).
     pub fn last_data_offset(&self) -> i64 {
         self.batch_metadata.last().map_or(NONE, |b| b.last_offset)
     }
 
+    /// The newest batch's last offset minus its first offset (0 when none is kept).
     pub fn last_offset_delta(&self) -> i32 {
         self.batch_metadata.last().map_or(0, |b| b.offset_delta)
     }

@@ -29,13 +29,21 @@ pub const SNAPSHOT_ENTRY_SIZE: usize = 46;
 /// `last_sequence`/`last_offset` are −1 (and `offset_delta` 0) when no batch was cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SnapshotEntry {
+    /// The producer id.
     pub producer_id: i64,
+    /// The producer's epoch.
     pub producer_epoch: i16,
+    /// The last sequence of the producer's newest batch.
     pub last_sequence: i32,
+    /// The last offset of the producer's newest batch.
     pub last_offset: i64,
+    /// Last offset minus first offset of that batch.
     pub offset_delta: i32,
+    /// The newest batch's max timestamp.
     pub timestamp: i64,
+    /// The epoch of the coordinator that wrote its last marker.
     pub coordinator_epoch: i32,
+    /// The first offset of its open transaction, or -1.
     pub current_txn_first_offset: i64,
 }
 

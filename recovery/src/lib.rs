@@ -6,6 +6,7 @@
 //! `LogManager` do: swap-file completion, one partition's failure never stopping the others, and a report
 //! of what recovery found and did.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod loader;
 pub mod swap;

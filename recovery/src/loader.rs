@@ -26,6 +26,7 @@ pub struct Truncation {
     pub offset: i64,
     /// The segment that was cut and the byte position of the cut in it (0 for a deleted segment).
     pub segment: i64,
+    /// The byte position of the cut in that segment (0 for a deleted segment).
     pub position: u64,
     /// Bytes that left the disk.
     pub bytes: u64,
@@ -37,11 +38,17 @@ pub struct Truncation {
 /// What recovering one partition found and did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoveryReport {
+    /// The partition directory name, `<topic>-<partition>`.
     pub partition: String,
+    /// Whether the log directory had `.kafka_cleanshutdown` (nothing was rescanned).
     pub clean_shutdown: bool,
+    /// The log start offset after recovery.
     pub log_start_offset: i64,
+    /// The log end offset after recovery.
     pub log_end_offset: i64,
+    /// The recovery point after recovery (the offset below which everything is known to be synced).
     pub recovery_point: i64,
+    /// Segments rescanned: from the recovery point on, and those whose indexes were rebuilt.
     pub segments_scanned: usize,
     /// Bytes of whole batches checked by this recovery and kept.
     pub bytes_validated: u64,
@@ -50,34 +57,78 @@ pub struct RecoveryReport {
     pub truncated: Vec<Truncation>,
     /// The sum of `truncated`'s bytes: what left the `.log` files.
     pub bytes_truncated: u64,
+    /// Base offsets of the segments whose missing or corrupt indexes were rebuilt.
     pub rebuilt_indexes: Vec<i64>,
+    /// Base offsets of the interrupted `.swap` replacements completed.
     pub swaps_completed: Vec<i64>,
+    /// The producer snapshot the state was loaded from (its offset), if any.
     pub snapshot_loaded: Option<i64>,
+    /// Batches replayed into the producer state after the snapshot.
     pub batches_replayed: u64,
+    /// MIRROR_PID_RESET barriers among the replayed batches.
     pub mirror_pid_resets: u64,
+    /// Producers known after recovery.
     pub producers: usize,
+    /// Producer snapshots written at the log end (with `take_snapshots`).
     pub snapshots_written: usize,
+    /// Wall time the partition took to load.
     pub duration_ms: u64,
 }
 
+/// Kafka's `LogLoader` and the loading half of `LogManager`: opens every partition of a log directory
+/// after a clean or an unclean shutdown, each isolated from the others' failures, with a report.
+///
+/// ```
+/// use std::sync::Arc;
+/// use klog_log::{config::LogConfig, io::StdStorage, log_dir::LogDir};
+/// use klog_recovery::LogLoader;
+///
+/// # let dir = std::env::temp_dir().join(format!("klog-doc-loader-{}", std::process::id()));
+/// # let _ = std::fs::remove_dir_all(&dir);
+/// # { let d = LogDir::open(Arc::new(StdStorage), &dir)?; d.open_partition("orders-0", LogConfig::default())?; }
+/// let loader = LogLoader::new(Arc::new(StdStorage), LogConfig::default());
+/// let (mut log_dir, outcomes) = loader.load_dir(&dir, true)?;
+/// for (name, outcome) in outcomes {
+///     let (log, report) = outcome?; // one partition's failure never stops the others
+///     println!("{name}: {} bytes cut, log end {}", report.bytes_truncated, report.log_end_offset);
+///     log_dir.close_partition(log)?;
+/// }
+/// log_dir.close()?;
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), klog_log::Error>(())
+/// ```
 pub struct LogLoader {
     storage: Arc<dyn Storage>,
     config: LogConfig,
     clock: Arc<dyn Clock>,
     threads: usize,
+    /// Each partition's own config (by directory name), where it differs from `config`.
+    partition_configs: Option<Arc<PartitionConfigs>>,
 }
+
+/// A partition's log config by its directory name (a topic's configs, as the broker resolves them).
+pub type PartitionConfigs = dyn Fn(&str) -> LogConfig + Send + Sync;
 
 /// One partition's outcome.
 pub type PartitionOutcome = (String, Result<(PartitionLog, RecoveryReport), Error>);
 
 impl LogLoader {
+    /// A loader reading through `storage`, opening every partition with `config`.
     pub fn new(storage: Arc<dyn Storage>, config: LogConfig) -> Self {
         LogLoader {
             storage,
             config,
             clock: Arc::new(SystemClock),
             threads: 1,
+            partition_configs: None,
         }
+    }
+
+    /// Opens each partition with the config `configs` gives for its directory name (its topic's), not the
+    /// loader's one config.
+    pub fn with_partition_configs(mut self, configs: Arc<PartitionConfigs>) -> Self {
+        self.partition_configs = Some(configs);
+        self
     }
 
     /// Kafka's `num.recovery.threads.per.data.dir`: how many partitions load at once (at least 1).
@@ -99,9 +150,17 @@ impl LogLoader {
         root: &Path,
         take_snapshots: bool,
     ) -> Result<(LogDir, Vec<PartitionOutcome>), Error> {
+        let _span = tracing::info_span!("load_dir", root = %root.display()).entered();
         let log_dir = LogDir::open(self.storage.clone(), root)?;
         let names = self.partition_names(root)?;
         let outcomes = self.load_partitions(&log_dir, &names, take_snapshots, &|| false, &|_| {});
+        let failed = outcomes.iter().filter(|(_, r)| r.is_err()).count();
+        tracing::info!(
+            clean_shutdown = log_dir.had_clean_shutdown(),
+            partitions = outcomes.len(),
+            failed,
+            "log directory loaded"
+        );
         Ok((log_dir, outcomes))
     }
 
@@ -129,6 +188,9 @@ impl LogLoader {
                 return;
             };
             let result = self.load_partition_isolated(log_dir, name, take_snapshots);
+            if let Err(e) = &result {
+                tracing::error!(partition = %name, error = %e, "partition failed to load; the others go on");
+            }
             done(name);
             slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some((name.clone(), result));
         };
@@ -188,12 +250,15 @@ impl LogLoader {
         take_snapshot: bool,
     ) -> Result<(PartitionLog, RecoveryReport), Error> {
         let started = Instant::now();
+        let _span = tracing::info_span!("load_partition", partition = name).entered();
         // Before anything in the directory is touched (completing swaps renames and deletes files).
         partition_dir_name(&log_dir.root().join(name))?;
         let swaps = complete_swaps(self.storage.as_ref(), &log_dir.root().join(name))?;
         let (log, open) = log_dir.open_partition_with_clock(
             name,
-            self.config.clone(),
+            self.partition_configs
+                .as_ref()
+                .map_or_else(|| self.config.clone(), |f| f(name)),
             Arc::clone(&self.clock),
         )?;
         let snapshots_written = if take_snapshot {
@@ -220,8 +285,38 @@ impl LogLoader {
             snapshots_written,
             duration_ms: started.elapsed().as_millis() as u64,
         };
+        trace_report(&report);
         Ok((log, report))
     }
+}
+
+/// One event per recovered partition, a warning per cut: what an operator reads after a crash.
+fn trace_report(report: &RecoveryReport) {
+    for t in &report.truncated {
+        tracing::warn!(
+            segment = t.segment,
+            offset = t.offset,
+            position = t.position,
+            bytes = t.bytes,
+            reason = %t.reason,
+            "recovery cut the log"
+        );
+    }
+    if !report.swaps_completed.is_empty() {
+        tracing::info!(swaps = ?report.swaps_completed, "interrupted .swap replacements completed");
+    }
+    tracing::info!(
+        clean_shutdown = report.clean_shutdown,
+        log_start_offset = report.log_start_offset,
+        log_end_offset = report.log_end_offset,
+        segments_scanned = report.segments_scanned,
+        bytes_validated = report.bytes_validated,
+        bytes_truncated = report.bytes_truncated,
+        rebuilt_indexes = report.rebuilt_indexes.len(),
+        batches_replayed = report.batches_replayed,
+        duration_ms = report.duration_ms,
+        "partition recovered"
+    );
 }
 
 fn truncations(open: &OpenReport) -> Vec<Truncation> {

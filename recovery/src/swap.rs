@@ -13,7 +13,9 @@ use klog_log::Error;
 /// What swap completion did to one partition directory.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SwapReport {
+    /// Base offsets of the segments whose `.swap` files were renamed into place.
     pub completed: Vec<i64>,
+    /// The files deleted: swaps of an unfinished cleaning, and the files a completed swap replaced.
     pub deleted: Vec<String>,
 }
 
@@ -24,6 +26,9 @@ fn io(path: &Path, e: std::io::Error) -> Error {
     }
 }
 
+/// Completes the interrupted `.swap` replacements in the partition directory `dir`, as Kafka's
+/// `LogLoader` does before it loads the segments: a swap at or above an unfinished cleaning (a `.cleaned`
+/// file) is deleted, any other replaces the files of the offsets it covers.
 pub fn complete_swaps(storage: &dyn Storage, dir: &Path) -> Result<SwapReport, Error> {
     let mut report = SwapReport::default();
     let names = storage.list(dir).map_err(|e| io(dir, e))?;

@@ -23,7 +23,9 @@ use klog_psm::{AppendOrigin, BatchSummary, ProducerStateManager, PsmConfig};
 /// One thing wrong, and the file it is in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
+    /// The file the problem is in.
     pub file: PathBuf,
+    /// What is wrong, with the evidence (position, expected and found values).
     pub what: String,
 }
 
@@ -56,8 +58,11 @@ impl Checker<'_> {
 /// What a verify walked: a linear walk reads every `.log` byte once.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Verification {
+    /// Every problem found, in the order found.
     pub problems: Vec<Problem>,
+    /// Bytes of `.log` files read (each once).
     pub log_bytes_read: u64,
+    /// Batches checked.
     pub batches: u64,
 }
 

@@ -25,7 +25,9 @@ use serde_json::json;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Role {
+    /// A producer's append: batches validated, offsets assigned from the log end, the epoch stamped.
     Leader,
+    /// A replica's append: batches kept as they are (offsets, epochs), in order after the log end.
     Follower,
 }
 
@@ -35,6 +37,7 @@ pub struct AppendArgs {
     dir: PathBuf,
     /// A file of concatenated record batches.
     file: PathBuf,
+    /// Append as the partition's leader (a produce) or as a follower (replicated batches).
     #[arg(long = "as", value_enum, default_value = "leader")]
     role: Role,
     /// The leader epoch stamped on leader appends (in a cluster, the partition's own epoch is used).

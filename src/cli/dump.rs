@@ -40,7 +40,12 @@ pub struct DumpArgs {
     mirror_state_decoder: bool,
     #[command(flatten)]
     coordinator: super::dump_coordinator::DecoderArgs,
-    /// Files to dump: `.log` segments, `.bin` files of concatenated batches, `.index`, `.timeindex`,
+    /// Decode records as KRaft metadata records (on by itself for files in `__cluster_metadata-0` and
+    /// for `.checkpoint` snapshots, unless --no-decoder); implies --print-data-log.
+    #[arg(long)]
+    cluster_metadata_decoder: bool,
+    /// Files to dump: `.log` segments, KRaft snapshots (`<offset>-<epoch>.checkpoint`), `.bin` files of
+    /// concatenated batches, `.index`, `.timeindex`,
     /// `.txnindex`, `leader-epoch-checkpoint`, the log directory's offset checkpoints, `partition.metadata`.
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -55,6 +60,7 @@ impl DumpArgs {
             index_sanity_check: false,
             mirror_state_decoder: false,
             coordinator: Default::default(),
+            cluster_metadata_decoder: false,
             files,
         }
     }
@@ -84,7 +90,8 @@ pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
 /// Dumps one file; `Ok(false)` when the file had problems (reported on stderr / as JSON error lines).
 fn dump_file(args: &DumpArgs, path: &Path, out: &mut impl Write) -> anyhow::Result<bool> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    if !matches!(ext, "log" | "bin") {
+    let snapshot = super::dump_metadata::snapshot_header(path);
+    if !matches!(ext, "log" | "bin") && snapshot.is_none() {
         let meta = super::dump_meta::MetaArgs {
             json: args.json,
             index_sanity_check: args.index_sanity_check,
@@ -100,6 +107,9 @@ fn dump_file(args: &DumpArgs, path: &Path, out: &mut impl Write) -> anyhow::Resu
         writeln!(out, "Dumping {}", path.display())?;
         if let Some(base) = segment_base_offset(path).filter(|_| ext == "log") {
             writeln!(out, "Log starting offset: {base}")?;
+        }
+        if let Some(header) = &snapshot {
+            writeln!(out, "{header}")?;
         }
     }
     // A window that advances batch by batch, printing as it goes: memory is one window (or one batch
@@ -156,6 +166,7 @@ struct Dumper<'a> {
     args: &'a DumpArgs,
     mirror_state: bool,
     coordinator: Option<klog::log::coordinator::Coordinator>,
+    cluster_metadata: bool,
     deep: bool,
     path: &'a Path,
     scratch: Vec<u8>,
@@ -204,6 +215,9 @@ struct RecordJson {
     /// The decoded `__consumer_offsets` / `__transaction_state` record with a coordinator decoder on.
     #[serde(skip_serializing_if = "Option::is_none")]
     coordinator: Option<super::dump_coordinator::CoordinatorJson>,
+    /// The decoded KRaft metadata record or KRaft control record, with that decoder on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cluster_metadata: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -250,11 +264,18 @@ impl<'a> Dumper<'a> {
         let mirror_state =
             args.mirror_state_decoder || (in_state_dir && !args.coordinator.no_decoder);
         let coordinator = args.coordinator.coordinator_for(path);
+        let cluster_metadata = args.cluster_metadata_decoder
+            || (!args.coordinator.no_decoder && super::dump_metadata::applies(false, path));
         Dumper {
             args,
             mirror_state,
             coordinator,
-            deep: args.deep || args.print_data_log || mirror_state || coordinator.is_some(),
+            cluster_metadata,
+            deep: args.deep
+                || args.print_data_log
+                || mirror_state
+                || coordinator.is_some()
+                || cluster_metadata,
             path,
             scratch: Vec::new(),
             clean: true,
@@ -472,6 +493,9 @@ impl<'a> Dumper<'a> {
                             if self.mirror_state && !b.is_control() {
                                 j.mirror_state = Some(mirror_state_json(&r));
                             }
+                            if self.cluster_metadata {
+                                j.cluster_metadata = cluster_metadata_json(b, &r);
+                            }
                             if let Some(c) = self.coordinator.filter(|_| !b.is_control()) {
                                 let decoded =
                                     super::dump_coordinator::decode(c, r.offset, r.key, r.value);
@@ -560,6 +584,10 @@ impl<'a> Dumper<'a> {
             let decoded = super::dump_coordinator::decode(c, r.offset, r.key, r.value);
             problems.extend(decoded.problem(r.offset));
             write!(out, "{}", decoded.kafka_text(r.offset))?;
+        } else if self.cluster_metadata {
+            let (text, problem) = super::dump_metadata::payload_text(r);
+            write!(out, "{text}")?;
+            problems.extend(problem);
         } else if self.mirror_state {
             let decoded = mirror_state_json(r);
             match (decoded.get("key"), decoded.get("payload")) {
@@ -728,7 +756,8 @@ fn control_text(c: &ControlRecord) -> String {
             format!(" mirrorPidReset: sourceClusterId: {}", m.source_cluster_id)
         }
         ControlValue::LeaderChange(l) => format!(" LeaderChange: {}", l.to_kafka_json()),
-        ControlValue::Raw(_) => format!(" controlType: {}({})", c.record_type, c.record_type.id()),
+        ControlValue::Raw(v) => super::dump_metadata::control_text(c.record_type, v.as_deref())
+            .unwrap_or_else(|| format!(" controlType: {}({})", c.record_type, c.record_type.id())),
     }
 }
 
@@ -748,7 +777,17 @@ fn record_json(r: &Record<'_>) -> RecordJson {
             .collect(),
         mirror_state: None,
         coordinator: None,
+        cluster_metadata: None,
     }
+}
+
+/// A record's `"cluster_metadata"`: the metadata record, or the KRaft control record of a control batch.
+fn cluster_metadata_json(b: &RecordBatch<'_>, r: &Record<'_>) -> Option<serde_json::Value> {
+    if !b.is_control() {
+        return Some(super::dump_metadata::record_json(r));
+    }
+    let c = ControlRecord::parse(r.key, r.value).ok()?;
+    super::dump_metadata::control_json(c.record_type, r.value)
 }
 
 /// A `__mirror_state` record decoded, or `{"error": ...}` naming what failed.
@@ -768,5 +807,6 @@ fn legacy_record_json(r: &LegacyRecord<'_>) -> RecordJson {
         headers: Vec::new(),
         mirror_state: None,
         coordinator: None,
+        cluster_metadata: None,
     }
 }

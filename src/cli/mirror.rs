@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use klog::log::checkpoint::TopicId;
-use klog::log::clock::SystemClock;
+use klog::log::clock::{Clock, SystemClock};
 use klog::log::io::{open_backend, IoBackend, Storage};
 use klog::mirror::cluster::TopicResults;
 use klog::mirror::{Cluster, ClusterOptions};
@@ -27,6 +27,7 @@ macro_rules! say {
 pub enum ClusterCommand {
     /// Create a cluster in ROOT (a new log directory with its cluster id and `__mirror_state`).
     Init {
+        /// The cluster's root directory (created if missing; must not hold a cluster).
         root: PathBuf,
         /// Kafka's 22-character base64 cluster id (default: random).
         #[arg(long)]
@@ -34,6 +35,7 @@ pub enum ClusterCommand {
         /// Partitions of `__mirror_state` (mirror.state.topic.num.partitions).
         #[arg(long, default_value_t = 3)]
         mirror_state_partitions: u32,
+        /// Print `{"root", "cluster_id"}`.
         #[arg(long)]
         json: bool,
     },
@@ -43,8 +45,11 @@ pub enum ClusterCommand {
 pub enum TopicCommand {
     /// Create a topic.
     Create {
+        /// The cluster's root directory.
         root: PathBuf,
+        /// The topic's name (Kafka's rules; no `__` prefix).
         topic: String,
+        /// Number of partitions.
         #[arg(long, default_value_t = 1)]
         partitions: i32,
         /// Keep this topic id (base64), as a mirror does.
@@ -53,24 +58,37 @@ pub enum TopicCommand {
         /// A topic configuration, `key=value` with Kafka's names (repeatable).
         #[arg(long = "config", value_name = "KEY=VALUE")]
         configs: Vec<String>,
+        /// Print `{"topic", "topic_id", "partitions"}`.
         #[arg(long)]
         json: bool,
     },
     /// Elect a leader again: the partition's leader epoch goes up by one.
     Elect {
+        /// The cluster's root directory.
         root: PathBuf,
+        /// The topic.
         topic: String,
+        /// The partition whose leader epoch goes up.
         #[arg(long, default_value_t = 0)]
         partition: i32,
+        /// Print `{"topic", "partition", "leader_epoch"}`.
         #[arg(long)]
         json: bool,
     },
     /// Delete a topic (its partition directories are renamed `<dir>.<id>-delete`, as Kafka does).
-    Delete { root: PathBuf, topic: String },
+    Delete {
+        /// The cluster's root directory.
+        root: PathBuf,
+        /// The topic to delete.
+        topic: String,
+    },
     /// Grow a topic to more partitions (kafka-topics --alter --partitions).
     Alter {
+        /// The cluster's root directory.
         root: PathBuf,
+        /// The topic to grow.
         topic: String,
+        /// The new number of partitions (more than it has).
         #[arg(long)]
         partitions: i32,
     },
@@ -81,10 +99,13 @@ pub enum TopicCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum MirrorCommand {
-    /// CreateMirror: NAME copies topics from SOURCE (another cluster's root).
+    /// CreateMirror: NAME copies topics from SOURCE (another cluster's root, or kafka://host:port).
     Create {
+        /// The root directory of the cluster that mirrors (the destination).
         root: PathBuf,
+        /// The mirror's name (topic-name rules).
         name: String,
+        /// The source: a klog cluster's root directory, or `kafka://host:port[,host:port...]`.
         #[arg(long)]
         source: String,
     },
@@ -92,11 +113,25 @@ pub enum MirrorCommand {
     Add(TopicsArgs),
     /// Fail over: stop mirroring the topics and make them writable here.
     Remove(TopicsArgs),
+    /// Pause mirroring the topics: the fetchers stop (PAUSING -> PAUSED), the topics stay read-only.
     Pause(TopicsArgs),
+    /// Resume paused topics: mirroring goes on from the local log end (PAUSED -> MIRRORING); also resets
+    /// their FAILED partitions (retried at the next pass).
     Resume(TopicsArgs),
+    /// Reset the FAILED partitions of TOPICS (default: every topic of the mirror), even those no longer
+    /// retried: the next `mirror run` retries them at once.
+    Retry {
+        root: PathBuf,
+        name: String,
+        topics: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// DeleteMirror (every topic must be STOPPED).
     Delete {
+        /// The cluster's root directory.
         root: PathBuf,
+        /// The mirror to delete.
         name: String,
     },
     /// Drive the state machine and the fetchers.
@@ -104,7 +139,9 @@ pub enum MirrorCommand {
     /// Per partition: mirror, state, source and local end offsets, lag, last mirrored epoch; then each
     /// topic's configs in force (synced from the source, or local overrides).
     Describe {
+        /// The cluster's root directory.
         root: PathBuf,
+        /// One JSON object with every partition (the fields in docs/cli.md).
         #[arg(long)]
         json: bool,
         /// Also the ACL bindings: the cluster's own and those each mirror synced.
@@ -115,16 +152,21 @@ pub enum MirrorCommand {
 
 #[derive(Debug, Args)]
 pub struct TopicsArgs {
+    /// The cluster's root directory.
     root: PathBuf,
+    /// The mirror.
     name: String,
+    /// The topics (at least one).
     #[arg(required = true)]
     topics: Vec<String>,
+    /// One JSON object per topic: `{"topic", "error", "message"}`.
     #[arg(long)]
     json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// The cluster's root directory.
     root: PathBuf,
     /// Stop when a pass changes nothing (no transition, no data, no truncation).
     #[arg(long)]
@@ -308,6 +350,7 @@ fn request_error(e: klog::mirror::Error, json: bool) -> anyhow::Result<ExitCode>
 pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         MirrorCommand::Create { root, name, source } => {
+            let source = &stored_source(source)?;
             with_cluster(root, |c| match c.create_mirror(name, source) {
                 Ok(()) => {
                     say!("created mirror {name} from {source}");
@@ -329,6 +372,15 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
                 Err(e) => request_error(e, false),
             })
         }
+        MirrorCommand::Retry {
+            root,
+            name,
+            topics,
+            json,
+        } => with_cluster(root, |c| match c.retry_topics(name, topics) {
+            Ok(results) => Ok(print_retry_results(&results, *json)?),
+            Err(e) => request_error(e, *json),
+        }),
         MirrorCommand::Run(args) => run(args),
         MirrorCommand::Describe { root, json, acls } => {
             // A reader: beside a running `mirror run` (which holds the lock), nothing changed on disk.
@@ -359,6 +411,59 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// A local source as it is stored: its canonical absolute path, so `mirror run` finds it from any
+/// working directory. A `kafka://` source is kept as given.
+fn stored_source(source: &str) -> anyhow::Result<String> {
+    if source.starts_with(klog::mirror::kafka_source::KAFKA_SCHEME) {
+        return Ok(source.to_owned());
+    }
+    let path = std::fs::canonicalize(source).with_context(|| {
+        format!("--source {source}: not a directory here (a cluster root, or kafka://host:port)")
+    })?;
+    path.to_str()
+        .map(str::to_owned)
+        .with_context(|| format!("--source {}: the path is not UTF-8", path.display()))
+}
+
+/// `retry`'s lines: `TOPIC: ok (partitions P, ... reset)` or `TOPIC: error NAME: message`; `--json`
+/// adds `"partitions": [P, ...]` to the topic result object.
+fn print_retry_results(
+    results: &klog::mirror::cluster::RetryResults,
+    json: bool,
+) -> std::io::Result<ExitCode> {
+    let mut ok = true;
+    for (topic, r) in results {
+        ok &= r.is_ok();
+        match r {
+            Ok(partitions) if json => say!(
+                "{}",
+                json!({"topic": topic, "error": null, "message": null, "partitions": partitions})
+            ),
+            Ok(partitions) if partitions.is_empty() => say!("{topic}: ok (no FAILED partition)"),
+            Ok(partitions) => {
+                let list: Vec<String> = partitions.iter().map(i32::to_string).collect();
+                say!("{topic}: ok (partitions {} reset)", list.join(", "));
+            }
+            Err(e) => {
+                let name = e.error_name().unwrap_or("UNKNOWN_SERVER_ERROR");
+                if json {
+                    say!(
+                        "{}",
+                        json!({"topic": topic, "error": name, "message": e.to_string(), "partitions": null})
+                    );
+                } else {
+                    say!("{topic}: error {name}: {e}");
+                }
+            }
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn topics_request(
@@ -392,6 +497,7 @@ pub fn print_describe(
         "LME"
     );
     let opt = |v: Option<i64>| v.map_or("-".to_owned(), |v| v.to_string());
+    let now_ms = SystemClock.now_ms();
     for r in rows {
         say!(
             "{:<24} {:>4} {:<12} {:<10} {:>6} {:>10} {:>10} {:>8} {:>5}{}",
@@ -404,13 +510,31 @@ pub fn print_describe(
             r.log_end_offset,
             opt(r.lag),
             opt(r.last_mirrored_epoch.map(i64::from)),
-            r.error
-                .as_deref()
-                .map(|e| format!("  ({e})"))
-                .unwrap_or_default()
+            failure_note(r, now_ms)
         );
     }
     Ok(())
+}
+
+/// Why a partition failed and when it is retried, after its row: `  (FAILED in STATE, attempt N,
+/// retry in S s: error)`; `retry on resume` while paused; `not retried (klog mirror retry resets it)`.
+fn failure_note(r: &klog::mirror::PartitionDescription, now_ms: i64) -> String {
+    let Some(error) = r.error.as_deref() else {
+        return String::new();
+    };
+    let Some(failed_in) = r.failed_state else {
+        return format!("  ({error})");
+    };
+    let when = match (r.next_retry_ms, r.desired) {
+        (None, _) => "not retried (`klog mirror retry` or `resume` resets it)".to_owned(),
+        (Some(_), Some(klog::mirror::DesiredState::Pause)) => "retry on resume".to_owned(),
+        (Some(t), _) if t <= now_ms => "retry at the next pass".to_owned(),
+        (Some(t), _) => format!("retry in {:.1} s", (t - now_ms) as f64 / 1000.0),
+    };
+    format!(
+        "  (FAILED in {failed_in}, attempt {}, {when}: {error})",
+        r.retry_attempt.unwrap_or(0)
+    )
 }
 
 fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {

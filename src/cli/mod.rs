@@ -36,12 +36,15 @@ mod demo;
 mod dump;
 mod dump_coordinator;
 mod dump_meta;
+mod dump_metadata;
 mod mirror;
 mod mirror_meta;
 mod producers;
 mod read;
 mod recover;
 mod shutdown;
+mod topic_config;
+mod topics;
 mod torture;
 
 use std::io::Write;
@@ -59,13 +62,20 @@ use clap::{Parser, Subcommand};
     about = "Kafka partition logs, byte for byte in Kafka's format"
 )]
 pub struct Cli {
+    /// Log what the library does to stderr: -v info (recoveries and what they cut, truncations, retention,
+    /// mirror transitions, failover), -vv debug (also opens, rolls, snapshots, source connections),
+    /// -vvv trace. `RUST_LOG` (e.g. `klog_mirror=debug`) overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// The command to run.
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Build batches in every codec plus control batches, write them, read them back and dump them.
+    /// The mirroring story in a scratch directory: a primary cluster, a mirror of it, failover,
+    /// failback and crash recovery, each step checked and narrated.
     Demo {
         /// Directory to write into (default: a new directory under the system temp dir).
         #[arg(long)]
@@ -83,10 +93,12 @@ enum Command {
     Recover(recover::RecoverArgs),
     /// Check log directories without changing anything: CRCs, indexes, snapshots, checkpoints.
     Verify(recover::VerifyArgs),
+    /// The topics, partitions and configs a KRaft metadata log (`__cluster_metadata-0`) states.
+    Topics(topics::TopicsArgs),
     /// Append and flush random batches until killed (the real-process kill test's child).
     #[command(hide = true)]
     Torture(torture::TortureArgs),
-    /// Measure klog beside the machine's limits (plain pwrite/pread)
+    /// Measure klog beside the machine's limits (plain pwrite/pread) and beside Kafka's own code.
     Bench(bench::BenchArgs),
     /// Local clusters: one root directory each (a log directory, cluster.json, __mirror_state).
     #[command(subcommand)]
@@ -94,7 +106,7 @@ enum Command {
     /// Topics of a local cluster.
     #[command(subcommand)]
     Topic(mirror::TopicCommand),
-    /// KIP-1279 cluster mirroring between local clusters.
+    /// KIP-1279 cluster mirroring into a local cluster, from another local cluster or a Kafka cluster.
     #[command(subcommand)]
     Mirror(mirror::MirrorCommand),
     /// ACL bindings kept in a local cluster's metadata (klog has no authorizer: data for the layer
@@ -113,6 +125,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Producers(args) => producers::run(&args),
         Command::Recover(args) => recover::recover(&args),
         Command::Verify(args) => recover::verify(&args),
+        Command::Topics(args) => topics::run(&args),
         Command::Torture(args) => torture::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Cluster(cmd) => mirror::cluster(&cmd),

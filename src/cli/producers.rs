@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use klog::log::config::LogConfig;
 use klog::log::io::StdStorage;
 use klog::log::log_dir::LogDir;
 use serde_json::json;
 
 use super::append::split_partition_dir;
+use super::topic_config::{configs_json, configs_text, ConfigArgs, TopicConfigs};
 
 #[derive(Debug, Args)]
 pub struct ProducersArgs {
@@ -20,10 +20,10 @@ pub struct ProducersArgs {
     /// One JSON object (see docs/cli.md).
     #[arg(long)]
     json: bool,
-    /// A topic configuration, `key=value` with Kafka's names (repeatable), e.g. `producer.id.expiration.ms`,
-    /// which decides which producers a snapshot load keeps.
-    #[arg(long = "config", value_name = "KEY=VALUE")]
-    configs: Vec<String>,
+    /// Topic configs (`--config`, e.g. `producer.id.expiration.ms`, which decides which producers a
+    /// snapshot load keeps) over the metadata log's.
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 pub fn run(args: &ProducersArgs) -> anyhow::Result<ExitCode> {
@@ -35,8 +35,9 @@ pub fn run(args: &ProducersArgs) -> anyhow::Result<ExitCode> {
     let (root, name) = split_partition_dir(&args.dir)?;
     // A reader: no lock, producer state replayed in memory, no snapshot written.
     let log_dir = LogDir::open_read_only(Arc::new(StdStorage), &root)?;
-    let config = LogConfig::from_pairs(args.configs.iter().map(String::as_str))?;
-    let (log, _) = log_dir.open_partition(&name, config)?;
+    let configs = TopicConfigs::load(&args.config, &root)?;
+    let config = configs.for_partition(&root, &name);
+    let (log, _) = log_dir.open_partition(&name, config.config.clone())?;
     let producers: Vec<serde_json::Value> = log
         .producers()
         .iter()
@@ -59,6 +60,8 @@ pub fn run(args: &ProducersArgs) -> anyhow::Result<ExitCode> {
         "last_stable_offset": log.last_stable_offset(),
         "first_unstable_offset": log.first_unstable_offset(),
         "producers": producers,
+        "metadata_log": configs.metadata_dir().map(|d| d.display().to_string()),
+        "configs": configs_json(&config),
     });
     log.close()?;
     log_dir.close()?;
@@ -79,6 +82,9 @@ pub fn run(args: &ProducersArgs) -> anyhow::Result<ExitCode> {
             p["producer_id"], p["producer_epoch"], p["last_sequence"], p["last_offset"], p["offset_delta"],
             p["last_timestamp"], p["coordinator_epoch"], p["current_txn_first_offset"]
         );
+    }
+    if let Some(c) = configs_text(&config) {
+        outln!("configs: {c}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! `klog recover DIR...` (the recovery replay tool) and `klog verify DIR...`. Each DIR is a log directory
 //! (every partition in it is handled on its own) or a single partition directory.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,11 +13,14 @@ use klog::log::checkpoint::{
 };
 use klog::log::config::LogConfig;
 use klog::log::io::{ReadOnlyStorage, StdStorage, Storage};
+use klog::log::kraft::TopicConfig;
 use klog::log::log_dir::partition_dir_names;
 use klog::log::log_dir::LogDir;
 use klog::log::partition_log::partition_dir_name;
 use klog::recovery::{verify_partition, LogLoader, Problem, RecoveryReport};
 use serde_json::json;
+
+use super::topic_config::{configs_json, configs_text, ConfigArgs, TopicConfigs};
 
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
@@ -33,6 +37,8 @@ pub struct RecoverArgs {
     /// Partitions recovered at once (Kafka's `num.recovery.threads.per.data.dir`); default: one per core.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 #[derive(Debug, Args)]
@@ -43,6 +49,8 @@ pub struct VerifyArgs {
     /// One JSON object per partition.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 /// (log dir, the partitions to handle: all when None).
@@ -59,7 +67,11 @@ fn targets(dir: &Path) -> anyhow::Result<(PathBuf, Option<String>)> {
     Ok((dir.to_owned(), None))
 }
 
-fn report_json(r: &RecoveryReport) -> serde_json::Value {
+fn report_json(
+    r: &RecoveryReport,
+    configs: &TopicConfigs,
+    config: &TopicConfig,
+) -> serde_json::Value {
     json!({
         "partition": r.partition,
         "clean_shutdown": r.clean_shutdown,
@@ -80,6 +92,8 @@ fn report_json(r: &RecoveryReport) -> serde_json::Value {
         "producers": r.producers,
         "snapshots_written": r.snapshots_written,
         "duration_ms": r.duration_ms,
+        "metadata_log": configs.metadata_dir().map(|d| d.display().to_string()),
+        "configs": configs_json(config),
     })
 }
 
@@ -102,7 +116,8 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         } else {
             Arc::new(StdStorage)
         };
-        let loader = LogLoader::new(storage.clone(), LogConfig::default()).with_threads(threads);
+        let loader = LogLoader::new(storage.clone(), LogConfig::default());
+        let configs = TopicConfigs::load(&args.config, &root)?;
         // Recovery reads past checkpoint lines it cannot parse, and says so: their partitions are rescanned.
         let (mut log_dir, problems) = LogDir::open_salvaging(storage.clone(), &root)?;
         for p in problems {
@@ -112,6 +127,21 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
             Some(name) => vec![name.clone()],
             None => loader.partition_names(&root)?,
         };
+        // Each partition with its topic's config (index interval, segment sizes, ...), resolved once
+        // here (warnings on stderr in name order), handed to the loader's threads by name.
+        let partition_configs: BTreeMap<String, TopicConfig> = names
+            .iter()
+            .map(|name| (name.clone(), configs.for_partition(&root, name)))
+            .collect();
+        let log_configs: BTreeMap<String, LogConfig> = partition_configs
+            .iter()
+            .map(|(name, c)| (name.clone(), c.config.clone()))
+            .collect();
+        let loader = loader
+            .with_threads(threads)
+            .with_partition_configs(Arc::new(move |name: &str| {
+                log_configs.get(name).cloned().unwrap_or_default()
+            }));
         let progress = progress_bar(names.len() as u64);
         let outcomes = loader.load_partitions(
             &log_dir,
@@ -127,12 +157,17 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
             interrupted = super::shutdown::requested();
         }
         for (name, outcome) in outcomes {
+            let config = &partition_configs[&name];
             match outcome {
                 Ok((log, report)) => {
                     if !args.dry_run {
                         log_dir.close_partition(log)?;
                     }
-                    print_report(args.json, &root, &report);
+                    if args.json {
+                        outln!("{}", report_json(&report, &configs, config));
+                    } else {
+                        print_report(&root, &report, config);
+                    }
                 }
                 Err(e) => {
                     ok = false;
@@ -178,11 +213,7 @@ fn progress_bar(len: u64) -> indicatif::ProgressBar {
     bar
 }
 
-fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
-    if json {
-        outln!("{}", report_json(r));
-        return;
-    }
+fn print_report(root: &Path, r: &RecoveryReport, config: &TopicConfig) {
     let cut = if r.truncated.is_empty() {
         "nothing cut".to_string()
     } else {
@@ -198,9 +229,12 @@ fn print_report(json: bool, root: &Path, r: &RecoveryReport) {
             .collect();
         format!("{} bytes cut: {}", r.bytes_truncated, cuts.join(", "))
     };
+    let configs = configs_text(config)
+        .map(|c| format!("; configs: {c}"))
+        .unwrap_or_default();
     outln!(
         "{}: {} shutdown; offsets {}..{} (recovery point {}); {} segments scanned, {} bytes validated; {cut}; \
-         {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; {} producers; {} snapshots written; {} ms",
+         {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; {} producers; {} snapshots written; {} ms{configs}",
         root.join(&r.partition).display(),
         if r.clean_shutdown { "clean" } else { "unclean" },
         r.log_start_offset,
@@ -254,6 +288,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     for dir in &args.dirs {
         let (root, only) = targets(dir)?;
         ok &= verify_checkpoints(args.json, &root)?;
+        let configs = TopicConfigs::load(&args.config, &root)?;
         let partitions: Vec<String> = match &only {
             Some(p) => vec![p.clone()],
             None => partition_dir_names(&StdStorage, &root)?,
@@ -263,8 +298,13 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                 break; // nobody reads the rest (`klog verify ... | head -1`)
             }
             let dir = root.join(&name);
+            let mut config = None;
             let problems = match partition_dir_name(&dir) {
-                Ok(_) => verify_partition(&ReadOnlyStorage::new(Arc::new(StdStorage)), &dir)?,
+                Ok(_) => {
+                    // No check depends on a topic config; the JSON says which the partition has.
+                    config = Some(configs.for_partition(&root, &name));
+                    verify_partition(&ReadOnlyStorage::new(Arc::new(StdStorage)), &dir)?
+                }
                 Err(e) => {
                     let what = match e {
                         klog::log::Error::InvalidPartitionDir { reason, .. } => {
@@ -281,9 +321,12 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|p| json!({"file": p.file.display().to_string(), "problem": p.what}))
                     .collect();
+                let configs_of = config.as_ref().map(configs_json);
                 outln!(
                     "{}",
-                    json!({"partition": name, "ok": problems.is_empty(), "problems": list})
+                    json!({"partition": name, "ok": problems.is_empty(), "problems": list,
+                        "metadata_log": configs.metadata_dir().map(|d| d.display().to_string()),
+                        "configs": configs_of})
                 );
             } else if problems.is_empty() {
                 outln!("{}: ok", root.join(&name).display());

@@ -17,7 +17,9 @@ use super::append::split_partition_dir;
 
 #[derive(Debug, Args)]
 pub struct TortureArgs {
+    /// The partition directory to append to, `<log dir>/<topic>-<partition>`.
     dir: PathBuf,
+    /// Seed of the random batches (the parent replays it to know what was acknowledged).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Stop after this many batches (default: until killed).

@@ -82,6 +82,8 @@ fn free_port() -> u16 {
 pub struct Cluster {
     pub root: PathBuf,
     pub data: PathBuf,
+    /// `metadata.log.dir`: where `__cluster_metadata-0` is.
+    pub meta: PathBuf,
     /// The id the storage was formatted with (`storage-tool random-uuid`): the broker's cluster id, for
     /// tests to compare what klog learned from the broker with.
     pub cluster_id: String,
@@ -92,24 +94,51 @@ pub struct Cluster {
 impl Cluster {
     /// Writes `server.properties` and formats the storage with `kafka.tools.StorageTool`.
     pub fn format(root: &Path) -> Cluster {
+        Cluster::format_with(root, "")
+    }
+
+    /// [`Cluster::format`] with more `server.properties` lines (`key=value\n` each).
+    pub fn format_with(root: &Path, extra_properties: &str) -> Cluster {
+        Cluster::format_layout(root, extra_properties, false)
+    }
+
+    /// [`Cluster::format_with`] in Kafka's default layout with a dynamic quorum: the metadata log inside the
+    /// data directory (no `metadata.log.dir`), `controller.quorum.bootstrap.servers` and `format
+    /// --standalone` (KRaft version 1: the metadata log holds KRaftVersion and Voters records).
+    pub fn format_standalone(root: &Path, extra_properties: &str) -> Cluster {
+        Cluster::format_layout(root, extra_properties, true)
+    }
+
+    fn format_layout(root: &Path, extra_properties: &str, standalone: bool) -> Cluster {
         let data = root.join("data");
-        let meta = root.join("meta");
+        let meta = if standalone {
+            data.clone()
+        } else {
+            root.join("meta")
+        };
         let (port, controller_port) = (free_port(), free_port());
         let properties = root.join("server.properties");
         std::fs::create_dir_all(root).expect("create the cluster's directory");
+        let quorum = if standalone {
+            format!("controller.quorum.bootstrap.servers=127.0.0.1:{controller_port}\n")
+        } else {
+            format!(
+                "controller.quorum.voters=1@127.0.0.1:{controller_port}\nmetadata.log.dir={}\n",
+                meta.display()
+            )
+        };
         std::fs::write(
             &properties,
             format!(
                 "process.roles=broker,controller\n\
                  node.id=1\n\
-                 controller.quorum.voters=1@127.0.0.1:{controller_port}\n\
+                 {quorum}\
                  listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}\n\
                  advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n\
                  controller.listener.names=CONTROLLER\n\
                  inter.broker.listener.name=PLAINTEXT\n\
                  listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
                  log.dirs={}\n\
-                 metadata.log.dir={}\n\
                  num.partitions=1\n\
                  auto.create.topics.enable=false\n\
                  offsets.topic.replication.factor=1\n\
@@ -118,9 +147,8 @@ impl Cluster {
                  transaction.state.log.min.isr=1\n\
                  transaction.state.log.num.partitions=1\n\
                  group.initial.rebalance.delay.ms=0\n\
-                 log.flush.interval.messages=9223372036854775807\n",
+                 log.flush.interval.messages=9223372036854775807\n{extra_properties}",
                 data.display(),
-                meta.display()
             ),
         )
         .expect("write server.properties");
@@ -128,18 +156,23 @@ impl Cluster {
             .expect("utf-8 uuid")
             .trim()
             .to_owned();
-        kafka_tools(&[
+        let mut format = vec![
             "storage-tool",
             "format",
             "-t",
             &cluster_id,
             "-c",
             properties.to_str().expect("utf-8 path"),
-        ]);
+        ];
+        if standalone {
+            format.push("--standalone");
+        }
+        kafka_tools(&format);
         Cluster {
             log_file: root.join("broker.log"),
             root: root.to_owned(),
             data,
+            meta,
             cluster_id,
             properties,
         }

@@ -9,10 +9,15 @@ use base64::Engine as _;
 /// An ordered JSON value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Json {
+    /// `null`.
     Null,
+    /// A number (coordinator records hold integers only).
     Number(i64),
+    /// A string.
     String(String),
+    /// An array.
     Array(Vec<Json>),
+    /// An object, its members in Kafka's order.
     Object(Vec<(String, Json)>),
 }
 

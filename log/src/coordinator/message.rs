@@ -12,19 +12,26 @@ use super::{FieldCorruption, Part};
 /// A decoded value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
+    /// A null string, bytes, array or struct.
     Null,
     /// Every integer type (int8, int16, uint16, int32, int64).
     Int(i64),
+    /// A string.
     String(String),
+    /// Bytes.
     Bytes(Vec<u8>),
+    /// A UUID.
     Uuid([u8; 16]),
+    /// An array.
     Array(Vec<Value>),
+    /// A struct.
     Struct(Struct),
 }
 
 /// A decoded message or struct: the fields that exist at its version, in schema order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Struct {
+    /// Each field with its value, in schema order.
     pub fields: Vec<(&'static Field, Value)>,
 }
 
@@ -37,6 +44,7 @@ impl Struct {
             .map(|(_, v)| v)
     }
 
+    /// The integer field `name`, if it exists and is an integer.
     pub fn int(&self, name: &str) -> Option<i64> {
         match self.get(name)? {
             Value::Int(i) => Some(*i),
@@ -44,6 +52,7 @@ impl Struct {
         }
     }
 
+    /// The string field `name`, if it exists and is a non-null string.
     pub fn string(&self, name: &str) -> Option<&str> {
         match self.get(name)? {
             Value::String(s) => Some(s),
@@ -55,8 +64,11 @@ impl Struct {
 /// Where a decode failed: the field and the byte offset in the buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
+    /// The field's JSON name.
     pub field: &'static str,
+    /// The byte offset in the key or value where it failed.
     pub position: usize,
+    /// What was wrong.
     pub reason: FieldCorruption,
 }
 

@@ -29,7 +29,9 @@ pub use transactions::{TransactionLogKey, TransactionLogValue, TRANSACTION_STATE
 /// The part of a record a failure is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
+    /// The record's key.
     Key,
+    /// The record's value.
     Value,
 }
 
@@ -48,13 +50,22 @@ pub enum CoordinatorCorruption {
     UnknownRecordType(i16),
     /// A value version outside its schema's valid versions.
     #[error("unknown version {version} of the value of record type {record_type}")]
-    UnknownVersion { record_type: i16, version: i16 },
+    UnknownVersion {
+        /// The record type.
+        record_type: i16,
+        /// The value's version.
+        version: i16,
+    },
     /// A field that does not decode.
     #[error("{} of record type {record_type} (version {version}), field {} at byte {}: {}", message::part_name(*part), .error.field, .error.position + 2, .error.reason)]
     Field {
+        /// Key or value.
         part: Part,
+        /// The record type.
         record_type: i16,
+        /// The key's or value's version.
         version: i16,
+        /// The field and what was wrong with it.
         error: FieldError,
     },
 }
@@ -63,14 +74,24 @@ pub enum CoordinatorCorruption {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FieldCorruption {
+    /// The buffer ends inside the field.
     #[error("the buffer ends inside it")]
     Truncated,
+    /// A null where the schema allows none.
     #[error("null, but the field is not nullable at this version")]
     NullNotNullable,
+    /// A string length Kafka refuses.
     #[error("string length {0} is over 32767")]
     InvalidLength(i64),
+    /// An array or map announcing more elements than bytes remain.
     #[error("{count} elements announced but only {remaining} bytes remain")]
-    TooManyElements { count: u64, remaining: u64 },
+    TooManyElements {
+        /// The announced count.
+        count: u64,
+        /// The bytes left in the buffer.
+        remaining: u64,
+    },
+    /// An unsigned varint of more than 5 bytes.
     #[error("an unsigned varint longer than 5 bytes")]
     VarintTooLong,
 }

@@ -35,18 +35,24 @@ pub fn partition_for_group(group: &str, partitions: u32) -> u32 {
 /// The key of an offset commit: which group committed an offset for which partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetCommitKey {
+    /// The consumer group id.
     pub group: String,
+    /// The topic.
     pub topic: String,
+    /// The partition.
     pub partition: i32,
 }
 
 /// The value of an offset commit (`OffsetCommitValue`, versions 0 to 4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetCommitValue {
+    /// The committed offset: the next record the group reads.
     pub offset: i64,
     /// Versions 3+; -1 when unknown.
     pub leader_epoch: i32,
+    /// The client's metadata string.
     pub metadata: String,
+    /// When the offset was committed (ms).
     pub commit_timestamp: i64,
     /// Version 1 only; -1 otherwise.
     pub expire_timestamp: i64,

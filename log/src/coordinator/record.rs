@@ -49,8 +49,11 @@ impl Coordinator {
 /// A decoded coordinator record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoordinatorRecord {
+    /// The record type (the key's first two bytes).
     pub record_type: i16,
+    /// The key's schema.
     pub key_schema: &'static Schema,
+    /// The key's fields.
     pub key: Struct,
     /// The value's version, schema and fields; `None` for a tombstone.
     pub value: Option<(i16, &'static Schema, Struct)>,

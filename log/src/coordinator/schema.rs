@@ -4,7 +4,9 @@
 /// An inclusive range of versions; empty when `low > high` (Kafka's `"none"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Versions {
+    /// The first version.
     pub low: i16,
+    /// The last version.
     pub high: i16,
 }
 
@@ -25,6 +27,7 @@ impl Versions {
         }
     }
 
+    /// Whether `version` is in the range.
     pub fn contains(&self, version: i16) -> bool {
         self.low <= version && version <= self.high
     }
@@ -33,13 +36,21 @@ impl Versions {
 /// A field's type.
 #[derive(Debug)]
 pub enum FieldType {
+    /// `int8`.
     Int8,
+    /// `int16`.
     Int16,
+    /// `uint16`.
     UInt16,
+    /// `int32`.
     Int32,
+    /// `int64`.
     Int64,
+    /// `string`.
     String,
+    /// `bytes`.
     Bytes,
+    /// `uuid`.
     Uuid,
     /// A struct (its fields), inline or from `commonStructs`.
     Struct(&'static [Field]),
@@ -63,13 +74,17 @@ pub enum Default {
 pub struct Field {
     /// Kafka's JSON name (the schema's name with its first letter lower-cased).
     pub name: &'static str,
+    /// Its type.
     pub ty: FieldType,
+    /// The versions it exists in.
     pub versions: Versions,
+    /// The versions in which it may be null.
     pub nullable: Versions,
     /// The tag of a tagged field.
     pub tag: Option<u32>,
     /// The versions in which the field is tagged.
     pub tagged: Versions,
+    /// Its declared default.
     pub default: Default,
 }
 
@@ -96,9 +111,11 @@ pub struct Schema {
     pub name: &'static str,
     /// The record type (a coordinator record's `apiKey`), -1 for `data` messages.
     pub api_key: i16,
+    /// The versions that exist.
     pub valid: Versions,
     /// Versions that use the compact encodings and carry tagged fields.
     pub flexible: Versions,
+    /// Its fields, in order.
     pub fields: &'static [Field],
 }
 

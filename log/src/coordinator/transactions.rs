@@ -12,26 +12,37 @@ pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 /// The key: a transactional id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransactionLogKey {
+    /// The producer's `transactional.id`.
     pub transactional_id: String,
 }
 
 /// The value: a transactional id's metadata. Tagged fields (v1) absent from the bytes have their defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransactionLogValue {
+    /// The value's version (0 or 1).
     pub version: i16,
+    /// The producer id.
     pub producer_id: i64,
+    /// The producer id before the last epoch overflow (-1 when none).
     pub previous_producer_id: i64,
+    /// The producer id after an epoch overflow in progress (-1 when none).
     pub next_producer_id: i64,
+    /// The producer epoch.
     pub producer_epoch: i16,
+    /// The epoch the producer moves to (-1 when none).
     pub next_producer_epoch: i16,
+    /// `transaction.timeout.ms`.
     pub transaction_timeout_ms: i32,
     /// Kafka's `TransactionState` id: 0 Empty, 1 Ongoing, 2 PrepareCommit, 3 PrepareAbort,
     /// 4 CompleteCommit, 5 CompleteAbort, 6 Dead, 7 PrepareEpochFence.
     pub transaction_status: i8,
     /// (topic, partitions); `None` when null.
     pub transaction_partitions: Option<Vec<(String, Vec<i32>)>>,
+    /// When the state last changed (ms).
     pub transaction_last_update_timestamp_ms: i64,
+    /// When the transaction started (ms; -1 when none is open).
     pub transaction_start_timestamp_ms: i64,
+    /// The transaction version the client uses (tagged field, v1).
     pub client_transaction_version: i16,
 }
 

@@ -88,10 +88,12 @@ impl<'a> RecordBatch<'a> {
         Ok(())
     }
 
+    /// The CRC-32C of `attributes..end`, as the header's `crc` should hold it.
     pub fn compute_crc(&self) -> u32 {
         crc32c(&self.bytes[CRC_START..])
     }
 
+    /// The 61-byte header.
     pub fn header(&self) -> &'a BatchHeader {
         self.header
     }
@@ -106,30 +108,37 @@ impl<'a> RecordBatch<'a> {
         self.position
     }
 
+    /// `12 + batch_length`: the whole batch.
     pub fn size_in_bytes(&self) -> usize {
         self.bytes.len()
     }
 
+    /// `baseOffset`.
     pub fn base_offset(&self) -> i64 {
         self.header.base_offset.get()
     }
 
+    /// `batchLength`: bytes after this field.
     pub fn batch_length(&self) -> i32 {
         self.header.batch_length.get()
     }
 
+    /// `partitionLeaderEpoch`, stamped by the leader that appended the batch.
     pub fn partition_leader_epoch(&self) -> i32 {
         self.header.partition_leader_epoch.get()
     }
 
+    /// `magic` (2).
     pub fn magic(&self) -> i8 {
         self.header.magic
     }
 
+    /// The stored `crc`.
     pub fn crc(&self) -> u32 {
         self.header.crc.get()
     }
 
+    /// `attributes`.
     pub fn attributes(&self) -> Attributes {
         Attributes::from_field(self.header.attributes.get())
     }
@@ -147,27 +156,33 @@ impl<'a> RecordBatch<'a> {
         })
     }
 
+    /// CreateTime or LogAppendTime (attributes bit 3).
     pub fn timestamp_type(&self) -> TimestampType {
         self.attributes().timestamp_type()
     }
 
+    /// Whether the batch is transactional (attributes bit 4).
     pub fn is_transactional(&self) -> bool {
         self.attributes().is_transactional()
     }
 
+    /// Whether it is a control batch (attributes bit 5).
     pub fn is_control(&self) -> bool {
         self.attributes().is_control()
     }
 
+    /// `lastOffsetDelta`.
     pub fn last_offset_delta(&self) -> i32 {
         self.header.last_offset_delta.get()
     }
 
+    /// `base_offset + last_offset_delta`.
     pub fn last_offset(&self) -> i64 {
         self.base_offset()
             .wrapping_add(self.last_offset_delta() as i64)
     }
 
+    /// The offset after the batch.
     pub fn next_offset(&self) -> i64 {
         self.last_offset().wrapping_add(1)
     }
@@ -177,6 +192,7 @@ impl<'a> RecordBatch<'a> {
         self.header.base_timestamp.get()
     }
 
+    /// `maxTimestamp`.
     pub fn max_timestamp(&self) -> i64 {
         self.header.max_timestamp.get()
     }
@@ -188,6 +204,7 @@ impl<'a> RecordBatch<'a> {
             .then(|| self.base_timestamp())
     }
 
+    /// `producerId` (-1: none).
     pub fn producer_id(&self) -> i64 {
         self.header.producer_id.get()
     }
@@ -197,10 +214,12 @@ impl<'a> RecordBatch<'a> {
         self.producer_id() > -1
     }
 
+    /// `producerEpoch` (-1: none).
     pub fn producer_epoch(&self) -> i16 {
         self.header.producer_epoch.get()
     }
 
+    /// `baseSequence` (-1: none).
     pub fn base_sequence(&self) -> i32 {
         self.header.base_sequence.get()
     }
@@ -215,6 +234,7 @@ impl<'a> RecordBatch<'a> {
         }
     }
 
+    /// `recordsCount`.
     pub fn records_count(&self) -> i32 {
         self.header.records_count.get()
     }
@@ -230,6 +250,7 @@ impl<'a> RecordBatch<'a> {
         self.records_with_limit(scratch, super::DEFAULT_MAX_DECOMPRESSED_BYTES)
     }
 
+    /// The records, inflating a compressed batch into `scratch` at most `limit` bytes (the decompression-bomb cap).
     pub fn records_with_limit<'s>(
         &'s self,
         scratch: &'s mut Vec<u8>,
@@ -347,6 +368,7 @@ impl<'a> RecordBatchMut<'a> {
         self.header().crc.set(crc);
     }
 
+    /// A read-only view of the same bytes.
     pub fn as_batch(&self) -> RecordBatch<'_> {
         let (header, _) = BatchHeader::ref_from_prefix(self.bytes).expect("checked in parse");
         RecordBatch {

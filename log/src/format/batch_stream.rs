@@ -37,6 +37,7 @@ impl Default for BatchStream {
 }
 
 impl BatchStream {
+    /// A stream reading through a window of `window_bytes` (at least one batch beyond it).
     pub fn new(window_bytes: usize) -> Self {
         BatchStream {
             window: window_bytes.max(HEADER_SIZE_UP_TO_MAGIC),

@@ -13,11 +13,14 @@ use crate::{Corruption, Error};
 /// A batch of any magic.
 #[derive(Debug, Clone, Copy)]
 pub enum AnyBatch<'a> {
+    /// A v2 record batch.
     V2(RecordBatch<'a>),
+    /// A v0/v1 message (its wrapper, when compressed).
     Legacy(LegacyEntry<'a>),
 }
 
 impl<'a> AnyBatch<'a> {
+    /// Its byte position in the data.
     pub fn position(&self) -> u64 {
         match self {
             AnyBatch::V2(b) => b.position(),
@@ -25,6 +28,7 @@ impl<'a> AnyBatch<'a> {
         }
     }
 
+    /// Its size in bytes, log overhead included.
     pub fn size_in_bytes(&self) -> usize {
         match self {
             AnyBatch::V2(b) => b.size_in_bytes(),
@@ -32,6 +36,7 @@ impl<'a> AnyBatch<'a> {
         }
     }
 
+    /// Its bytes.
     pub fn as_bytes(&self) -> &'a [u8] {
         match self {
             AnyBatch::V2(b) => b.as_bytes(),
@@ -47,6 +52,7 @@ impl<'a> AnyBatch<'a> {
         }
     }
 
+    /// The last offset it holds.
     pub fn last_offset(&self) -> i64 {
         match self {
             AnyBatch::V2(b) => b.last_offset(),
@@ -69,11 +75,26 @@ pub enum Tail {
     /// The last batch ended exactly at the end of the data.
     Clean,
     /// An incomplete batch: a torn write, or a fetch response cut at its size limit.
-    Partial { position: u64, bytes: u64 },
+    Partial {
+        /// Where the tail starts.
+        position: u64,
+        /// Bytes from there to the end.
+        bytes: u64,
+    },
     /// Only zero bytes remain: a preallocated file's unwritten tail.
-    ZeroFilled { position: u64, bytes: u64 },
+    ZeroFilled {
+        /// Where the tail starts.
+        position: u64,
+        /// Bytes from there to the end.
+        bytes: u64,
+    },
     /// Iteration stopped at a corrupt batch (the error was yielded); bytes from there on are unread.
-    Corrupt { position: u64, bytes: u64 },
+    Corrupt {
+        /// Where the tail starts.
+        position: u64,
+        /// Bytes from there to the end.
+        bytes: u64,
+    },
 }
 
 /// Iterator over the batches of `data`. `base_position` is added to every position it reports.
@@ -86,10 +107,12 @@ pub struct Batches<'a> {
 }
 
 impl<'a> Batches<'a> {
+    /// The batches of `data`, positions counted from 0, CRCs checked.
     pub fn new(data: &'a [u8]) -> Self {
         Self::at(data, 0)
     }
 
+    /// The batches of `data`, positions counted from `base_position` (its place in a file).
     pub fn at(data: &'a [u8], base_position: u64) -> Self {
         Batches {
             rest: data,

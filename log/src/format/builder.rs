@@ -13,7 +13,9 @@ use crate::Error;
 /// A record header to write: Kafka header keys are strings, values nullable bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header<'a> {
+    /// The header key.
     pub key: &'a str,
+    /// The header value (`None`: null).
     pub value: Option<&'a [u8]>,
 }
 
@@ -40,6 +42,7 @@ pub struct BatchBuilder {
 }
 
 impl BatchBuilder {
+    /// A builder of a batch in `compression`: base offset 0, no producer, CreateTime.
     pub fn new(compression: Compression) -> Self {
         BatchBuilder {
             compression,
@@ -61,11 +64,13 @@ impl BatchBuilder {
         }
     }
 
+    /// Sets `baseOffset` (a follower's or a mirror's batch; a leader assigns it).
     pub fn base_offset(mut self, base_offset: i64) -> Self {
         self.base_offset = base_offset;
         self
     }
 
+    /// Sets `partitionLeaderEpoch`.
     pub fn partition_leader_epoch(mut self, epoch: i32) -> Self {
         self.partition_leader_epoch = epoch;
         self
@@ -79,6 +84,7 @@ impl BatchBuilder {
         self
     }
 
+    /// Marks the batch transactional.
     pub fn transactional(mut self, transactional: bool) -> Self {
         self.transactional = transactional;
         self
@@ -97,6 +103,7 @@ impl BatchBuilder {
         self
     }
 
+    /// Records appended so far.
     pub fn record_count(&self) -> i32 {
         self.count
     }

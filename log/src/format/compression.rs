@@ -27,14 +27,20 @@ const ZSTD_LEVEL: i32 = 3;
 /// A batch codec (attribute bits 0-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Compression {
+    /// No compression (id 0).
     None,
+    /// gzip (id 1).
     Gzip,
+    /// Snappy in xerial's framing, as Kafka writes it (id 2).
     Snappy,
+    /// LZ4 frames (id 3).
     Lz4,
+    /// Zstandard (id 4).
     Zstd,
 }
 
 impl Compression {
+    /// Every codec, in id order.
     pub const ALL: [Compression; 5] = [
         Compression::None,
         Compression::Gzip,
@@ -43,6 +49,7 @@ impl Compression {
         Compression::Zstd,
     ];
 
+    /// The codec of attributes bits 0-2; `None` for 5-7.
     pub fn from_id(id: u8) -> Option<Self> {
         Some(match id {
             0 => Compression::None,
@@ -54,6 +61,7 @@ impl Compression {
         })
     }
 
+    /// The id in the attributes.
     pub fn id(self) -> u8 {
         match self {
             Compression::None => 0,
@@ -75,6 +83,7 @@ impl Compression {
         }
     }
 
+    /// The codec named as Kafka's `compression.type` names it (`none`, `gzip`, `snappy`, `lz4`, `zstd`).
     pub fn from_name(name: &str) -> Option<Self> {
         Compression::ALL.into_iter().find(|c| c.name() == name)
     }

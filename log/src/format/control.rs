@@ -13,18 +13,28 @@ use crate::Corruption;
 /// Control record types (`ControlRecordType.java`, plus KIP-1279's type 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ControlRecordType {
+    /// ABORT transaction marker (0).
     Abort,
+    /// COMMIT transaction marker (1).
     Commit,
+    /// KRaft leader change (2).
     LeaderChange,
+    /// KRaft snapshot header (3).
     SnapshotHeader,
+    /// KRaft snapshot footer (4).
     SnapshotFooter,
+    /// KRaft version (5).
     KraftVersion,
+    /// KRaft voters (6).
     KraftVoters,
+    /// KIP-1279 MIRROR_PID_RESET barrier (7).
     MirrorPidReset,
+    /// A type klog does not know, with its id.
     Unknown(i16),
 }
 
 impl ControlRecordType {
+    /// The type of a control key's type id.
     pub fn from_id(id: i16) -> Self {
         match id {
             0 => Self::Abort,
@@ -39,6 +49,7 @@ impl ControlRecordType {
         }
     }
 
+    /// The type id in the control key.
     pub fn id(self) -> i16 {
         match self {
             Self::Abort => 0,
@@ -122,11 +133,14 @@ impl fmt::Display for ControlRecordType {
 /// An end-transaction marker's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EndTxnMarker {
+    /// The value version (0).
     pub version: i16,
+    /// The transaction coordinator's epoch.
     pub coordinator_epoch: i32,
 }
 
 impl EndTxnMarker {
+    /// The 6-byte value: version, coordinator epoch.
     pub fn encode(&self) -> [u8; 6] {
         let mut v = [0u8; 6];
         v[..2].copy_from_slice(&self.version.to_be_bytes());
@@ -158,13 +172,17 @@ impl EndTxnMarker {
 /// KIP-1279's barrier value: which cluster the partition was mirrored from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MirrorPidReset {
+    /// The value version.
     pub version: i16,
+    /// The cluster the mirror copied from.
     pub source_cluster_id: String,
 }
 
 impl MirrorPidReset {
+    /// The version klog writes.
     pub const CURRENT_VERSION: i16 = 0;
 
+    /// The barrier of a mirror from `source_cluster_id`.
     pub fn new(source_cluster_id: impl Into<String>) -> Self {
         MirrorPidReset {
             version: Self::CURRENT_VERSION,
@@ -183,6 +201,7 @@ impl MirrorPidReset {
         v
     }
 
+    /// Decodes the value of a MIRROR_PID_RESET record.
     pub fn parse(value: &[u8]) -> Result<Self, Corruption> {
         let bad = |_| Corruption::ControlValue("truncated MirrorPidResetRecord");
         let mut c = Cursor::new(value);
@@ -223,13 +242,18 @@ fn skip_tagged_fields(c: &mut Cursor<'_>) -> Result<(), crate::RecordCorruption>
 /// KRaft's `LeaderChangeMessage` v0 (flexible): version, leader id, voters, granting voters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaderChange {
+    /// The value version.
     pub version: i16,
+    /// The new leader.
     pub leader_id: i32,
+    /// The voters.
     pub voters: Vec<i32>,
+    /// The voters that granted the leader their vote.
     pub granting_voters: Vec<i32>,
 }
 
 impl LeaderChange {
+    /// Decodes the value of a LEADER_CHANGE record.
     pub fn parse(value: &[u8]) -> Result<Self, Corruption> {
         let bad = |_| Corruption::ControlValue("truncated LeaderChangeMessage");
         let mut c = Cursor::new(value);
@@ -282,8 +306,11 @@ fn read_voters(c: &mut Cursor<'_>) -> Result<Vec<i32>, crate::RecordCorruption> 
 /// A decoded control value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ControlValue {
+    /// A COMMIT or ABORT marker's value.
     EndTxn(EndTxnMarker),
+    /// A MIRROR_PID_RESET barrier's value.
     MirrorPidReset(MirrorPidReset),
+    /// A KRaft leader change's value.
     LeaderChange(LeaderChange),
     /// KRaft and unknown types: the raw value bytes (None for a null value).
     Raw(Option<Vec<u8>>),
@@ -292,8 +319,11 @@ pub enum ControlValue {
 /// The first record of a control batch, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControlRecord {
+    /// The control key's version.
     pub key_version: i16,
+    /// The control type.
     pub record_type: ControlRecordType,
+    /// The decoded value.
     pub value: ControlValue,
 }
 

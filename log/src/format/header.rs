@@ -10,18 +10,31 @@ use super::Compression;
 #[derive(Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct BatchHeader {
+    /// `baseOffset`: the first offset.
     pub base_offset: I64,
+    /// `batchLength`: bytes after this field.
     pub batch_length: I32,
+    /// `partitionLeaderEpoch`.
     pub partition_leader_epoch: I32,
+    /// `magic`: 2.
     pub magic: i8,
+    /// `crc`: CRC-32C of `attributes..end`.
     pub crc: U32,
+    /// `attributes`: codec, timestamp type, transactional, control, delete horizon.
     pub attributes: I16,
+    /// `lastOffsetDelta`.
     pub last_offset_delta: I32,
+    /// `baseTimestamp` (the delete horizon when that bit is set).
     pub base_timestamp: I64,
+    /// `maxTimestamp`.
     pub max_timestamp: I64,
+    /// `producerId` (-1: none).
     pub producer_id: I64,
+    /// `producerEpoch`.
     pub producer_epoch: I16,
+    /// `baseSequence`.
     pub base_sequence: I32,
+    /// `recordsCount`.
     pub records_count: I32,
 }
 
@@ -30,7 +43,9 @@ const _: () = assert!(core::mem::size_of::<BatchHeader>() == super::RECORD_BATCH
 /// Timestamp type of a batch (attribute bit 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TimestampType {
+    /// Set by the producer.
     CreateTime,
+    /// Set by the broker when it appends.
     LogAppendTime,
 }
 
@@ -49,10 +64,15 @@ impl TimestampType {
 pub struct Attributes(pub u8);
 
 impl Attributes {
+    /// Bits 0-2: the codec id.
     pub const COMPRESSION_MASK: u8 = 0x07;
+    /// Bit 3: LogAppendTime.
     pub const TIMESTAMP_TYPE: u8 = 0x08;
+    /// Bit 4: transactional.
     pub const TRANSACTIONAL: u8 = 0x10;
+    /// Bit 5: control batch.
     pub const CONTROL: u8 = 0x20;
+    /// Bit 6: `baseTimestamp` holds the delete horizon.
     pub const DELETE_HORIZON: u8 = 0x40;
 
     /// From the stored int16: only the low byte counts (`(byte) buffer.getShort(21)`).
@@ -60,6 +80,7 @@ impl Attributes {
         Attributes(field as u8)
     }
 
+    /// The codec id (bits 0-2).
     pub fn compression_id(self) -> u8 {
         self.0 & Self::COMPRESSION_MASK
     }
@@ -69,6 +90,7 @@ impl Attributes {
         Compression::from_id(self.compression_id())
     }
 
+    /// The timestamp type (bit 3).
     pub fn timestamp_type(self) -> TimestampType {
         if self.0 & Self::TIMESTAMP_TYPE != 0 {
             TimestampType::LogAppendTime
@@ -77,14 +99,17 @@ impl Attributes {
         }
     }
 
+    /// Bit 4.
     pub fn is_transactional(self) -> bool {
         self.0 & Self::TRANSACTIONAL != 0
     }
 
+    /// Bit 5.
     pub fn is_control(self) -> bool {
         self.0 & Self::CONTROL != 0
     }
 
+    /// Bit 6.
     pub fn has_delete_horizon(self) -> bool {
         self.0 & Self::DELETE_HORIZON != 0
     }

@@ -18,24 +18,36 @@ const OVERHEAD_V1: i32 = 22;
 pub struct LegacyEntry<'a> {
     bytes: &'a [u8],
     position: u64,
+    /// The entry's offset (a compressed wrapper's: its last inner offset).
     pub offset: i64,
+    /// The stored CRC-32.
     pub crc: u32,
+    /// 0 or 1.
     pub magic: i8,
+    /// Codec (bits 0-2) and, in v1, the timestamp type (bit 3).
     pub attributes: u8,
     /// v1 only.
     pub timestamp: Option<i64>,
+    /// The key.
     pub key: Option<&'a [u8]>,
+    /// The value (a wrapper: the compressed inner messages).
     pub value: Option<&'a [u8]>,
 }
 
 /// One record of a legacy entry, after unwrapping compression.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LegacyRecord<'a> {
+    /// The offset.
     pub offset: i64,
+    /// The timestamp (v1 only).
     pub timestamp: Option<i64>,
+    /// The timestamp type (v1 only).
     pub timestamp_type: Option<TimestampType>,
+    /// The stored CRC-32.
     pub crc: u32,
+    /// The key.
     pub key: Option<&'a [u8]>,
+    /// The value.
     pub value: Option<&'a [u8]>,
 }
 
@@ -120,14 +132,17 @@ impl<'a> LegacyEntry<'a> {
         Ok((entry, &buf[bytes.len()..]))
     }
 
+    /// Its bytes.
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes
     }
 
+    /// Its size in bytes, log overhead included.
     pub fn size_in_bytes(&self) -> usize {
         self.bytes.len()
     }
 
+    /// Its byte position in the data.
     pub fn position(&self) -> u64 {
         self.position
     }

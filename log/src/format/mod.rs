@@ -39,9 +39,13 @@ pub const CRC_START: usize = 21;
 
 /// Kafka's sentinel for "no producer id", "no sequence", "no timestamp", "no epoch".
 pub const NO_PRODUCER_ID: i64 = -1;
+/// `RecordBatch.NO_PRODUCER_EPOCH`.
 pub const NO_PRODUCER_EPOCH: i16 = -1;
+/// `RecordBatch.NO_SEQUENCE`.
 pub const NO_SEQUENCE: i32 = -1;
+/// `RecordBatch.NO_TIMESTAMP`.
 pub const NO_TIMESTAMP: i64 = -1;
+/// `RecordBatch.NO_PARTITION_LEADER_EPOCH`.
 pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 
 /// Kafka's sequence arithmetic (wrapping from `i32::MAX` to 0 as Java's ints do), shared with the

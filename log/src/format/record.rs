@@ -11,16 +11,23 @@ use crate::{Corruption, Error, RecordCorruption};
 /// One record, with its absolute offset and timestamp resolved against the batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record<'a> {
+    /// The absolute offset: base offset + offset delta.
     pub offset: i64,
     /// The record's timestamp; for LogAppendTime batches the batch's max timestamp, as Kafka reports it.
     pub timestamp: i64,
+    /// The offset delta in the batch.
     pub offset_delta: i32,
+    /// The timestamp delta from the base timestamp.
     pub timestamp_delta: i64,
     /// Kafka's per-record sequence: base sequence + offset delta, wrapping, or -1 without a producer.
     pub sequence: i32,
+    /// The record attributes (unused by Kafka: 0).
     pub attributes: i8,
+    /// The key (`None`: null).
     pub key: Option<&'a [u8]>,
+    /// The value (`None`: null, a tombstone).
     pub value: Option<&'a [u8]>,
+    /// The headers, decoded lazily.
     pub headers: HeaderIter<'a>,
     /// Encoded size of the record including its length varint.
     pub size_in_bytes: usize,
@@ -34,10 +41,12 @@ pub struct HeaderIter<'a> {
 }
 
 impl<'a> HeaderIter<'a> {
+    /// The number of headers.
     pub fn len(&self) -> usize {
         self.remaining as usize
     }
 
+    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.remaining == 0
     }
@@ -161,6 +170,7 @@ pub struct RecordsWalk {
     pub offset_delta_gap: Option<(u32, i32)>,
     /// The earliest and the latest record timestamps other than -1, each with its record's index.
     pub earliest: Option<(u32, i64)>,
+    /// The latest record timestamp other than -1, with its record's index.
     pub latest: Option<(u32, i64)>,
 }
 

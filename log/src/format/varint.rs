@@ -13,22 +13,27 @@ pub struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    /// A cursor at the start of `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
         Cursor { buf, pos: 0 }
     }
 
+    /// Bytes read so far.
     pub fn position(&self) -> usize {
         self.pos
     }
 
+    /// Bytes left.
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
+    /// The bytes left.
     pub fn rest(&self) -> &'a [u8] {
         &self.buf[self.pos..]
     }
 
+    /// An unsigned varint of at most 5 bytes; `field` names it in errors.
     pub fn read_unsigned_varint(&mut self, field: &'static str) -> Result<u32, RecordCorruption> {
         let mut value: u32 = 0;
         for i in 0..5 {
@@ -41,6 +46,7 @@ impl<'a> Cursor<'a> {
         Err(RecordCorruption::VarintTooLong { field })
     }
 
+    /// An unsigned varlong of at most 10 bytes.
     pub fn read_unsigned_varlong(&mut self, field: &'static str) -> Result<u64, RecordCorruption> {
         let mut value: u64 = 0;
         for i in 0..10 {
@@ -65,6 +71,7 @@ impl<'a> Cursor<'a> {
         Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
     }
 
+    /// One byte.
     pub fn read_u8(&mut self, field: &'static str) -> Result<u8, RecordCorruption> {
         let b = *self
             .buf
@@ -74,6 +81,7 @@ impl<'a> Cursor<'a> {
         Ok(b)
     }
 
+    /// `n` bytes, borrowed.
     pub fn read_bytes(
         &mut self,
         len: usize,
@@ -87,6 +95,7 @@ impl<'a> Cursor<'a> {
         Ok(s)
     }
 
+    /// `N` bytes.
     pub fn read_array<const N: usize>(
         &mut self,
         field: &'static str,
@@ -97,14 +106,17 @@ impl<'a> Cursor<'a> {
         Ok(a)
     }
 
+    /// A big-endian i16.
     pub fn read_i16(&mut self, field: &'static str) -> Result<i16, RecordCorruption> {
         Ok(i16::from_be_bytes(self.read_array(field)?))
     }
 
+    /// A big-endian i32.
     pub fn read_i32(&mut self, field: &'static str) -> Result<i32, RecordCorruption> {
         Ok(i32::from_be_bytes(self.read_array(field)?))
     }
 
+    /// A big-endian i64.
     pub fn read_i64(&mut self, field: &'static str) -> Result<i64, RecordCorruption> {
         Ok(i64::from_be_bytes(self.read_array(field)?))
     }
@@ -129,6 +141,7 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Appends `v` as an unsigned varint.
 pub fn write_unsigned_varint(out: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -137,6 +150,7 @@ pub fn write_unsigned_varint(out: &mut Vec<u8>, mut v: u32) {
     out.push(v as u8);
 }
 
+/// Appends `v` as an unsigned varlong.
 pub fn write_unsigned_varlong(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -145,10 +159,12 @@ pub fn write_unsigned_varlong(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Appends `v` as a zigzag varint.
 pub fn write_varint(out: &mut Vec<u8>, v: i32) {
     write_unsigned_varint(out, ((v << 1) ^ (v >> 31)) as u32);
 }
 
+/// Appends `v` as a zigzag varlong.
 pub fn write_varlong(out: &mut Vec<u8>, v: i64) {
     write_unsigned_varlong(out, ((v << 1) ^ (v >> 63)) as u64);
 }

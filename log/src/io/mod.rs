@@ -46,8 +46,11 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
         self.write_at(buf, position)?;
         self.sync()
     }
+    /// Truncates or extends the file.
     fn set_len(&self, len: u64) -> io::Result<()>;
+    /// The file's length.
     fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
@@ -63,11 +66,13 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>>;
     /// Renames atomically, replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Makes the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// The names of the entries in `dir`, sorted.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Creates a directory and its parents.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// The backend's name, for reports ("std", "uring", "sim", "read-only").
     fn name(&self) -> &'static str;
@@ -100,11 +105,14 @@ pub enum IoBackend {
     /// for uring only where a benchmark shows it wins (O_DIRECT into preallocated segments, batching).
     #[default]
     Auto,
+    /// pread/pwrite/fdatasync.
     Std,
+    /// io_uring (Linux).
     Uring,
 }
 
 impl IoBackend {
+    /// `auto`, `std` or `uring`.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "auto" => Some(IoBackend::Auto),

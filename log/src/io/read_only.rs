@@ -70,6 +70,7 @@ fn refused(path: &Path, what: &str) -> io::Error {
 }
 
 impl ReadOnlyStorage {
+    /// A read-only view of `inner`.
     pub fn new(inner: Arc<dyn Storage>) -> Self {
         ReadOnlyStorage {
             inner,

@@ -113,6 +113,7 @@ impl State {
 }
 
 impl SimStorage {
+    /// An empty simulated file system; `seed` drives torn writes.
     pub fn new(seed: u64) -> Self {
         let state = State {
             rng: seed | 1,
@@ -137,6 +138,7 @@ impl SimStorage {
         self.lock().faults.insert(op, fault);
     }
 
+    /// Removes every injected fault.
     pub fn clear_faults(&self) {
         self.lock().faults.clear();
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::{Storage, StorageFile};
 
+/// The file system through std (pread, pwrite, fdatasync).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StdStorage;
 

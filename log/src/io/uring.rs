@@ -69,6 +69,7 @@ pub struct UringStorage {
 }
 
 impl UringStorage {
+    /// A ring of its own; fails where io_uring is missing or forbidden.
     pub fn new() -> io::Result<Self> {
         uring_available()?;
         Ok(UringStorage { dirs: StdStorage })

@@ -16,6 +16,7 @@
 
 mod fetcher;
 pub mod resolver;
+mod retry;
 mod stopping;
 
 use std::collections::BTreeMap;
@@ -34,7 +35,9 @@ use crate::store::MIRROR_STATE_TOPIC;
 use crate::topics;
 use fetcher::{source_error, FetchOutcome};
 use resolver::Sources;
+use retry::{target_state, waiting};
 
+/// The mirroring knobs (KIP-1279 §6.3 names in the docs).
 #[derive(Debug, Clone)]
 pub struct MirrorSettings {
     /// `mirror.fetch.max.bytes`: per partition fetch.
@@ -46,7 +49,9 @@ pub struct MirrorSettings {
     pub metadata_refresh_ms: i64,
     /// `mirror.failed.retry.initial.backoff.ms`, `.max.backoff.ms`, `.max.attempts`.
     pub failed_retry_initial_backoff_ms: i64,
+    /// `mirror.failed.retry.max.backoff.ms`.
     pub failed_retry_max_backoff_ms: i64,
+    /// `mirror.failed.retry.max.attempts`.
     pub failed_retry_max_attempts: i16,
     /// Sync `__mirror_state` writes and the log at STOPPING (before the LME is read, after the barrier).
     /// Off only in benchmarks that measure what the syncs cost: a crash may then lose state.
@@ -76,10 +81,15 @@ pub(crate) struct PartitionRuntime {
     /// The source leader epoch learned by fencing.
     pub(crate) source_epoch: i32,
     pub(crate) source_high_watermark: Option<i64>,
-    /// Not before this time (fetch backoff, FAILED retry).
+    /// Not before this time: a fetch backoff, or the retry time of a failed action (also recorded in
+    /// FAILED, which is what a restart goes by).
     pub(crate) not_before_ms: i64,
     /// Consecutive failures (the FAILED retry count), reset by a successful action.
     pub(crate) failures: i16,
+    /// An error that could not be recorded (the state write itself failed): nothing of the partition
+    /// runs before this time, and `unrecorded` such errors in a row set the wait.
+    pub(crate) unrecorded_until_ms: i64,
+    pub(crate) unrecorded: i16,
 }
 
 /// What one tick did.
@@ -87,12 +97,15 @@ pub(crate) struct PartitionRuntime {
 pub struct TickReport {
     /// `(topic, partition, from, to)` for every persisted transition.
     pub transitions: Vec<(String, i32, MirrorState, MirrorState)>,
+    /// Batches appended by fetches.
     pub batches_appended: u64,
+    /// Bytes appended by fetches.
     pub bytes_appended: u64,
+    /// Truncations (PREPARING, divergence, out of range, STOPPING's LSO cut).
     pub truncations: u64,
     /// Partitions whose action failed this tick, with the error.
     pub errors: Vec<(String, i32, String)>,
-    /// The earliest time a backed-off partition wants another try.
+    /// The earliest time a backed-off or FAILED partition wants another try.
     pub next_retry_ms: Option<i64>,
 }
 
@@ -207,18 +220,30 @@ impl Manager {
         self.sync_metadata(now, &mut report);
         for w in self.work() {
             if let Err(e) = self.step(&w, now, &mut report) {
+                self.back_off_unrecorded(&w, now);
                 report
                     .errors
                     .push((w.topic.clone(), w.partition, e.to_string()));
             }
         }
-        let rt = lock(&self.runtime);
-        report.next_retry_ms = rt
-            .values()
-            .map(|r| r.not_before_ms)
-            .filter(|t| *t > now)
-            .min();
+        report.next_retry_ms = self.next_retry_ms(now);
+        // Kafka's periodic producer expiration, for partitions no append reached (an append runs it
+        // itself): one clock read per partition when the check is not due.
+        let logs: Vec<_> = lock(&self.node.logs).values().cloned().collect();
+        for log in logs {
+            log.maybe_expire_producers();
+        }
         report
+    }
+
+    /// The earliest time after `now` a partition wants another try (see [`retry::next_retry_ms`]).
+    fn next_retry_ms(&self, now: i64) -> Option<i64> {
+        let work = self.work();
+        let rt = lock(&self.runtime);
+        let waits = rt
+            .values()
+            .flat_map(|r| [r.not_before_ms, r.unrecorded_until_ms]);
+        retry::next_retry_ms(&work, waits, now)
     }
 
     /// The metadata sync that rides along (§3.5), every `metadata_refresh_ms` per mirror: a source topic
@@ -227,27 +252,26 @@ impl Manager {
     fn sync_metadata(&self, now: i64, report: &mut TickReport) {
         let meta = self.node.metadata();
         for mirror in meta.mirrors.keys() {
-            {
-                let mut next = self
-                    .next_metadata_sync
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                if next.get(mirror).is_some_and(|t| now < *t) {
-                    continue;
-                }
-                next.insert(mirror.clone(), now + self.settings.metadata_refresh_ms);
-            }
+            // Only started topics: a paused topic syncs nothing (§1.1: no fetcher, no metadata sync),
+            // a stopped one is no longer the source's.
             let topics: Vec<(&String, &TopicMeta)> = meta
                 .topics
                 .iter()
                 .filter(|(_, t)| {
                     t.mirror
                         .as_ref()
-                        .is_some_and(|m| m.name == *mirror && m.desired != DesiredState::Stop)
+                        .is_some_and(|m| m.name == *mirror && m.desired == DesiredState::Start)
                 })
                 .collect();
             if topics.is_empty() {
                 continue;
+            }
+            {
+                let mut next = lock(&self.next_metadata_sync);
+                if next.get(mirror).is_some_and(|t| now < *t) {
+                    continue;
+                }
+                next.insert(mirror.clone(), now + self.settings.metadata_refresh_ms);
             }
             let Ok(source) = self.source_for(mirror) else {
                 continue;
@@ -316,41 +340,23 @@ impl Manager {
     fn step(&self, w: &Work, now: i64, report: &mut TickReport) -> Result<(), Error> {
         use MirrorState::*;
         let rt = self.runtime_of(w);
+        if waiting(now, rt.unrecorded_until_ms, &self.settings) {
+            return Ok(()); // the backoff rule holds for an error no state could record, too
+        }
         let current = w.stored.as_ref().map_or(Unknown, |(v, _)| v.state);
-        let failed = w
-            .stored
-            .as_ref()
-            .filter(|(v, _)| v.state == Failed)
-            .map(|(v, _)| v.clone());
-        // What the desired state asks for, from the current state (§1.3).
-        let target = match (w.desired, current) {
-            (DesiredState::Stop, Stopped) => Stopped,
-            (DesiredState::Stop, _) => Stopping,
-            (_, Failed) => {
-                let f = failed.expect("failed state");
-                if f.retry_attempt < 0 || now < rt.not_before_ms {
-                    return Ok(());
-                }
-                match f.previous {
-                    Unknown | Failed | Stopped => Preparing,
-                    Pausing | Paused => Mirroring,
-                    other => other,
-                }
-            }
-            (_, Stopping) => Stopping,
-            (_, Pausing) => Pausing,
-            (_, Unknown | Stopped) => Preparing,
-            (DesiredState::Start, Paused) => Mirroring,
-            (DesiredState::Pause, Mirroring) => Pausing,
-            (DesiredState::Pause, Paused) => Paused,
-            (_, s) => s,
+        let Some(target) = target_state(w, current, now, &self.settings) else {
+            return Ok(());
         };
         if target != current {
             if !current.can_transition_to(target) {
                 return Ok(()); // "Skipping invalid transition"
             }
-            self.transition(w, current, target, None, report)?;
+            self.transition(w, self.entering(w, current, target), report)?;
         } else if rt.entered && matches!(target, Paused | Stopped) {
+            return Ok(());
+        } else if waiting(now, rt.not_before_ms, &self.settings) {
+            // One backoff rule: a state whose action failed (and could not even record FAILED, or is
+            // backing off a fetch) runs it again only when due.
             return Ok(());
         }
         // Otherwise the state's actions run: every tick for MIRRORING (one fetch), and once after open
@@ -370,12 +376,12 @@ impl Manager {
                         r.source_epoch = 0;
                         r.not_before_ms = 0;
                     });
-                    self.transition(w, Preparing, Mirroring, None, report)
+                    self.transition(w, self.entering(w, Preparing, Mirroring), report)
                 }
                 Err(e) => self.fail(w, Preparing, e, now, report),
             },
             Mirroring => {
-                if now < rt.not_before_ms {
+                if waiting(now, rt.not_before_ms, &self.settings) {
                     return Ok(());
                 }
                 match self.fetch(w, &rt, report) {
@@ -391,13 +397,16 @@ impl Manager {
             }
             Pausing => {
                 // The fetcher is removed (ours runs only inside tick, so there is nothing to wait for).
-                self.transition(w, Pausing, Paused, None, report)
+                self.transition(w, self.entering(w, Pausing, Paused), report)
             }
             Stopping => match stopping::stop(&self.node, &self.settings, w) {
                 Ok(truncated) => {
                     report.truncations += truncated as u64;
-                    self.update_runtime(w, |r| r.failures = 0);
-                    self.transition(w, Stopping, Stopped, None, report)
+                    self.update_runtime(w, |r| {
+                        r.failures = 0;
+                        r.not_before_ms = 0;
+                    });
+                    self.transition(w, self.entering(w, Stopping, Stopped), report)
                 }
                 Err(e) => self.fail(w, Stopping, e, now, report),
             },
@@ -405,28 +414,30 @@ impl Manager {
         }
     }
 
-    /// Persists `to` (with FAILED details) before anything else happens, then sets the write mode.
+    /// The value recorded when `w` enters `to` from `from`. A retried stop (FAILED -> STOPPING) carries
+    /// the LME its earlier attempt recorded: the stop goes on, it does not start again.
+    fn entering(&self, w: &Work, from: MirrorState, to: MirrorState) -> PartitionStateValue {
+        let mut value = PartitionStateValue {
+            previous: from,
+            ..PartitionStateValue::new(to)
+        };
+        if to == MirrorState::Stopping {
+            value.stopping_last_mirror_epoch = stopping::lme_of_stop_in_progress(&self.node, w);
+        }
+        value
+    }
+
+    /// Persists `value` before anything else happens, then sets the write mode it implies.
     fn transition(
         &self,
         w: &Work,
-        from: MirrorState,
-        to: MirrorState,
-        failure: Option<(MirrorState, i16, String)>,
+        value: PartitionStateValue,
         report: &mut TickReport,
     ) -> Result<(), Error> {
-        let value = match failure {
-            Some((previous, attempt, error)) => PartitionStateValue {
-                state: to,
-                previous,
-                retry_attempt: attempt,
-                error: Some(error),
-            },
-            None => PartitionStateValue {
-                previous: from,
-                ..PartitionStateValue::new(to)
-            },
-        };
+        let (from, to) = (value.previous, value.state);
         lock(&self.node.store).write(vec![MirrorRecord::State(w.key.clone(), Some(value))])?;
+        tracing::info!(key = ?w.key, %from, %to, "mirror partition state transition");
+        self.update_runtime(w, |r| r.unrecorded = 0);
         if let Some(log) = self.node.log(&w.topic, w.partition) {
             log.set_write_mode(match to {
                 MirrorState::Stopped => WriteMode::Writable,
@@ -440,7 +451,8 @@ impl Manager {
         Ok(())
     }
 
-    /// FAILED with exponential backoff (20% jitter) from `previous`; a refusal is not retried.
+    /// FAILED from `previous` (the state whose action failed), with the next retry time persisted
+    /// beside the attempt count ([`retry::failure`]).
     fn fail(
         &self,
         w: &Work,
@@ -449,44 +461,74 @@ impl Manager {
         now: i64,
         report: &mut TickReport,
     ) -> Result<(), Error> {
+        // The count is of consecutive failures of one request: the FAILED this retry came from
+        // recorded it (a stop asked for after another action failed starts its own count), or, for a
+        // fetch that failed a pass after its retry, this process kept it until a fetch succeeds.
         let stored_attempts = w
             .stored
             .as_ref()
             .filter(|(v, _)| v.state == MirrorState::Failed)
+            .filter(|(v, _)| previous != MirrorState::Stopping || v.previous == previous)
             .map_or(0, |(v, _)| v.retry_attempt.max(0));
-        let prior = self.runtime_of(w).failures.max(stored_attempts);
-        let retryable = !matches!(error, Error::Refused(_));
-        let attempt = if !retryable || prior + 1 > self.settings.failed_retry_max_attempts {
-            -1
+        let kept = if previous == MirrorState::Mirroring {
+            self.runtime_of(w).failures
         } else {
-            prior + 1
+            0
         };
-        self.update_runtime(w, |r| r.failures = attempt.max(0));
-        if attempt > 0 {
-            let base = self
-                .settings
-                .failed_retry_initial_backoff_ms
-                .saturating_mul(1i64 << (attempt - 1).min(30))
-                .min(self.settings.failed_retry_max_backoff_ms);
-            let jitter = jitter_fraction(&w.key, attempt);
-            let delay = (base as f64 * (1.0 + 0.2 * jitter)) as i64;
-            self.update_runtime(w, |r| r.not_before_ms = now + delay.max(1));
-        }
+        let prior = kept.max(stored_attempts);
+        let failure = retry::failure(&self.settings, &w.key, prior, &error, now);
+        // Until FAILED is recorded (its write may fail too), the same wait holds for the action.
+        let not_before = failure
+            .next_retry_ms
+            .unwrap_or(now + self.settings.failed_retry_max_backoff_ms);
+        self.update_runtime(w, |r| {
+            r.failures = failure.attempt.max(0);
+            r.not_before_ms = not_before;
+        });
         if matches!(error, Error::Source { .. }) {
             self.sources.forget(&w.key.mirror);
         }
-        // `previous` is the state whose action failed: the state the partition is in now (a retry
-        // persisted it before running the action).
+        tracing::warn!(key = ?w.key, %previous, attempt = failure.attempt, %error, "mirror partition failed");
         report
             .errors
             .push((w.topic.clone(), w.partition, error.to_string()));
-        self.transition(
-            w,
+        let stopping_last_mirror_epoch = if previous == MirrorState::Stopping {
+            stopping::lme_of_stop_in_progress(&self.node, w)
+        } else {
+            None
+        };
+        let value = PartitionStateValue {
+            state: MirrorState::Failed,
             previous,
-            MirrorState::Failed,
-            Some((previous, attempt, error.to_string())),
-            report,
-        )
+            retry_attempt: failure.attempt,
+            error: Some(failure.message),
+            next_retry_ms: failure.next_retry_ms,
+            stopping_last_mirror_epoch,
+        };
+        self.transition(w, value, report)
+    }
+
+    /// A step failed with an error that no state recorded (writing a state failed, or the partition
+    /// could not be reopened): the partition waits as a FAILED one would, doubling with each one in a row.
+    fn back_off_unrecorded(&self, w: &Work, now: i64) {
+        let settings = &self.settings;
+        self.update_runtime(w, |r| {
+            r.unrecorded = r.unrecorded.saturating_add(1);
+            r.unrecorded_until_ms = now + retry::backoff_ms(settings, &w.key, r.unrecorded);
+        });
+    }
+
+    /// Forgets the failure counts and backoffs of the given partitions (an operator reset them).
+    pub(crate) fn reset_failures(&self, topic: &str, partitions: &[i32]) {
+        let mut rt = lock(&self.runtime);
+        for p in partitions {
+            if let Some(r) = rt.get_mut(&(topic.to_owned(), *p)) {
+                r.failures = 0;
+                r.not_before_ms = 0;
+                r.unrecorded = 0;
+                r.unrecorded_until_ms = 0;
+            }
+        }
     }
 
     /// One fetch of a MIRRORING partition; what it learned of the source goes into the runtime.
@@ -521,10 +563,4 @@ impl Manager {
         self.source_for(&w.key.mirror)
             .map_err(|e| source_error(&w.key.mirror, e))
     }
-}
-
-/// A deterministic jitter in [-1, 1] for a partition's retry (no clock or RNG: repeatable in tests).
-fn jitter_fraction(key: &MirrorKey, attempt: i16) -> f64 {
-    let h = crate::records::java_string_hash(&format!("{}:{attempt}", key.coordinator_key()));
-    (h as f64) / (i32::MAX as f64)
 }

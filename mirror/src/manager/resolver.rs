@@ -84,7 +84,9 @@ impl Sources {
             }
             None => Arc::new(LocalSource::read(Path::new(&mirror_meta.source))),
         };
-        let id = source.cluster_id()?;
+        let id = source
+            .cluster_id()
+            .map_err(|e| relative_source_hint(&mirror_meta, e))?;
         if id == node.cluster_id() {
             return Err(SourceError::Refused(format!(
                 "mirror {mirror}: the source {} is this cluster ({id})",
@@ -112,5 +114,19 @@ impl Sources {
             .connected
             .insert(mirror.to_owned(), Arc::clone(&source));
         Ok(source)
+    }
+}
+
+/// A local source stored as a relative path (by a klog before sources were stored absolute) is resolved
+/// from this process's working directory: when it cannot be read, say so and how to fix it.
+fn relative_source_hint(meta: &MirrorMeta, e: SourceError) -> SourceError {
+    let relative = !meta.source.starts_with(KAFKA_SCHEME) && Path::new(&meta.source).is_relative();
+    match e {
+        SourceError::Unavailable(m) if relative => SourceError::Unavailable(format!(
+            "{m} (the source is stored as the relative path {}, resolved from this process's working \
+             directory: create the mirror again with an absolute --source)",
+            meta.source
+        )),
+        other => other,
     }
 }

@@ -99,7 +99,9 @@ impl Workload {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendChoice {
+    /// pread/pwrite/fdatasync through std.
     Std,
+    /// io_uring (Linux 5.6 or later, where this process may use it).
     Uring,
     /// std, and uring where this process may use io_uring (otherwise skipped with a note).
     Both,
