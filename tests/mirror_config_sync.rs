@@ -317,3 +317,76 @@ fn bad_local_configs_and_acls_are_refused_by_name() {
     let e = AclBinding::parse("topic", "t", "literal", "User:a", "*", "read", "maybe").unwrap_err();
     assert!(e.contains("permission type \"maybe\""), "{e}");
 }
+
+/// A source whose topic configs carry a value klog refuses (as a Kafka with other bounds might).
+struct OddConfigs(klog::mirror::LocalSource);
+
+impl klog::mirror::MirrorSource for OddConfigs {
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    fn cluster_id(&self) -> Result<String, klog::mirror::source::SourceError> {
+        self.0.cluster_id()
+    }
+    fn topic(
+        &self,
+        name: &str,
+    ) -> Result<Option<klog::mirror::source::SourceTopic>, klog::mirror::source::SourceError> {
+        self.0.topic(name)
+    }
+    fn fetch(
+        &self,
+        r: &klog::mirror::source::FetchRequest,
+    ) -> Result<klog::mirror::source::FetchResponse, klog::mirror::source::SourceError> {
+        self.0.fetch(r)
+    }
+    fn list_offsets(
+        &self,
+        t: &str,
+        id: klog::log::checkpoint::TopicId,
+        p: i32,
+    ) -> Result<(i64, i64), klog::mirror::source::SourceError> {
+        self.0.list_offsets(t, id, p)
+    }
+    fn last_mirrored_epoch(
+        &self,
+        c: &str,
+        id: klog::log::checkpoint::TopicId,
+        p: i32,
+    ) -> Result<i32, klog::mirror::source::SourceError> {
+        self.0.last_mirrored_epoch(c, id, p)
+    }
+    fn topic_configs(
+        &self,
+        _t: &str,
+    ) -> Result<BTreeMap<String, String>, klog::mirror::source::SourceError> {
+        Ok(map(&[("retention.ms", "5000"), ("segment.bytes", "1")]))
+    }
+    fn acls(&self) -> Result<Vec<AclBinding>, klog::mirror::source::SourceError> {
+        self.0.acls()
+    }
+}
+
+#[test]
+fn a_source_value_klog_refuses_is_reported_and_the_rest_applies() {
+    let env = Env::new();
+    let a = env.cluster("A");
+    a.create_topic("t", 1, None, &[]).unwrap();
+    let b = env.cluster("B");
+    b.create_mirror("m", a.root().to_str().unwrap()).unwrap();
+    b.connect_source("m", Arc::new(OddConfigs(a.as_source())));
+    all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+    let r = b.run_until_idle(50);
+    assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+    assert!(
+        r.errors[0].0 == "t" && r.errors[0].2.contains("segment.bytes"),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(
+        b.topic("t").unwrap().source_configs,
+        map(&[("retention.ms", "5000")])
+    );
+    assert_eq!(b.log("t", 0).unwrap().config().retention_ms, 5000);
+    assert_eq!(b.describe()[0].state, Some(MirrorState::Mirroring));
+}
