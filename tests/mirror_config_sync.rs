@@ -390,3 +390,34 @@ fn a_source_value_klog_refuses_is_reported_and_the_rest_applies() {
     assert_eq!(b.log("t", 0).unwrap().config().retention_ms, 5000);
     assert_eq!(b.describe()[0].state, Some(MirrorState::Mirroring));
 }
+
+#[test]
+fn a_topic_added_between_syncs_has_the_sources_configs_before_its_first_fetch() {
+    let env = Env::new();
+    let a = env.cluster("A");
+    a.create_topic("t1", 1, None, &[]).unwrap();
+    let b = env.cluster("B");
+    link(&b, "m", &a);
+    all_ok(b.add_topics("m", &topics(&["t1"])).unwrap());
+    no_errors(&b); // the mirror's sync ran: the next one is 30 s away
+    let big = [("max.message.bytes".to_string(), "3000000".to_string())];
+    a.create_topic("t2", 1, None, &big).unwrap();
+    let mut builder = BatchBuilder::new(Compression::None);
+    builder
+        .append(
+            1_700_000_000_000,
+            Some(b"k"),
+            Some(&vec![7u8; 1_500_000]),
+            &[],
+        )
+        .unwrap();
+    let mut batch = builder.build().unwrap();
+    a.produce("t2", 0, &mut batch).unwrap();
+    all_ok(b.add_topics("m", &topics(&["t2"])).unwrap());
+    assert_eq!(
+        b.topic("t2").unwrap().source_configs,
+        map(&[("max.message.bytes", "3000000")])
+    );
+    no_errors(&b);
+    assert_eq!(b.log("t2", 0).unwrap().log_end_offset(), 1);
+}

@@ -144,6 +144,10 @@ pub(crate) fn add_topics(
                 })),
             })
         })();
+        if r.is_ok() {
+            // The source's configs before the first fetch, not up to a sync period later.
+            crate::config_sync::sync_topic_configs_at_add(node, source, topic);
+        }
         results.push((topic.clone(), r));
     }
     node.refresh_write_modes();

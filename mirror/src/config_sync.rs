@@ -63,6 +63,15 @@ pub(crate) fn sync_mirror(
     errors
 }
 
+/// A topic just added to a mirror takes the source's configs at once, so its first fetches run with
+/// them (a batch only the source's `max.message.bytes` admits, segments rolled where the source rolls).
+/// A failure is left to the periodic sync, which reports it: adding the topic does not depend on it.
+pub(crate) fn sync_topic_configs_at_add(node: &Node, source: &dyn MirrorSource, topic: &str) {
+    if let Ok(configs) = source.topic_configs(topic) {
+        let _ = apply_source_configs(node, topic, &configs);
+    }
+}
+
 /// The topics of `mirror` whose desired state is `start`.
 fn started_topics(meta: &ClusterMeta, mirror: &str) -> Vec<String> {
     meta.topics
