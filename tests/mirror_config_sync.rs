@@ -359,10 +359,13 @@ impl klog::mirror::MirrorSource for OddConfigs {
     fn topic_configs(
         &self,
         _t: &str,
-    ) -> Result<BTreeMap<String, String>, klog::mirror::source::SourceError> {
-        Ok(map(&[("retention.ms", "5000"), ("segment.bytes", "1")]))
+    ) -> Result<Option<BTreeMap<String, String>>, klog::mirror::source::SourceError> {
+        Ok(Some(map(&[
+            ("retention.ms", "5000"),
+            ("segment.bytes", "1"),
+        ])))
     }
-    fn acls(&self) -> Result<Vec<AclBinding>, klog::mirror::source::SourceError> {
+    fn acls(&self) -> Result<Option<Vec<AclBinding>>, klog::mirror::source::SourceError> {
         self.0.acls()
     }
 }

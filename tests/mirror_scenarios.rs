@@ -643,13 +643,14 @@ impl klog::mirror::MirrorSource for Switchable {
     fn topic_configs(
         &self,
         t: &str,
-    ) -> Result<std::collections::BTreeMap<String, String>, klog::mirror::source::SourceError> {
+    ) -> Result<Option<std::collections::BTreeMap<String, String>>, klog::mirror::source::SourceError>
+    {
         self.check()?;
         self.inner.topic_configs(t)
     }
     fn acls(
         &self,
-    ) -> Result<Vec<klog::mirror::acl::AclBinding>, klog::mirror::source::SourceError> {
+    ) -> Result<Option<Vec<klog::mirror::acl::AclBinding>>, klog::mirror::source::SourceError> {
         self.check()?;
         self.inner.acls()
     }

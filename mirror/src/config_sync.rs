@@ -42,21 +42,23 @@ pub(crate) fn sync_mirror(
         return errors;
     }
     for topic in &started {
-        let result = source
-            .topic_configs(topic)
-            .map_err(|e| format!("topic configs from {}: {e}", source.describe()))
-            .and_then(|configs| apply_source_configs(node, topic, &configs));
+        let result = match source.topic_configs(topic) {
+            Ok(Some(configs)) => apply_source_configs(node, topic, &configs),
+            Ok(None) => Ok(Vec::new()), // this source does not describe configs
+            Err(e) => Err(format!("topic configs from {}: {e}", source.describe())),
+        };
         match result {
             Ok(refused) => errors.extend(refused.into_iter().map(|r| (topic.clone(), r))),
             Err(e) => errors.push((topic.clone(), e)),
         }
     }
-    let acls = source
-        .acls()
-        .map_err(|e| format!("ACLs from {}: {e}", source.describe()))
-        .and_then(|acls| {
+    let acls = match source.acls() {
+        Ok(Some(acls)) => {
             apply_source_acls(node, mirror, &started, acls).map_err(|e| e.to_string())
-        });
+        }
+        Ok(None) => Ok(()), // this source does not describe ACLs
+        Err(e) => Err(format!("ACLs from {}: {e}", source.describe())),
+    };
     if let Err(e) = acls {
         errors.push((format!("mirror {mirror}"), e));
     }
@@ -67,7 +69,7 @@ pub(crate) fn sync_mirror(
 /// them (a batch only the source's `max.message.bytes` admits, segments rolled where the source rolls).
 /// A failure is left to the periodic sync, which reports it: adding the topic does not depend on it.
 pub(crate) fn sync_topic_configs_at_add(node: &Node, source: &dyn MirrorSource, topic: &str) {
-    if let Ok(configs) = source.topic_configs(topic) {
+    if let Ok(Some(configs)) = source.topic_configs(topic) {
         let _ = apply_source_configs(node, topic, &configs);
     }
 }

@@ -799,12 +799,14 @@ impl MirrorSource for KafkaSource {
         Ok(-1)
     }
 
-    fn topic_configs(&self, topic: &str) -> Result<BTreeMap<String, String>, SourceError> {
+    fn topic_configs(&self, topic: &str) -> Result<Option<BTreeMap<String, String>>, SourceError> {
         self.with_inner(async |inner| self.describe_topic_configs(inner, topic).await)
+            .map(Some)
     }
 
-    fn acls(&self) -> Result<Vec<AclBinding>, SourceError> {
+    fn acls(&self) -> Result<Option<Vec<AclBinding>>, SourceError> {
         self.with_inner(async |inner| self.describe_acls(inner).await)
+            .map(Some)
     }
 }
 

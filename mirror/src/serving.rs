@@ -254,17 +254,17 @@ impl MirrorSource for LocalSource {
         self.serve_last_mirrored_epoch(requester_cluster_id, topic_id, partition)
     }
 
-    fn topic_configs(&self, topic: &str) -> Result<BTreeMap<String, String>, SourceError> {
+    fn topic_configs(&self, topic: &str) -> Result<Option<BTreeMap<String, String>>, SourceError> {
         let node = self.node(Need::Meta)?;
         let meta = lock(&node.meta);
         meta.topics
             .get(topic)
-            .map(|t| t.effective_configs())
+            .map(|t| Some(t.effective_configs()))
             .ok_or_else(|| SourceError::UnknownTopicOrPartition(topic.to_owned()))
     }
 
     /// Its own bindings and those its mirrors synced (a chain passes them on).
-    fn acls(&self) -> Result<Vec<AclBinding>, SourceError> {
+    fn acls(&self) -> Result<Option<Vec<AclBinding>>, SourceError> {
         let node = self.node(Need::Meta)?;
         let meta = lock(&node.meta);
         let all: BTreeSet<AclBinding> = meta
@@ -273,6 +273,6 @@ impl MirrorSource for LocalSource {
             .chain(meta.mirrors.values().flat_map(|m| m.acls.iter()))
             .cloned()
             .collect();
-        Ok(all.into_iter().collect())
+        Ok(Some(all.into_iter().collect()))
     }
 }

@@ -114,19 +114,14 @@ pub trait MirrorSource: Send + Sync {
         partition: i32,
     ) -> Result<i32, SourceError>;
     /// The topic's configs set on the source (Kafka: the DescribeConfigs entries whose source is
-    /// DYNAMIC_TOPIC_CONFIG; defaults are not sent, so a key the source dropped is seen to go).
-    fn topic_configs(&self, topic: &str) -> Result<BTreeMap<String, String>, SourceError> {
-        Err(SourceError::Refused(format!(
-            "{} does not describe topic configs ({topic})",
-            self.describe()
-        )))
+    /// DYNAMIC_TOPIC_CONFIG; defaults are not sent, so a key the source dropped is seen to go). `None`:
+    /// this source does not describe configs (what was synced stays as it is).
+    fn topic_configs(&self, _topic: &str) -> Result<Option<BTreeMap<String, String>>, SourceError> {
+        Ok(None)
     }
-    /// Every ACL binding the source holds (Kafka: DescribeAcls matching any); none when it has no
-    /// authorizer.
-    fn acls(&self) -> Result<Vec<AclBinding>, SourceError> {
-        Err(SourceError::Refused(format!(
-            "{} does not describe ACLs",
-            self.describe()
-        )))
+    /// Every ACL binding the source holds (Kafka: DescribeAcls matching any; none when it has no
+    /// authorizer). `None`: this source does not describe ACLs (what was synced stays as it is).
+    fn acls(&self) -> Result<Option<Vec<AclBinding>>, SourceError> {
+        Ok(None)
     }
 }
