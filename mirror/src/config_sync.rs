@@ -1,7 +1,8 @@
 //! The topic configs and ACL bindings a mirror takes from its source, the part of KIP-1279's metadata
 //! sync (§3.5) beyond partition counts; run by the manager every `metadata_refresh_ms`, for the topics
 //! whose desired state is `start` only (a paused topic syncs nothing, a stopped one is the
-//! destination's own).
+//! destination's own), and for a topic's configs once more when it is added to a mirror (so its first
+//! fetches already run with them).
 //!
 //! - Topic configs: the source's values of [`SYNCED_TOPIC_CONFIGS`] are kept in the topic's
 //!   `source_configs` in `cluster.json`; the topic's own `configs` are its local overrides and win.
