@@ -5,7 +5,7 @@
 //!   [`store`] (the `__mirror_state` records and the compacted internal log holding them), [`acl`] (ACL
 //!   bindings with Kafka's names), [`metadata`]
 //!   (a local cluster's controller metadata: topics, mirrors, desired states);
-//! - [`source`]: the [`MirrorSource`](source::MirrorSource) seam, with [`kafka_source`] (over
+//! - [`source`]: the [`MirrorSource`] seam, with [`kafka_source`] (over
 //!   `kafka_wire`, one broker connection) for `kafka://` mirrors;
 //! - [`node`]: a local single-node broker's state (metadata, partition logs, `__mirror_state`, lock);
 //! - `heal`: finishing on a running node what a crash or a failed write interrupted (DeleteMirror's

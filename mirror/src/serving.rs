@@ -5,7 +5,7 @@
 //!
 //! The node is either open in this process ([`LocalSource::new`]) or a cluster root read from disk
 //! ([`LocalSource::read`], what `klog mirror run` uses): a reader that takes no lock and follows what
-//! the source's own writer appends (see [`crate::disk_view`]).
+//! the source's own writer appends (see `disk_view.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

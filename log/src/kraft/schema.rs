@@ -94,7 +94,7 @@ pub struct Field {
     pub tag: Option<u32>,
     /// The versions in which the field is tagged.
     pub tagged: Versions,
-    /// The default (see [`Default`]).
+    /// The default (see [`Default`](enum@Default)).
     pub default: Default,
 }
 

@@ -8,7 +8,7 @@ use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::{DescribeAclsRequest, DescribeConfigsRequest};
 use kafka_protocol::protocol::{Request, StrBytes};
 
-use super::{Inner, KafkaSource};
+use super::brokers::Brokers;
 use crate::acl::{names_of_codes, AclBinding};
 use crate::kafka_wire::{error_name, CONTROL_RESPONSE_LIMIT};
 use crate::source::SourceError;
@@ -26,15 +26,14 @@ const ANY: i8 = 1;
 const SECURITY_DISABLED: i16 = 54;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
-impl KafkaSource {
+impl Brokers {
     /// Sends `build` to the first broker that answers (known brokers, then the bootstrap addresses).
     async fn call_any<R: Request + Clone>(
-        &self,
-        inner: &mut Inner,
+        &mut self,
         needed: i16,
         request: R,
     ) -> Result<R::Response, SourceError> {
-        let mut addresses: Vec<String> = inner.brokers.values().cloned().collect();
+        let mut addresses: Vec<String> = self.brokers.values().cloned().collect();
         for b in &self.bootstrap {
             if !addresses.contains(b) {
                 addresses.push(b.clone());
@@ -43,7 +42,10 @@ impl KafkaSource {
         let mut last = None;
         for address in addresses {
             let build = |_| request.clone();
-            match Self::call(inner, &address, needed, CONTROL_RESPONSE_LIMIT, build).await {
+            match self
+                .call(&address, needed, CONTROL_RESPONSE_LIMIT, build)
+                .await
+            {
                 Ok((response, _)) => return Ok(response),
                 Err(e @ SourceError::Unavailable(_)) => last = Some(e),
                 Err(e) => return Err(e),
@@ -55,8 +57,7 @@ impl KafkaSource {
     }
 
     pub(super) async fn describe_topic_configs(
-        &self,
-        inner: &mut Inner,
+        &mut self,
         topic: &str,
     ) -> Result<BTreeMap<String, String>, SourceError> {
         let request = DescribeConfigsRequest::default().with_resources(vec![
@@ -65,9 +66,7 @@ impl KafkaSource {
                 .with_resource_name(StrBytes::from_string(topic.to_owned()))
                 .with_configuration_keys(None),
         ]);
-        let response = self
-            .call_any(inner, DESCRIBE_CONFIGS_MIN_VERSION, request)
-            .await?;
+        let response = self.call_any(DESCRIBE_CONFIGS_MIN_VERSION, request).await?;
         let what = format!("{}: DescribeConfigs {topic}", self.source);
         let result = response
             .results
@@ -95,10 +94,7 @@ impl KafkaSource {
     }
 
     /// Every binding; none when the source runs no authorizer (SECURITY_DISABLED).
-    pub(super) async fn describe_acls(
-        &self,
-        inner: &mut Inner,
-    ) -> Result<Vec<AclBinding>, SourceError> {
+    pub(super) async fn describe_acls(&mut self) -> Result<Vec<AclBinding>, SourceError> {
         let request = DescribeAclsRequest::default()
             .with_resource_type_filter(ANY)
             .with_resource_name_filter(None)
@@ -107,9 +103,7 @@ impl KafkaSource {
             .with_host_filter(None)
             .with_operation(ANY)
             .with_permission_type(ANY);
-        let response = self
-            .call_any(inner, DESCRIBE_ACLS_MIN_VERSION, request)
-            .await?;
+        let response = self.call_any(DESCRIBE_ACLS_MIN_VERSION, request).await?;
         match response.error_code {
             0 => {}
             SECURITY_DISABLED => return Ok(Vec::new()),

@@ -10,8 +10,8 @@
 //! - one partition's failure moves only that partition to FAILED.
 
 //!
-//! Its parts: [`resolver`] (connecting each mirror to its source), [`fetcher`] (PREPARING and one fetch
-//! of a MIRRORING partition) and [`stopping`] (the failover of a partition). It works on a
+//! Its parts: [`resolver`] (connecting each mirror to its source), `fetcher` (PREPARING and one fetch
+//! of a MIRRORING partition) and `stopping` (the failover of a partition). It works on a
 //! [`Node`]; it knows sources only through [`MirrorSource`].
 
 mod fetcher;
