@@ -5,6 +5,7 @@
 //! backends sit behind it: `std` (pread/pwrite/fdatasync), `uring` (io_uring, see `uring.rs`) and `sim`
 //! (in memory, with a live and a durable image and fault injection, for deterministic crash tests).
 
+mod direct;
 mod lock;
 mod read_only;
 mod sim;
@@ -21,7 +22,7 @@ pub use read_only::ReadOnlyStorage;
 pub use sim::{Fault, SimStorage};
 pub use std_fs::StdStorage;
 #[cfg(target_os = "linux")]
-pub use uring::{uring_available, UringStorage};
+pub use uring::{direct_io_supported, uring_available, UringStorage};
 
 /// io_uring is Linux only.
 #[cfg(not(target_os = "linux"))]
@@ -47,12 +48,25 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
         self.sync()
     }
     fn set_len(&self, len: u64) -> io::Result<()>;
+    /// The file is complete at `size`: written out and trimmed to it (a preallocated or zero-filled tail
+    /// dropped), as Kafka's `FileRecords.trim` on roll and close.
+    fn seal(&self, size: u64) -> io::Result<()> {
+        if self.len()? != size {
+            self.set_len(size)?;
+        }
+        Ok(())
+    }
     fn len(&self) -> io::Result<u64>;
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
-    /// The file on a real file system, for memory mapping; `None` for simulated storage.
+    /// The file on a real file system, for memory mapping; `None` for simulated storage, and for a file
+    /// whose latest bytes are still only in memory (the direct write path, `direct.rs`).
     fn os_path(&self) -> Option<&Path>;
+    /// The file as `Any`, for a backend that syncs its own files together ([`Storage::sync_files`]).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// A file system (or a simulation of one).
@@ -82,6 +96,36 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// storage). The lock lasts as long as the returned file is open.
     fn lock_dir(&self, dir: &Path) -> io::Result<Option<std::fs::File>> {
         lock::lock_dir(dir).map(Some)
+    }
+    /// Opens a segment's `.log` for appending: a new file (`create`, preallocated to `preallocate` bytes
+    /// when given, as Kafka's `preallocate=true`) or an existing one whose data ends at `size`. A backend
+    /// with a write path of its own for segments returns it here (io_uring: `O_DIRECT` chunks from an
+    /// in-memory tail, `direct.rs`); the default is a plain file.
+    fn open_segment_log(
+        &self,
+        path: &Path,
+        create: bool,
+        size: u64,
+        preallocate: Option<u64>,
+    ) -> io::Result<Arc<dyn StorageFile>> {
+        let _ = size;
+        if !create {
+            return self.open(path);
+        }
+        let file = self.create(path)?;
+        if let Some(bytes) = preallocate {
+            file.set_len(bytes)?;
+        }
+        Ok(file)
+    }
+    /// Syncs every file (each as [`StorageFile::sync`]). A backend that can runs them together (io_uring:
+    /// one submission for all the files' writes); the default syncs them one after the other.
+    fn sync_files(&self, files: &[Arc<dyn StorageFile>]) -> io::Result<()> {
+        files.iter().try_for_each(|f| f.sync())
+    }
+    /// Whether [`Storage::sync_files`] runs the files together, so a caller gains by gathering them.
+    fn syncs_together(&self) -> bool {
+        false
     }
     /// Whether this storage refuses every change to the disk (a reader's view, [`ReadOnlyStorage`]).
     fn is_read_only(&self) -> bool {

@@ -257,3 +257,87 @@ fn faults_fire_at_the_chosen_operation() {
     assert_eq!(f.sync().unwrap_err().raw_os_error(), Some(5));
     f.sync().unwrap();
 }
+
+/// A segment `.log` opened through `open_segment_log`: appends of every size (spilling past `SPILL`),
+/// reads of the unflushed tail, syncs, a cut, a trim; the bytes on disk are the log's, then zeros.
+fn segment_log_contract(storage: &dyn Storage, dir: &Path) {
+    storage.create_dir_all(dir).unwrap();
+    let path = dir.join("00000000000000000000.log");
+    let f = storage
+        .open_segment_log(&path, true, 0, Some(8 << 20))
+        .unwrap();
+    let mut expected = Vec::new();
+    for (i, len) in [
+        1usize,
+        100,
+        4095,
+        4097,
+        70_000,
+        300_000,
+        3,
+        9000,
+        1 << 20,
+        17,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let bytes = pattern(len, i as u8);
+        f.write_at(&bytes, expected.len() as u64).unwrap();
+        expected.extend_from_slice(&bytes);
+        let mut back = vec![0u8; expected.len()];
+        assert_eq!(f.read_at(&mut back, 0).unwrap(), expected.len());
+        assert!(back == expected, "read back after append {i}");
+        if i % 3 == 0 {
+            f.sync().unwrap();
+            let disk = read_file(storage, &path).unwrap().unwrap();
+            assert!(disk[..expected.len()] == expected[..], "synced bytes {i}");
+            assert!(
+                disk[expected.len()..].iter().all(|&b| b == 0),
+                "zero tail {i}"
+            );
+        }
+    }
+    if f.as_any().is_some() {
+        assert!(
+            f.write_at(b"x", 5).is_err(),
+            "the direct path appends only at the end"
+        );
+    }
+    // A cut into the synced part, then appends again, then the trim of a roll.
+    let cut = expected.len() as u64 - 5000;
+    f.set_len(cut).unwrap();
+    expected.truncate(cut as usize);
+    let more = pattern(12_345, 99);
+    f.write_at(&more, cut).unwrap();
+    expected.extend_from_slice(&more);
+    f.set_len(expected.len() as u64).unwrap();
+    f.sync().unwrap();
+    assert_eq!(f.len().unwrap(), expected.len() as u64);
+    assert!(read_file(storage, &path).unwrap().unwrap() == expected);
+    drop(f);
+    // Reopened at its end: the partial last block comes back into memory and appends continue.
+    let f = storage
+        .open_segment_log(&path, false, expected.len() as u64, None)
+        .unwrap();
+    f.write_at(b"tail", expected.len() as u64).unwrap();
+    expected.extend_from_slice(b"tail");
+    f.sync().unwrap();
+    let disk = read_file(storage, &path).unwrap().unwrap();
+    assert!(disk[..expected.len()] == expected[..]);
+    storage.remove(&path).unwrap();
+}
+
+#[test]
+fn segment_logs_meet_the_contract_on_every_backend() {
+    let dir = scratch_dir("segment-std");
+    segment_log_contract(&StdStorage, &dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    segment_log_contract(&SimStorage::new(7), Path::new("/seg"));
+    segment_log_contract(&SimStorage::new(7).with_direct_writes(), Path::new("/seg"));
+    if let Some(storage) = uring_or_skip() {
+        let dir = scratch_dir("segment-uring");
+        segment_log_contract(storage.as_ref(), &dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
