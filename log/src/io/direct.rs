@@ -491,6 +491,18 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
     }
 }
 
+/// A file dropped without a sync (a log dropped without `close`) still writes its tail out, unsynced,
+/// so a later open in the same run finds what std's page cache would have kept. A killed process loses
+/// it: at most [`SPILL`] bytes, none of them flushed.
+impl<D: ChunkDevice> Drop for TailFile<D> {
+    fn drop(&mut self) {
+        let mut tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        if !Self::all_written(&tail) {
+            let _ = self.write_out(&mut tail, true, false);
+        }
+    }
+}
+
 /// [`TailFile::sync_many`] over the files of a batch that are `TailFile<D>`; the others sync one by one.
 pub fn sync_files<D: ChunkDevice>(files: &[Arc<dyn StorageFile>]) -> io::Result<()> {
     let mut tails = Vec::new();
