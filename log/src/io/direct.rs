@@ -111,6 +111,9 @@ struct Tail {
     dirty: bool,
     /// The device is zero-filled (durably) up to here, from the data's aligned end on.
     filled: u64,
+    /// A write or sync failed: every later call fails too. A failed fdatasync is never retried (the
+    /// kernel may have dropped the pages it could not write, and a second one would succeed).
+    failed: Option<io::Error>,
 }
 
 impl std::fmt::Debug for AlignedBuf {
@@ -120,6 +123,23 @@ impl std::fmt::Debug for AlignedBuf {
 }
 
 impl Tail {
+    /// The earlier failure, if any, as this call's error.
+    fn check(&self) -> io::Result<()> {
+        match &self.failed {
+            Some(e) => Err(io::Error::new(
+                e.kind(),
+                format!("an earlier write or sync of this file failed: {e}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn fail(&mut self, e: io::Error) -> io::Error {
+        let copy = clone_error(&e);
+        self.failed.get_or_insert(e);
+        copy
+    }
+
     fn end(&self) -> u64 {
         self.base + self.len as u64
     }
@@ -188,6 +208,7 @@ impl<D: ChunkDevice> TailFile<D> {
             len,
             durable_end: end,
             written_end: end,
+            failed: None,
             dirty: false,
             filled: align_up(end),
         };
@@ -212,13 +233,20 @@ impl<D: ChunkDevice> TailFile<D> {
         let mut guards: Vec<(usize, MutexGuard<'_, Tail>)> =
             order.iter().map(|&i| (i, files[i].lock())).collect();
         let mut results: Vec<io::Result<()>> = (0..files.len()).map(|_| Ok(())).collect();
+        for (i, g) in &guards {
+            results[*i] = g.check();
+        }
+        guards.retain(|(_, g)| g.failed.is_none());
         {
             let mut targets: Vec<(&D, &mut Tail)> = guards
                 .iter_mut()
                 .map(|(i, g)| (&files[*i].dev, &mut **g))
                 .collect();
             if let Err(e) = fill(&mut targets) {
-                return files.iter().map(|_| Err(clone_error(&e))).collect();
+                for (i, g) in guards.iter_mut() {
+                    results[*i] = Err(g.fail(clone_error(&e)));
+                }
+                return results;
             }
         }
         let mut writes = Vec::new();
@@ -243,7 +271,7 @@ impl<D: ChunkDevice> TailFile<D> {
         for (k, r) in owner.into_iter().zip(done) {
             if let Err(e) = r {
                 if !failed[k] {
-                    results[guards[k].0] = Err(e);
+                    results[guards[k].0] = Err(guards[k].1.fail(e));
                 }
                 failed[k] = true;
             }
@@ -270,7 +298,7 @@ impl<D: ChunkDevice> TailFile<D> {
                     g.dirty = false;
                     g.durable_end = g.end();
                 }
-                Err(e) => results[*i] = Err(e),
+                Err(e) => results[*i] = Err(g.fail(e)),
             }
         }
         results
@@ -343,8 +371,11 @@ impl<D: ChunkDevice> TailFile<D> {
 
     /// Writes the pending bytes: only their aligned part unless `all`, never synced.
     fn write_out(&self, tail: &mut Tail, all: bool, fill_ahead: bool) -> io::Result<()> {
+        tail.check()?;
         if fill_ahead {
-            fill(&mut [(&self.dev, &mut *tail)])?;
+            if let Err(e) = fill(&mut [(&self.dev, &mut *tail)]) {
+                return Err(tail.fail(e));
+            }
         }
         let upto = if all {
             tail.end()
@@ -371,7 +402,9 @@ impl<D: ChunkDevice> TailFile<D> {
         let done = D::write_batch(&writes);
         drop(writes);
         tail.dirty = true;
-        done.into_iter().collect::<io::Result<()>>()?;
+        if let Err(e) = done.into_iter().collect::<io::Result<()>>() {
+            return Err(tail.fail(e));
+        }
         if all {
             tail.written_end = tail.end();
             tail.advance();
@@ -413,6 +446,7 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
 
     fn write_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
         let mut tail = self.lock();
+        tail.check()?;
         if position != tail.end() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -442,6 +476,7 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
     /// sealed and read (mapped) from the disk.
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut tail = self.lock();
+        tail.check()?;
         if len < tail.end() {
             if len >= tail.base {
                 let keep = (len - tail.base) as usize;
@@ -464,7 +499,9 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
             tail.written_end = tail.written_end.min(len);
         }
         self.write_out(&mut tail, true, false)?;
-        self.dev.set_len(len)?;
+        if let Err(e) = self.dev.set_len(len) {
+            return Err(tail.fail(e));
+        }
         tail.filled = align_up(len);
         tail.dirty = true;
         Ok(())

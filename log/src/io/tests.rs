@@ -341,3 +341,20 @@ fn segment_logs_meet_the_contract_on_every_backend() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[test]
+fn a_direct_segment_that_failed_to_sync_refuses_every_later_call() {
+    let sim = SimStorage::new(3).with_direct_writes();
+    sim.create_dir_all(Path::new("/d")).unwrap();
+    let path = Path::new("/d/00000000000000000000.log");
+    let f = sim.open_segment_log(path, true, 0, None).unwrap();
+    f.write_at(&pattern(5000, 1), 0).unwrap();
+    f.sync().unwrap();
+    f.write_at(&pattern(100, 2), 5000).unwrap();
+    sim.inject(sim.ops() + 1, Fault::Eio);
+    assert!(f.sync().is_err());
+    // The pages of a failed write may be gone: a second sync must not pretend they are durable.
+    let again = f.sync().unwrap_err();
+    assert!(again.to_string().contains("earlier write or sync"), "{again}");
+    assert!(f.write_at(b"x", 5100).is_err());
+}
