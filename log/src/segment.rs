@@ -299,7 +299,7 @@ impl LogSegment {
         self.state.lock().expect("segment state lock poisoned")
     }
 
-    fn log_file(&self) -> Arc<dyn StorageFile> {
+    pub(crate) fn log_file(&self) -> Arc<dyn StorageFile> {
         self.log.lock().expect("segment log lock poisoned").clone()
     }
 

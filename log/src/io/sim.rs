@@ -49,6 +49,8 @@ struct State {
     rng: u64,
     /// Segment `.log`s go through the direct write path (`direct.rs`), as on the uring backend.
     direct_writes: bool,
+    /// Batches of the direct write path run so far (each one io_uring submission on the uring backend).
+    batches: u64,
 }
 
 /// In-memory storage with crash simulation. Clones share the same state.
@@ -136,6 +138,12 @@ impl SimStorage {
     pub fn with_direct_writes(self) -> Self {
         self.lock().direct_writes = true;
         self
+    }
+
+    /// Batches of writes and of syncs the direct write path has run (one io_uring submission each on
+    /// the uring backend).
+    pub fn batches(&self) -> u64 {
+        self.lock().batches
     }
 
     /// Operations performed so far (writes, syncs, resizes, creations, renames, removals, dir syncs).
@@ -328,6 +336,7 @@ impl ChunkDevice for SimFile {
             return Vec::new();
         };
         let mut s = first.dev.state.lock().expect("sim state lock poisoned");
+        s.batches += 1;
         if writes
             .iter()
             .any(|w| w.dev.generation != s.generation || !s.inodes.contains_key(&w.dev.inode))
@@ -365,6 +374,9 @@ impl ChunkDevice for SimFile {
     }
 
     fn sync_batch(devs: &[&Self]) -> Vec<io::Result<()>> {
+        if let Some(d) = devs.first() {
+            d.state.lock().expect("sim state lock poisoned").batches += 1;
+        }
         devs.iter().map(|d| StorageFile::sync(*d)).collect()
     }
 

@@ -355,6 +355,84 @@ fn a_direct_segment_that_failed_to_sync_refuses_every_later_call() {
     assert!(f.sync().is_err());
     // The pages of a failed write may be gone: a second sync must not pretend they are durable.
     let again = f.sync().unwrap_err();
-    assert!(again.to_string().contains("earlier write or sync"), "{again}");
+    assert!(
+        again.to_string().contains("earlier write or sync"),
+        "{again}"
+    );
     assert!(f.write_at(b"x", 5100).is_err());
+}
+
+/// Partitions appended to, then flushed together: every partition's recovery point reaches its log
+/// end, what they flushed survives a crash, and on the direct path all their writes went in at most two
+/// batches (the zero fill ahead, then the data), however many partitions.
+fn flush_together(storage: Arc<dyn Storage>, root: &Path, sim: Option<&SimStorage>) {
+    use crate::format::{BatchBuilder, Compression};
+    use crate::partition_log::{OpenOptions, PartitionLog};
+    let logs: Vec<PartitionLog> = (0..16)
+        .map(|p| {
+            let dir = root.join(format!("t-{p}"));
+            PartitionLog::open(
+                storage.clone(),
+                &dir,
+                crate::config::LogConfig::default(),
+                OpenOptions::default(),
+            )
+            .unwrap()
+            .0
+        })
+        .collect();
+    for (p, log) in logs.iter().enumerate() {
+        for i in 0..=p {
+            let mut b = BatchBuilder::new(Compression::None);
+            b.append(0, None, Some(&pattern(100 + 37 * i, p as u8)), &[])
+                .unwrap();
+            log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+        }
+    }
+    let before = sim.map(SimStorage::batches);
+    let refs: Vec<&PartitionLog> = logs.iter().collect();
+    PartitionLog::flush_many(&refs).unwrap();
+    if let (Some(sim), Some(before)) = (sim, before) {
+        assert!(
+            sim.batches() - before <= 2,
+            "16 partitions flushed in {} batches",
+            sim.batches() - before
+        );
+    }
+    for (p, log) in logs.iter().enumerate() {
+        assert_eq!(log.recovery_point(), p as i64 + 1, "partition {p}");
+    }
+    let Some(sim) = sim else { return };
+    drop(logs);
+    sim.crash(true);
+    for p in 0..16 {
+        let dir = root.join(format!("t-{p}"));
+        let options = OpenOptions {
+            recovery_point: p + 1,
+            log_start_offset: 0,
+            clean_shutdown: false,
+        };
+        let (log, _) = PartitionLog::open(
+            storage.clone(),
+            &dir,
+            crate::config::LogConfig::default(),
+            options,
+        )
+        .unwrap();
+        assert_eq!(log.log_end_offset(), p + 1, "partition {p} after the crash");
+    }
+}
+
+#[test]
+fn partitions_flushed_together_are_durable_on_every_backend() {
+    let sim = SimStorage::new(11).with_direct_writes();
+    flush_together(Arc::new(sim.clone()), Path::new("/together"), Some(&sim));
+    let dir = scratch_dir("together-std");
+    flush_together(Arc::new(StdStorage), &dir, None);
+    std::fs::remove_dir_all(&dir).unwrap();
+    if let Some(storage) = uring_or_skip() {
+        let dir = scratch_dir("together-uring");
+        flush_together(storage, &dir, None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
