@@ -4,14 +4,17 @@
 //! the same logic with crash points) returns from [`super::Storage::open_segment_log`]. Appends land in an
 //! aligned buffer holding the file from `base` (a multiple of [`ALIGN`]) to the log's end; readers of that
 //! range are answered from it. The device only ever sees whole aligned chunks:
-//! - once [`SPILL`] bytes are pending, the aligned part is written (not synced) and only the unaligned
-//!   remainder (< [`ALIGN`] bytes) stays in memory;
 //! - a sync writes everything pending, the last block padded with zeros, as [`CHUNK`]-sized writes all in
 //!   flight at once, each `RWF_DSYNC` (durable on completion: no separate fdatasync unless an earlier
 //!   unsynced write or resize is outstanding). The padded block is rewritten with the next chunk: its
 //!   first bytes are identical in both writes, so a write torn at any sector keeps every durable byte.
+//! - once [`SPILL`] bytes are pending, an append writes them the same way, not synced;
 //! - the file is zero-filled ([`FILL_WINDOW`] at a time, durably) ahead of the data, so a data write
 //!   overwrites allocated, written blocks and changes no file metadata: its `RWF_DSYNC` is a device flush.
+//!
+//! Device writes of a file take turns (its `io` lock) and run on a copy of the pending bytes, outside the
+//! lock of the tail: appenders keep appending while a sync is on the disk, which is what lets a group
+//! commit gather the next group. Only blocks a completed write covered leave memory.
 //!
 //! The bytes on disk stay Kafka's: batches, then zeros (what Kafka's `preallocate=true` leaves, which
 //! recovery already cuts as a `Tail`), trimmed to the log's size when the segment rolls or closes.
@@ -30,7 +33,9 @@ pub const ALIGN: u64 = 4096;
 /// Pending bytes that make an append write its aligned part without waiting for a sync.
 pub const SPILL: usize = 256 << 10;
 /// The largest single write; a sync or spill of more is several writes in flight together.
-pub const CHUNK: usize = 32 << 10;
+pub const CHUNK: usize = 16 << 10;
+/// The largest single write of the zero fill.
+const FILL_PIECE: usize = 256 << 10;
 /// Zero-filled at a time ahead of the data.
 pub const FILL_WINDOW: u64 = 1 << 20;
 
@@ -93,7 +98,7 @@ impl AlignedBuf {
 /// Zeros to fill with, shared by every file.
 fn zeros() -> &'static [u8] {
     static ZEROS: std::sync::OnceLock<AlignedBuf> = std::sync::OnceLock::new();
-    &ZEROS.get_or_init(|| AlignedBuf::new(CHUNK)).as_slice()[..CHUNK]
+    &ZEROS.get_or_init(|| AlignedBuf::new(FILL_PIECE)).as_slice()[..FILL_PIECE]
 }
 
 #[derive(Debug)]
@@ -144,6 +149,10 @@ impl Tail {
         self.base + self.len as u64
     }
 
+    fn all_written(&self) -> bool {
+        self.written_end >= self.end()
+    }
+
     fn reserve(&mut self, extra: usize) {
         let need = self.len + extra;
         if need <= self.buf.cap {
@@ -154,36 +163,65 @@ impl Tail {
         self.buf = bigger;
     }
 
-    /// Everything from `base` to the data's end, padded to a whole block, in [`CHUNK`] pieces.
-    fn pieces(&self) -> Vec<(u64, &[u8])> {
+    /// A copy of everything from `base` to the data's end, padded with zeros to a whole block; None when
+    /// all of it is on the device.
+    fn snapshot(&self) -> Option<Snapshot> {
+        if self.all_written() {
+            return None;
+        }
         let padded = align_up(self.len as u64) as usize;
-        let bytes = &self.buf.as_slice()[..padded];
-        bytes
+        let mut bytes = AlignedBuf::new(padded);
+        bytes.as_mut_slice()[..self.len].copy_from_slice(&self.buf.as_slice()[..self.len]);
+        Some(Snapshot {
+            base: self.base,
+            end: self.end(),
+            bytes,
+            padded,
+        })
+    }
+
+    /// The zero fill a write of the data up to `end` needs first: `[from, to)`, or None.
+    fn fill_needed(&self, end: u64) -> Option<(u64, u64)> {
+        let hi = align_up(end);
+        let from = self.filled.max(hi);
+        (self.filled < hi + CHUNK as u64).then_some((from, from + FILL_WINDOW))
+    }
+
+    /// A write of the data up to `end` completed (durable with `durable`): the blocks below it leave
+    /// memory, the partial last one stays (it is rewritten with the next write).
+    fn written(&mut self, end: u64, durable: bool) {
+        self.written_end = self.written_end.max(end);
+        if durable {
+            self.durable_end = self.durable_end.max(end);
+        }
+        let cut = align_down(end);
+        if cut <= self.base {
+            return;
+        }
+        let keep_from = (cut - self.base) as usize;
+        let len = self.len;
+        let slice = self.buf.as_mut_slice();
+        slice.copy_within(keep_from..len, 0);
+        slice[len - keep_from..len].fill(0);
+        self.base = cut;
+        self.len = len - keep_from;
+    }
+}
+
+/// The pending bytes of a file as they were when a write of them began.
+struct Snapshot {
+    base: u64,
+    end: u64,
+    bytes: AlignedBuf,
+    padded: usize,
+}
+
+impl Snapshot {
+    fn pieces(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        self.bytes.as_slice()[..self.padded]
             .chunks(CHUNK)
             .enumerate()
             .map(|(i, c)| (self.base + (i * CHUNK) as u64, c))
-            .collect()
-    }
-
-    /// The aligned part of the pending bytes is on the device: keep only the last partial block.
-    fn advance(&mut self) {
-        let keep_from = (align_down(self.end()) - self.base) as usize;
-        let rest = self.len - keep_from;
-        let slice = self.buf.as_mut_slice();
-        slice.copy_within(keep_from..self.len, 0);
-        slice[rest..self.len.max(rest)].fill(0);
-        self.base += keep_from as u64;
-        self.len = rest;
-    }
-
-    /// The zero fill needed before the pending bytes are written: `[from, to)`, or None.
-    fn fill_needed(&self) -> Option<(u64, u64)> {
-        if self.written_end >= self.end() {
-            return None; // nothing to write (a trimmed, sealed segment stays trimmed)
-        }
-        let hi = align_up(self.end());
-        let from = self.filled.max(hi);
-        (self.filled < hi + CHUNK as u64).then_some((from, from + FILL_WINDOW))
     }
 }
 
@@ -193,6 +231,16 @@ pub struct TailFile<D: ChunkDevice> {
     dev: D,
     path: PathBuf,
     tail: Mutex<Tail>,
+    /// Held for every device write: one batch of a file at a time, in order.
+    io: Mutex<()>,
+}
+
+/// What one file brings to a batch: its snapshot, the zero fill it needs, whether writes must be
+/// followed by an fdatasync.
+struct Plan {
+    snapshot: Option<Snapshot>,
+    fill: Option<(u64, u64)>,
+    dirty: bool,
 }
 
 impl<D: ChunkDevice> TailFile<D> {
@@ -216,6 +264,7 @@ impl<D: ChunkDevice> TailFile<D> {
             dev,
             path: path.to_owned(),
             tail: Mutex::new(tail),
+            io: Mutex::new(()),
         })
     }
 
@@ -223,118 +272,146 @@ impl<D: ChunkDevice> TailFile<D> {
         self.tail.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Syncs every file given, their writes (and zero fills) each in one batch: one io_uring submission
-    /// for all of them, then one more for the fdatasyncs of those that need one. The result of each file.
-    pub fn sync_many(files: &[&TailFile<D>]) -> Vec<io::Result<()>> {
-        // Locks in address order, so two batches sharing files cannot deadlock.
+    fn io_turn(&self) -> MutexGuard<'_, ()> {
+        self.io.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Under the `io` turn: what this file writes in the next batch (None: it failed earlier).
+    fn plan(&self, fill_ahead: bool) -> io::Result<Plan> {
+        let tail = self.lock();
+        tail.check()?;
+        let snapshot = tail.snapshot();
+        let fill = match &snapshot {
+            Some(s) if fill_ahead => tail.fill_needed(s.end),
+            _ => None,
+        };
+        Ok(Plan {
+            snapshot,
+            fill,
+            dirty: tail.dirty,
+        })
+    }
+
+    /// Writes and (with `sync`) makes durable what every file has pending, in as few batches as the
+    /// device allows: the zero fills, then the data (`RWF_DSYNC` unless the file is dirty), then an
+    /// fdatasync of the dirty ones. Each file's device writes take their turn (`io`), its appenders do
+    /// not wait. The result of each file.
+    fn flush_files(files: &[&TailFile<D>], sync: bool, fill_ahead: bool) -> Vec<io::Result<()>> {
+        // Turns in address order, so two batches sharing files cannot deadlock.
         let mut order: Vec<usize> = (0..files.len()).collect();
         order.sort_by_key(|&i| files[i] as *const TailFile<D> as usize);
         order.dedup_by_key(|i| files[*i] as *const TailFile<D> as usize);
-        let mut guards: Vec<(usize, MutexGuard<'_, Tail>)> =
-            order.iter().map(|&i| (i, files[i].lock())).collect();
+        let _turns: Vec<MutexGuard<'_, ()>> = order.iter().map(|&i| files[i].io_turn()).collect();
         let mut results: Vec<io::Result<()>> = (0..files.len()).map(|_| Ok(())).collect();
-        for (i, g) in &guards {
-            results[*i] = g.check();
-        }
-        guards.retain(|(_, g)| g.failed.is_none());
-        {
-            let mut targets: Vec<(&D, &mut Tail)> = guards
-                .iter_mut()
-                .map(|(i, g)| (&files[*i].dev, &mut **g))
-                .collect();
-            if let Err(e) = fill(&mut targets) {
-                for (i, g) in guards.iter_mut() {
-                    results[*i] = Err(g.fail(clone_error(&e)));
-                }
-                return results;
+        let mut plans = Vec::new();
+        for &i in &order {
+            match files[i].plan(fill_ahead) {
+                Ok(p) => plans.push((i, p)),
+                Err(e) => results[i] = Err(e),
             }
         }
+        // The zero fills, durable, before any data lands beyond what was filled.
+        let fills: Vec<_> = plans
+            .iter()
+            .filter_map(|(i, p)| p.fill.map(|f| (*i, f)))
+            .collect();
         let mut writes = Vec::new();
-        let mut owner = Vec::new();
-        for (k, (i, g)) in guards.iter().enumerate() {
-            if TailFile::<D>::all_written(g) {
-                continue; // written already (a spill, a trim): an fdatasync below makes it durable
-            }
-            for (position, bytes) in g.pieces() {
-                writes.push(ChunkWrite {
-                    dev: &files[*i].dev,
-                    position,
-                    bytes,
-                    dsync: !g.dirty,
-                });
-                owner.push(k);
-            }
-        }
-        let done = D::write_batch(&writes);
-        drop(writes);
-        let mut failed = vec![false; guards.len()];
-        for (k, r) in owner.into_iter().zip(done) {
-            if let Err(e) = r {
-                if !failed[k] {
-                    results[guards[k].0] = Err(guards[k].1.fail(e));
-                }
-                failed[k] = true;
-            }
-        }
-        let mut to_sync = Vec::new();
-        for (k, (i, g)) in guards.iter_mut().enumerate() {
-            if failed[k] {
-                continue;
-            }
-            g.written_end = g.end();
-            if g.dirty {
-                to_sync.push(k);
-            } else {
-                g.durable_end = g.end();
-            }
-            g.advance();
-            let _ = i;
-        }
-        let devs: Vec<&D> = to_sync.iter().map(|&k| &files[guards[k].0].dev).collect();
-        for (&k, r) in to_sync.iter().zip(D::sync_batch(&devs)) {
-            let (i, g) = &mut guards[k];
-            match r {
-                Ok(()) => {
-                    g.dirty = false;
-                    g.durable_end = g.end();
-                }
-                Err(e) => results[*i] = Err(g.fail(e)),
-            }
-        }
-        results
-    }
-}
-
-/// Zero-fills ahead of each tail that needs it (one batch for all, each write durable).
-fn fill<D: ChunkDevice>(targets: &mut [(&D, &mut Tail)]) -> io::Result<()> {
-    let mut writes = Vec::new();
-    let mut ranges = Vec::new();
-    for (k, (dev, tail)) in targets.iter().enumerate() {
-        if let Some((from, to)) = tail.fill_needed() {
+        for &(i, (from, to)) in &fills {
             let mut p = from;
             while p < to {
-                let n = (to - p).min(CHUNK as u64) as usize;
+                let n = (to - p).min(FILL_PIECE as u64) as usize;
                 writes.push(ChunkWrite {
-                    dev: *dev,
+                    dev: &files[i].dev,
                     position: p,
                     bytes: &zeros()[..n],
                     dsync: true,
                 });
                 p += n as u64;
             }
-            ranges.push((k, to));
         }
+        if let Err(e) = D::write_batch(&writes)
+            .into_iter()
+            .collect::<io::Result<()>>()
+        {
+            for (i, _) in &plans {
+                results[*i] = Err(files[*i].lock().fail(clone_error(&e)));
+            }
+            return results;
+        }
+        for &(i, (_, to)) in &fills {
+            files[i].lock().filled = to;
+        }
+        // The data of every file, all in flight together.
+        let mut writes = Vec::new();
+        let mut owner = Vec::new();
+        for (k, (i, p)) in plans.iter().enumerate() {
+            if let Some(snap) = &p.snapshot {
+                for (position, bytes) in snap.pieces() {
+                    writes.push(ChunkWrite {
+                        dev: &files[*i].dev,
+                        position,
+                        bytes,
+                        dsync: sync && !p.dirty,
+                    });
+                    owner.push(k);
+                }
+            }
+        }
+        let mut failed = vec![false; plans.len()];
+        for (k, r) in owner.into_iter().zip(D::write_batch(&writes)) {
+            if let Err(e) = r {
+                let i = plans[k].0;
+                if !failed[k] {
+                    results[i] = Err(files[i].lock().fail(e));
+                }
+                failed[k] = true;
+            }
+        }
+        drop(writes);
+        let mut to_sync = Vec::new();
+        for (k, (i, p)) in plans.iter().enumerate() {
+            if failed[k] {
+                continue;
+            }
+            let durable = sync && !p.dirty;
+            let mut tail = files[*i].lock();
+            if let Some(snap) = &p.snapshot {
+                tail.written(snap.end, durable);
+                if !durable {
+                    tail.dirty = true;
+                }
+            }
+            if sync && tail.dirty {
+                to_sync.push(*i);
+            }
+        }
+        let devs: Vec<&D> = to_sync.iter().map(|&i| &files[i].dev).collect();
+        for (&i, r) in to_sync.iter().zip(D::sync_batch(&devs)) {
+            let mut tail = files[i].lock();
+            match r {
+                Ok(()) => {
+                    tail.dirty = false;
+                    let written = tail.written_end;
+                    tail.durable_end = tail.durable_end.max(written);
+                }
+                Err(e) => results[i] = Err(tail.fail(e)),
+            }
+        }
+        results
     }
-    if writes.is_empty() {
-        return Ok(());
+
+    /// Syncs every file given: one batch of writes for all of them (one io_uring submission), then one
+    /// of fdatasyncs for those that need one. The result of each file.
+    pub fn sync_many(files: &[&TailFile<D>]) -> Vec<io::Result<()>> {
+        Self::flush_files(files, true, true)
     }
-    D::write_batch(&writes)
-        .into_iter()
-        .collect::<io::Result<()>>()?;
-    for (k, to) in ranges {
-        targets[k].1.filled = to;
+
+    /// Writes what is pending, not synced (a spill, or the last write before a resize or a drop).
+    fn write_out(&self, fill_ahead: bool) -> io::Result<()> {
+        Self::flush_files(&[self], false, fill_ahead)
+            .pop()
+            .unwrap_or(Ok(()))
     }
-    Ok(())
 }
 
 fn read_exact<D: ChunkDevice>(dev: &D, buf: &mut [u8], position: u64) -> io::Result<()> {
@@ -360,59 +437,6 @@ fn clone_error(e: &io::Error) -> io::Error {
     match e.raw_os_error() {
         Some(code) => io::Error::from_raw_os_error(code),
         None => io::Error::new(e.kind(), e.to_string()),
-    }
-}
-
-impl<D: ChunkDevice> TailFile<D> {
-    /// Whether every byte of the data is on the device (written, maybe not synced).
-    fn all_written(tail: &Tail) -> bool {
-        tail.written_end >= tail.end()
-    }
-
-    /// Writes the pending bytes: only their aligned part unless `all`, never synced.
-    fn write_out(&self, tail: &mut Tail, all: bool, fill_ahead: bool) -> io::Result<()> {
-        tail.check()?;
-        if fill_ahead {
-            if let Err(e) = fill(&mut [(&self.dev, &mut *tail)]) {
-                return Err(tail.fail(e));
-            }
-        }
-        let upto = if all {
-            tail.end()
-        } else {
-            align_down(tail.end())
-        };
-        if upto <= tail.written_end.max(tail.base) && Self::all_written(tail) {
-            return Ok(());
-        }
-        let writes: Vec<_> = tail
-            .pieces()
-            .into_iter()
-            .filter(|(p, _)| *p < upto)
-            .map(|(position, bytes)| ChunkWrite {
-                dev: &self.dev,
-                position,
-                bytes,
-                dsync: false,
-            })
-            .collect();
-        if writes.is_empty() {
-            return Ok(());
-        }
-        let done = D::write_batch(&writes);
-        drop(writes);
-        tail.dirty = true;
-        if let Err(e) = done.into_iter().collect::<io::Result<()>>() {
-            return Err(tail.fail(e));
-        }
-        if all {
-            tail.written_end = tail.end();
-            tail.advance();
-        } else {
-            tail.written_end = tail.written_end.max(upto);
-            tail.advance();
-        }
-        Ok(())
     }
 }
 
@@ -445,25 +469,28 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
     }
 
     fn write_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
-        let mut tail = self.lock();
-        tail.check()?;
-        if position != tail.end() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "{}: a segment written through the direct path is appended to at its end {}, \
-                     not written at {position}",
-                    self.path.display(),
-                    tail.end()
-                ),
-            ));
-        }
-        tail.reserve(buf.len());
-        let len = tail.len;
-        tail.buf.as_mut_slice()[len..len + buf.len()].copy_from_slice(buf);
-        tail.len += buf.len();
-        if tail.len >= SPILL {
-            self.write_out(&mut tail, false, true)?;
+        let spill = {
+            let mut tail = self.lock();
+            tail.check()?;
+            if position != tail.end() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{}: a segment written through the direct path is appended to at its end \
+                         {}, not written at {position}",
+                        self.path.display(),
+                        tail.end()
+                    ),
+                ));
+            }
+            tail.reserve(buf.len());
+            let len = tail.len;
+            tail.buf.as_mut_slice()[len..len + buf.len()].copy_from_slice(buf);
+            tail.len += buf.len();
+            tail.end() - tail.written_end.max(tail.base) >= SPILL as u64
+        };
+        if spill {
+            self.write_out(true)?;
         }
         Ok(())
     }
@@ -475,30 +502,35 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
     /// Cuts or trims the file. The pending bytes below `len` reach the device first: a trimmed segment is
     /// sealed and read (mapped) from the disk.
     fn set_len(&self, len: u64) -> io::Result<()> {
-        let mut tail = self.lock();
-        tail.check()?;
-        if len < tail.end() {
-            if len >= tail.base {
-                let keep = (len - tail.base) as usize;
-                let old = tail.len;
-                tail.buf.as_mut_slice()[keep..old].fill(0);
-                tail.len = keep;
-            } else {
-                let old = tail.len;
-                tail.buf.as_mut_slice()[..old].fill(0);
-                tail.base = align_down(len);
-                tail.len = (len - tail.base) as usize;
-                let n = tail.len;
-                read_exact(
-                    &self.dev,
-                    &mut tail.buf.as_mut_slice()[..n],
-                    align_down(len),
-                )?;
+        {
+            let _turn = self.io_turn();
+            let mut tail = self.lock();
+            tail.check()?;
+            if len < tail.end() {
+                if len >= tail.base {
+                    let keep = (len - tail.base) as usize;
+                    let old = tail.len;
+                    tail.buf.as_mut_slice()[keep..old].fill(0);
+                    tail.len = keep;
+                } else {
+                    let old = tail.len;
+                    tail.buf.as_mut_slice()[..old].fill(0);
+                    tail.base = align_down(len);
+                    tail.len = (len - tail.base) as usize;
+                    let n = tail.len;
+                    read_exact(
+                        &self.dev,
+                        &mut tail.buf.as_mut_slice()[..n],
+                        align_down(len),
+                    )?;
+                }
+                tail.durable_end = tail.durable_end.min(len);
+                tail.written_end = tail.written_end.min(len);
             }
-            tail.durable_end = tail.durable_end.min(len);
-            tail.written_end = tail.written_end.min(len);
         }
-        self.write_out(&mut tail, true, false)?;
+        self.write_out(false)?;
+        let _turn = self.io_turn();
+        let mut tail = self.lock();
         if let Err(e) = self.dev.set_len(len) {
             return Err(tail.fail(e));
         }
@@ -520,7 +552,7 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
     /// `None` while bytes are pending in memory: the file on disk lacks them, so nothing may map it.
     fn os_path(&self) -> Option<&Path> {
         let tail = self.lock();
-        (Self::all_written(&tail) && self.dev.path().is_some()).then_some(self.path.as_path())
+        (tail.all_written() && self.dev.path().is_some()).then_some(self.path.as_path())
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
@@ -533,9 +565,8 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
 /// it: at most [`SPILL`] bytes, none of them flushed.
 impl<D: ChunkDevice> Drop for TailFile<D> {
     fn drop(&mut self) {
-        let mut tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
-        if !Self::all_written(&tail) {
-            let _ = self.write_out(&mut tail, true, false);
+        if !self.lock().all_written() {
+            let _ = self.write_out(false);
         }
     }
 }

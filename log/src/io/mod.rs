@@ -136,12 +136,18 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
 /// The name of Kafka's log-directory lock file.
 pub const LOCK_FILE: &str = ".lock";
 
+/// Whether `direct_io_supported` can say: `O_DIRECT` is a Linux matter here.
+#[cfg(not(target_os = "linux"))]
+pub fn direct_io_supported(_dir: &Path) -> io::Result<bool> {
+    Ok(false)
+}
+
 /// Which backend to use (`io_backend` in the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoBackend {
-    /// For now always std: on ext4 a buffered write through io_uring is handed to a kernel worker
-    /// thread and is slower than pwrite (`shared/spec/field-notes.md` §2.5, §6). The partition log asks
-    /// for uring only where a benchmark shows it wins (O_DIRECT into preallocated segments, batching).
+    /// The backend `klog bench` measured faster on this machine kind for the log's workload
+    /// ([`IoBackend::resolve`], BENCHMARKS.md): buffered appends stay on std (on ext4 a buffered write
+    /// through io_uring is handed to a kernel worker thread, `shared/spec/field-notes.md` §2.5, §6).
     #[default]
     Auto,
     Std,
@@ -159,11 +165,59 @@ impl IoBackend {
     }
 }
 
+/// What a log mostly does, for [`IoBackend::Auto`] to choose by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoWorkload {
+    /// Appends flushed now and then (`flush.messages`/`flush.ms` large: Kafka's default).
+    Buffered,
+    /// Appends each followed by a flush, alone or in group commit (`flush.messages=1`).
+    Durable,
+}
+
+impl IoWorkload {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoWorkload::Buffered => "buffered appends",
+            IoWorkload::Durable => "durable appends",
+        }
+    }
+}
+
+/// `Auto`'s choice per workload, from `klog bench` on this machine kind (BENCHMARKS.md, issue #18):
+/// `klog bench` prints the choice its own figures make beside these, so a machine where they differ shows.
+pub const AUTO_BUFFERED: IoBackend = IoBackend::Std;
+/// See [`AUTO_BUFFERED`].
+pub const AUTO_DURABLE: IoBackend = IoBackend::Std;
+
+impl IoBackend {
+    /// The concrete backend for `workload`: `Auto` becomes the measured choice, the others stay.
+    pub fn resolve(self, workload: IoWorkload) -> IoBackend {
+        match (self, workload) {
+            (IoBackend::Auto, IoWorkload::Buffered) => AUTO_BUFFERED,
+            (IoBackend::Auto, IoWorkload::Durable) => AUTO_DURABLE,
+            (chosen, _) => chosen,
+        }
+    }
+}
+
+/// [`open_backend`] of the backend `backend` resolves to for `workload`; an `Auto` that resolves to
+/// uring falls back to std where this process may not use io_uring.
+pub fn open_backend_for(backend: IoBackend, workload: IoWorkload) -> io::Result<Arc<dyn Storage>> {
+    match backend.resolve(workload) {
+        IoBackend::Uring if backend == IoBackend::Auto && uring_available().is_err() => {
+            Ok(Arc::new(StdStorage))
+        }
+        resolved => open_backend(resolved),
+    }
+}
+
 /// Opens the storage for a backend choice. `Uring` fails, saying why, when this process may not use
-/// io_uring (see [`uring_available`]); `Auto` picks std (see [`IoBackend::Auto`]).
+/// io_uring (see [`uring_available`]); `Auto` picks its choice for buffered appends (see
+/// [`open_backend_for`]).
 pub fn open_backend(backend: IoBackend) -> io::Result<Arc<dyn Storage>> {
     match backend {
-        IoBackend::Std | IoBackend::Auto => Ok(Arc::new(StdStorage)),
+        IoBackend::Auto => open_backend_for(IoBackend::Auto, IoWorkload::Buffered),
+        IoBackend::Std => Ok(Arc::new(StdStorage)),
         #[cfg(target_os = "linux")]
         IoBackend::Uring => Ok(Arc::new(UringStorage::new()?)),
         #[cfg(not(target_os = "linux"))]
