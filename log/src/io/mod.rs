@@ -170,8 +170,11 @@ impl IoBackend {
 pub enum IoWorkload {
     /// Appends flushed now and then (`flush.messages`/`flush.ms` large: Kafka's default).
     Buffered,
-    /// Appends each followed by a flush, alone or in group commit (`flush.messages=1`).
+    /// Appends of one partition each followed by a flush, alone or in group commit (`flush.messages=1`).
     Durable,
+    /// Many partitions of a log directory flushed together (`LogDir::flush_partitions`: a broker's
+    /// periodic flush, a group commit across partitions).
+    ManyPartitions,
 }
 
 impl IoWorkload {
@@ -179,6 +182,7 @@ impl IoWorkload {
         match self {
             IoWorkload::Buffered => "buffered appends",
             IoWorkload::Durable => "durable appends",
+            IoWorkload::ManyPartitions => "partitions flushed together",
         }
     }
 }
@@ -186,8 +190,11 @@ impl IoWorkload {
 /// `Auto`'s choice per workload, from `klog bench` on this machine kind (BENCHMARKS.md, issue #18):
 /// `klog bench` prints the choice its own figures make beside these, so a machine where they differ shows.
 pub const AUTO_BUFFERED: IoBackend = IoBackend::Std;
-/// See [`AUTO_BUFFERED`].
+/// See [`AUTO_BUFFERED`]. io_uring won the one appender (1.0-3.9x) but not the group commit of 8
+/// (0.3-0.95x) in the runs of issue #18, so std stays.
 pub const AUTO_DURABLE: IoBackend = IoBackend::Std;
+/// See [`AUTO_BUFFERED`]: one submission for every partition won 4-11x in every run of issue #18.
+pub const AUTO_MANY_PARTITIONS: IoBackend = IoBackend::Uring;
 
 impl IoBackend {
     /// The concrete backend for `workload`: `Auto` becomes the measured choice, the others stay.
@@ -195,6 +202,7 @@ impl IoBackend {
         match (self, workload) {
             (IoBackend::Auto, IoWorkload::Buffered) => AUTO_BUFFERED,
             (IoBackend::Auto, IoWorkload::Durable) => AUTO_DURABLE,
+            (IoBackend::Auto, IoWorkload::ManyPartitions) => AUTO_MANY_PARTITIONS,
             (chosen, _) => chosen,
         }
     }

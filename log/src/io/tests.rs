@@ -436,3 +436,25 @@ fn partitions_flushed_together_are_durable_on_every_backend() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[test]
+fn auto_resolves_per_workload_and_explicit_backends_stay() {
+    use IoWorkload::*;
+    assert_eq!(IoBackend::Auto.resolve(Buffered), AUTO_BUFFERED);
+    assert_eq!(IoBackend::Auto.resolve(Durable), AUTO_DURABLE);
+    assert_eq!(
+        IoBackend::Auto.resolve(ManyPartitions),
+        AUTO_MANY_PARTITIONS
+    );
+    for w in [Buffered, Durable, ManyPartitions] {
+        assert_eq!(IoBackend::Std.resolve(w), IoBackend::Std);
+        assert_eq!(IoBackend::Uring.resolve(w), IoBackend::Uring);
+        // Auto never fails: where io_uring is unavailable it falls back to std.
+        let storage = open_backend_for(IoBackend::Auto, w).unwrap();
+        let expected = match IoBackend::Auto.resolve(w) {
+            IoBackend::Uring if uring_available().is_ok() => "uring",
+            _ => "std",
+        };
+        assert_eq!(storage.name(), expected, "{w:?}");
+    }
+}
