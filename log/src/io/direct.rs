@@ -34,6 +34,8 @@ pub const ALIGN: u64 = 4096;
 pub const SPILL: usize = 256 << 10;
 /// The largest single write; a sync or spill of more is several writes in flight together.
 pub const CHUNK: usize = 256 << 10;
+/// The tail buffer of a file opened or sealed: one block and a batch.
+const INITIAL_BUF: usize = 32 << 10;
 /// The largest single write of the zero fill.
 const FILL_PIECE: usize = 256 << 10;
 /// Zero-filled at a time ahead of the data.
@@ -248,7 +250,8 @@ impl<D: ChunkDevice> TailFile<D> {
     pub fn new(dev: D, path: &Path, end: u64) -> io::Result<Self> {
         let base = align_down(end);
         let len = (end - base) as usize;
-        let mut buf = AlignedBuf::new(SPILL + CHUNK);
+        // Small to start with (a broker has thousands of active segments): it grows with what is pending.
+        let mut buf = AlignedBuf::new(INITIAL_BUF);
         read_exact(&dev, &mut buf.as_mut_slice()[..len], base)?;
         let tail = Tail {
             base,
@@ -539,9 +542,18 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
         Ok(())
     }
 
-    /// Always trims: the zero fill ahead may have grown the file since any length was read.
+    /// Always trims: the zero fill ahead may have grown the file since any length was read. A sealed
+    /// segment is only read, so its buffer shrinks back to the last partial block.
     fn seal(&self, size: u64) -> io::Result<()> {
-        self.set_len(size)
+        self.set_len(size)?;
+        let mut tail = self.lock();
+        if tail.buf.cap > INITIAL_BUF && tail.len <= INITIAL_BUF {
+            let mut small = AlignedBuf::new(INITIAL_BUF);
+            let len = tail.len;
+            small.as_mut_slice()[..len].copy_from_slice(&tail.buf.as_slice()[..len]);
+            tail.buf = small;
+        }
+        Ok(())
     }
 
     fn len(&self) -> io::Result<u64> {
