@@ -24,7 +24,8 @@ pub(super) const SINGLE_ROW: &str = "append + flush, single";
 pub(super) const PARTITIONS_ROW: &str = "flush of 64 partitions together";
 /// Partitions of the `durable/partitions` log directory.
 const PARTITIONS: usize = 64;
-/// Rounds of (one batch to each partition, one flush of all) per `durable/partitions` measurement.
+/// Rounds of (one batch to each partition, one flush of all) per `durable/partitions` measurement, at
+/// most (fewer when `--durable-appends` is small).
 const PARTITION_FLUSHES: u64 = 30;
 
 /// Distinct batches cycled through (about 1 MiB of 16 KiB batches: stays in the CPU cache, as a broker's
@@ -637,7 +638,9 @@ fn partitions_run(
 
 /// `durable/partitions`: many partitions flushed together, beside pwrite + fdatasync of as many files.
 fn partitions(ctx: &Ctx, batch: &[u8]) -> anyhow::Result<Report> {
-    let rounds = PARTITION_FLUSHES;
+    // As many appends as the durable workload makes, spread over the partitions (at least one round).
+    let rounds =
+        (durable_appends(ctx, batch.len()) / PARTITIONS as u64).clamp(1, PARTITION_FLUSHES);
     let flushes = rounds * PARTITIONS as u64;
     let mut baseline = Series::default();
     let mut series = vec![Series::default(); ctx.backends.len()];
