@@ -33,7 +33,7 @@ pub const ALIGN: u64 = 4096;
 /// Pending bytes that make an append write its aligned part without waiting for a sync.
 pub const SPILL: usize = 256 << 10;
 /// The largest single write; a sync or spill of more is several writes in flight together.
-pub const CHUNK: usize = 256 << 10;
+pub const CHUNK: usize = 16 << 10;
 /// The tail buffer of a file opened or sealed: one block and a batch.
 const INITIAL_BUF: usize = 32 << 10;
 /// The largest single write of the zero fill.
