@@ -41,11 +41,12 @@ const TINY: [&str; 22] = [
     "1MiB",
 ];
 
-const KEYS: [&str; 12] = [
+const KEYS: [&str; 13] = [
     "append",
     "append/100B",
     "append/1MiB",
     "durable",
+    "durable/partitions",
     "read",
     "read/random-offset",
     "read/random-timestamp",
@@ -244,7 +245,14 @@ fn bench_runs_every_workload_beside_its_baseline() {
         text.contains("Kafka column: not measured (--no-kafka)"),
         "{text}"
     );
-    assert!(text.contains("goals (issue #8):"), "{text}");
+    assert!(text.contains("goals (issues #8, #18):"), "{text}");
+    // io_backend=auto: the choice this run measured for each workload, beside the built-in one.
+    assert!(text.contains("io_backend=auto:"), "{text}");
+    let auto = doc["auto"].as_array().expect("auto");
+    assert_eq!(auto.len(), 3, "{auto:?}");
+    for a in auto {
+        assert!(a["built_in_choice"].is_string(), "{a}");
+    }
     check_workloads(&doc);
     for key in ["append", "recover", "psm"] {
         let k = &doc["workloads"][key]["kafka"];

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use klog::log::io::{open_backend, IoBackend, Storage};
+use klog::log::io::{open_backend, IoBackend, IoWorkload, Storage};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -593,13 +593,29 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
         c("durable", g8),
         5.0,
     );
+    let u1 = format!("uring / std, {}", disk::SINGLE_ROW);
+    goal(
+        "durable, one appender: io_uring >= 1.1x std",
+        "durable",
+        &u1,
+        c("durable", &u1),
+        1.1,
+    );
     let u8 = "uring / std, group commit, 8 threads";
     goal(
-        "io_uring >= std (group commit of 8)",
+        "group commit of 8: io_uring >= 1.5x std",
         "durable",
         u8,
         c("durable", u8),
-        1.0,
+        1.5,
+    );
+    let up = format!("uring / std, {}", disk::PARTITIONS_ROW);
+    goal(
+        "64-partition flush: io_uring >= 3x std",
+        "durable/partitions",
+        &up,
+        c("durable/partitions", &up),
+        3.0,
     );
     let seq = disk::READ_COPY_ROW;
     goal(
@@ -795,10 +811,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     ctx.progress.done();
     let goals = goals(&reports);
     print_goals(&mut out, &goals)?;
+    let auto = auto_choices(&reports);
+    print_auto(&mut out, &auto)?;
     let elapsed = started.elapsed();
     writeln!(out, "total time: {:.1} s", elapsed.as_secs_f64())?;
 
-    let doc = document(&ctx, &reports, &goals, &skipped, elapsed);
+    let mut doc = document(&ctx, &reports, &goals, &skipped, elapsed);
+    doc["auto"] = auto.iter().map(AutoChoice::to_json).collect();
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&doc)? + "\n";
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -837,11 +856,118 @@ fn backends(args: &BenchArgs) -> anyhow::Result<(Vec<Backend>, Vec<Value>)> {
     Ok((backends, skipped))
 }
 
+/// `io_backend=auto` for one workload: the backend this run measured faster beside the built-in choice.
+struct AutoChoice {
+    workload: IoWorkload,
+    /// uring / std of each figure the choice rests on (per-round medians).
+    figures: Vec<(String, f64)>,
+}
+
+impl AutoChoice {
+    /// uring when it won every figure measured, std otherwise (std is the backend that always works).
+    fn measured(&self) -> Option<IoBackend> {
+        if self.figures.is_empty() {
+            return None;
+        }
+        let uring = self.figures.iter().all(|(_, v)| v.is_finite() && *v > 1.0);
+        Some(if uring {
+            IoBackend::Uring
+        } else {
+            IoBackend::Std
+        })
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "workload": self.workload.name(),
+            "figures": self.figures.iter().map(|(n, v)| json!({"figure": n, "uring_over_std": v})).collect::<Vec<_>>(),
+            "measured_choice": self.measured().map(backend_name),
+            "built_in_choice": backend_name(IoBackend::Auto.resolve(self.workload)),
+        })
+    }
+}
+
+fn backend_name(b: IoBackend) -> &'static str {
+    match b {
+        IoBackend::Auto => "auto",
+        IoBackend::Std => "std",
+        IoBackend::Uring => "uring",
+    }
+}
+
+/// The figures `io_backend=auto` chooses by: buffered appends by the leader append, durable appends
+/// by the one appender and the group commit of 8, partitions flushed together by the 64-partition flush.
+fn auto_choices(reports: &[Report]) -> Vec<AutoChoice> {
+    let c = |key: &str, name: String| {
+        reports
+            .iter()
+            .find(|r| r.key == key)
+            .and_then(|r| r.comparison(&name))
+            .map(|v| (format!("{key}: {name}"), v))
+    };
+    let buffered = [c("append", format!("uring / std, {}", disk::APPEND_ROW))];
+    let durable = [
+        c("durable", format!("uring / std, {}", disk::SINGLE_ROW)),
+        c("durable", "uring / std, group commit, 8 threads".into()),
+    ];
+    let partitions = [c(
+        "durable/partitions",
+        format!("uring / std, {}", disk::PARTITIONS_ROW),
+    )];
+    vec![
+        AutoChoice {
+            workload: IoWorkload::Buffered,
+            figures: buffered.into_iter().flatten().collect(),
+        },
+        AutoChoice {
+            workload: IoWorkload::Durable,
+            figures: durable.into_iter().flatten().collect(),
+        },
+        AutoChoice {
+            workload: IoWorkload::ManyPartitions,
+            figures: partitions.into_iter().flatten().collect(),
+        },
+    ]
+}
+
+fn print_auto(out: &mut impl Write, choices: &[AutoChoice]) -> std::io::Result<()> {
+    writeln!(out, "io_backend=auto:")?;
+    for a in choices {
+        let built_in = backend_name(IoBackend::Auto.resolve(a.workload));
+        let Some(measured) = a.measured() else {
+            writeln!(
+                out,
+                "  {:<28} {built_in} (built in; this run measured no uring / std figure for it)",
+                a.workload.name()
+            )?;
+            continue;
+        };
+        let figures: Vec<String> = a
+            .figures
+            .iter()
+            .map(|(n, v)| format!("{n} = {v:.2}"))
+            .collect();
+        let agree = if backend_name(measured) == built_in {
+            "agrees with the built-in choice".to_owned()
+        } else {
+            format!("DIFFERS from the built-in choice ({built_in})")
+        };
+        writeln!(
+            out,
+            "  {:<28} {} by this run ({agree}): {}",
+            a.workload.name(),
+            backend_name(measured),
+            figures.join(", ")
+        )?;
+    }
+    writeln!(out)
+}
+
 fn print_goals(out: &mut impl Write, goals: &[Goal]) -> std::io::Result<()> {
     if goals.is_empty() {
         return Ok(());
     }
-    writeln!(out, "goals (issue #8):")?;
+    writeln!(out, "goals (issues #8, #18):")?;
     for g in goals {
         let verdict = match g.met() {
             Some(true) => "met",
