@@ -109,7 +109,10 @@ pub(super) fn write_report(
                 row.backend,
                 row.series.median(),
                 median(&row.ratios(&r.baseline)),
-                r.kafka.cell(row.series.median())
+                row.kafka
+                    .as_ref()
+                    .unwrap_or(&r.kafka)
+                    .cell(row.series.median())
             )?;
         }
         for (name, v) in &r.comparisons {
@@ -137,7 +140,12 @@ fn chart(path: &Path, r: &Report) -> anyhow::Result<()> {
                 format!("{} ({})", row.name, row.backend)
             };
             let limit = median(&row.ratios(&r.baseline));
-            let kafka = r.kafka.median().map(|k| row.series.median() / k);
+            let kafka = row
+                .kafka
+                .as_ref()
+                .unwrap_or(&r.kafka)
+                .median()
+                .map(|k| row.series.median() / k);
             (label, limit, kafka)
         })
         .collect();
