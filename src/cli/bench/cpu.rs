@@ -171,8 +171,8 @@ pub(super) fn psm(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
         "psm",
         format!(
             "replay of {batches} batch summaries from {producers} producers into a fresh \
-             ProducerStateManager (plan_append, apply, update_map_end_offset per batch); every 10th \
-             producer transactional ({completed} commits)"
+             ProducerStateManager (prefetch of the next producer, replay, update_map_end_offset per \
+             batch); every 10th producer transactional ({completed} commits)"
         ),
         "batches/s",
     );

@@ -72,7 +72,8 @@ fn write_recovery_log(ctx: &Ctx) -> anyhow::Result<Written> {
 
 /// `target` bytes of the batches `write_recovery_log` describes, into the partition directory `dir`.
 fn write_partition(dir: PathBuf, target: u64) -> anyhow::Result<Written> {
-    let segment_bytes = (128u64 << 20).min(target / 4).max(64 << 10);
+    // Kafka 4.x refuses a `segment.bytes` below 1 MiB (its side opens the same directory).
+    let segment_bytes = (128u64 << 20).min(target / 4).max(1 << 20);
     let (log, _) = PartitionLog::open(
         open_backend(IoBackend::Std)?,
         &dir,
@@ -392,7 +393,10 @@ fn unclean_dir(ctx: &Ctx) -> anyhow::Result<Report> {
     let mut report = Report::new(
         "recover/dir",
         format!(
-            "LogLoader::load_dir after an unclean shutdown of a log directory of {DIR_PARTITIONS}              partitions ({:.1} MiB each, {} batches from {PRODUCERS} idempotent producers each), no              recovery points, no snapshots: every partition rescanned from 0, its snapshot written at              its log end; on 1 thread and on one thread per core ({cores}); page cache warm",
+            "LogLoader::load_dir after an unclean shutdown of a log directory of {DIR_PARTITIONS} \
+             partitions ({:.1} MiB each, {} batches from {PRODUCERS} idempotent producers each), no \
+             recovery points, no snapshots: every partition rescanned from 0, its snapshot written at \
+             its log end; on 1 thread and on one thread per core ({cores}); page cache warm",
             per_partition as f64 / (1 << 20) as f64,
             partitions[0].batches
         ),
@@ -411,6 +415,7 @@ fn unclean_dir(ctx: &Ctx) -> anyhow::Result<Report> {
         "segments": logs.len(),
         "threads": counts,
         "kafka_default_threads": KAFKA_DEFAULT_RECOVERY_THREADS,
+        "log_end_offsets_sum": partitions.iter().map(|w| w.log_end_offset).sum::<i64>(),
     });
     kafka_recover_dir(ctx, &root, &partitions[0], &counts, &mut report)?;
     std::fs::remove_dir_all(&root)?;

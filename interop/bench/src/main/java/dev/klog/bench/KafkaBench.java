@@ -285,9 +285,21 @@ public final class KafkaBench {
         for (Path p : partitions) {
             bytes += logBytes(p);
         }
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            return recoverDirRounds(partitions, pool, bytes, segmentBytes, rounds, warmup, threads, scheduler, stats);
+        } finally {
+            // Also on a failure: the pool's threads must not keep the JVM alive.
+            pool.shutdownNow();
+            scheduler.shutdown();
+        }
+    }
+
+    private static String recoverDirRounds(List<Path> partitions, ExecutorService pool, long bytes,
+                                           int segmentBytes, int rounds, int warmup, int threads,
+                                           KafkaScheduler scheduler, BrokerTopicStats stats) throws Exception {
         List<Double> runs = new ArrayList<>();
         long leo = 0;
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
         for (int round = 0; round < warmup + rounds; round++) {
             for (Path p : partitions) {
                 deleteSnapshots(p);
@@ -311,11 +323,9 @@ public final class KafkaBench {
                 runs.add(bytes / (elapsed / 1e9) / 1e6);
             }
         }
-        pool.shutdown();
         for (Path p : partitions) {
             deleteSnapshots(p);
         }
-        scheduler.shutdown();
         return json("recoverdir", "MB/s", runs, warmup, "\"log_bytes\":" + bytes + ",\"partitions\":"
                 + partitions.size() + ",\"threads\":" + threads + ",\"log_end_offsets_sum\":" + leo);
     }
