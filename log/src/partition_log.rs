@@ -2112,26 +2112,26 @@ impl PartitionLog {
                 }
                 stats.batches_replayed += 1;
                 stats.mirror_pid_resets += summary.is_mirror_pid_reset() as u64;
-                let Ok(plan) = psm.plan_append(&[summary], klog_psm::AppendOrigin::Replication)
-                else {
+                let Ok(completed) = psm.replay(&summary) else {
                     return Ok(()); // Kafka aborts loading here; a batch it cannot parse leaves no state.
                 };
-                for txn in psm.apply(plan) {
-                    if txn.is_aborted && index_txns {
-                        seg.append_aborted_txn(AbortedTxn::new(
-                            txn.producer_id,
-                            txn.first_offset,
-                            txn.last_offset,
-                            txn.last_stable_offset,
-                        ))?;
-                    }
+                if let Some(txn) = completed.filter(|txn| txn.is_aborted && index_txns) {
+                    seg.append_aborted_txn(AbortedTxn::new(
+                        txn.producer_id,
+                        txn.first_offset,
+                        txn.last_offset,
+                        txn.last_stable_offset,
+                    ))?;
                 }
                 psm.update_map_end_offset(summary.last_offset.saturating_add(1));
                 Ok(())
             };
             // A segment recovery just checked: its summaries, taken in that pass (no second read).
             if let Some(summaries) = recovered.by_segment.remove(&seg.base_offset()) {
-                for summary in summaries {
+                for (i, &summary) in summaries.iter().enumerate() {
+                    if let Some(next) = summaries.get(i + 1) {
+                        psm.prefetch(next.producer_id);
+                    }
                     replay(&mut psm, &mut stats, summary)?;
                 }
                 continue;
