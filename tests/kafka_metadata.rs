@@ -373,9 +373,12 @@ fn topics_lists_kafkas_topics_and_configs() {
     let v: Value =
         serde_json::from_str(&klog_ok(&["topics", "--json", run.meta.to_str().unwrap()])).unwrap();
     assert!(v["snapshot"].is_object(), "a snapshot was taken: {v}");
+    // Whether records follow the newest snapshot depends on when the broker last took one (every 3 s
+    // of new records, and the controller writes idle records): on a slow machine the last snapshot can
+    // end the log. The log past a snapshot is covered by log/tests/kraft_loader.rs either way.
     assert!(
-        v["end_offset"].as_i64().unwrap() > v["snapshot"]["end_offset"].as_i64().unwrap(),
-        "the log goes on past the snapshot: {v}"
+        v["end_offset"].as_i64().unwrap() >= v["snapshot"]["end_offset"].as_i64().unwrap(),
+        "the log ends before its snapshot: {v}"
     );
     assert!(v["features"]["metadata.version"].as_i64().unwrap() > 0);
     let topics: BTreeMap<&str, &Value> = v["topics"]

@@ -647,6 +647,20 @@ impl klog::mirror::MirrorSource for Switchable {
         self.check()?;
         self.inner.committed_offsets(topics)
     }
+    fn topic_configs(
+        &self,
+        t: &str,
+    ) -> Result<Option<std::collections::BTreeMap<String, String>>, klog::mirror::source::SourceError>
+    {
+        self.check()?;
+        self.inner.topic_configs(t)
+    }
+    fn acls(
+        &self,
+    ) -> Result<Option<Vec<klog::mirror::acl::AclBinding>>, klog::mirror::source::SourceError> {
+        self.check()?;
+        self.inner.acls()
+    }
 }
 
 /// S12: lifecycle errors, DeleteMirror, FAILED with backoff while the source is down, and a deleted

@@ -220,6 +220,12 @@ impl LogDir {
         Ok((log, report))
     }
 
+    /// Flushes these partitions of the directory to their log ends together: on io_uring their writes
+    /// and syncs go in one submission, not one `fdatasync` per partition ([`PartitionLog::flush_many`]).
+    pub fn flush_partitions(&self, logs: &[&PartitionLog]) -> Result<(), Error> {
+        PartitionLog::flush_many(logs)
+    }
+
     /// Records a partition's offsets in the directory's checkpoint files (after a flush or a close). The
     /// files are re-read and only the entries of partitions this `LogDir` checkpointed are replaced.
     pub fn checkpoint(&mut self, log: &PartitionLog) -> Result<(), Error> {

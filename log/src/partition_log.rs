@@ -1772,6 +1772,47 @@ impl PartitionLog {
         self.guarded(|| self.flush_inner(offset))
     }
 
+    /// Flushes every log to its log end offset (a log directory's periodic flush, a group commit across
+    /// partitions). Where the storage syncs files together (io_uring: every partition's writes in one
+    /// submission, `RWF_DSYNC`, instead of one `fdatasync` after another) their `.log`s are synced in one
+    /// call first; then each log's own flush finds them synced and moves its recovery point. A failure of
+    /// that shared call is left to each log's flush to meet again and report (the direct path keeps a
+    /// failed file failed), so the log it belongs to is the one taken offline.
+    pub fn flush_many(logs: &[&PartitionLog]) -> Result<(), Error> {
+        if let Some(first) = logs.first() {
+            if first.storage.syncs_together() {
+                let files: Vec<_> = logs
+                    .iter()
+                    .filter(|l| !l.read_only && !l.is_closed())
+                    .filter(|l| l.recovery_point() < l.log_end_offset())
+                    .flat_map(|l| l.segments_to_sync())
+                    .map(|seg| seg.log_file())
+                    .collect();
+                let _ = first.storage.sync_files(&files);
+            }
+        }
+        for log in logs {
+            log.flush(log.log_end_offset())?;
+        }
+        Ok(())
+    }
+
+    /// The segments a flush to the log end syncs: from the one holding the recovery point, and any
+    /// freshly sealed one whose indexes are not yet synced.
+    fn segments_to_sync(&self) -> Vec<Arc<LogSegment>> {
+        let from = self.recovery_point();
+        let segments = self.segment_list();
+        let mut out = Vec::new();
+        for (i, seg) in segments.iter().enumerate() {
+            let next_base = segments.get(i + 1).map(|s| s.base_offset());
+            if next_base.is_some_and(|n| n <= from) && !seg.has_unsynced_indexes() {
+                continue;
+            }
+            out.push(seg.clone());
+        }
+        out
+    }
+
     /// Removes every batch at or after `offset` (a follower truncating to its leader).
     pub fn truncate_to(&self, offset: i64) -> Result<(), Error> {
         self.writable("truncate")?;
@@ -2071,26 +2112,26 @@ impl PartitionLog {
                 }
                 stats.batches_replayed += 1;
                 stats.mirror_pid_resets += summary.is_mirror_pid_reset() as u64;
-                let Ok(plan) = psm.plan_append(&[summary], klog_psm::AppendOrigin::Replication)
-                else {
+                let Ok(completed) = psm.replay(&summary) else {
                     return Ok(()); // Kafka aborts loading here; a batch it cannot parse leaves no state.
                 };
-                for txn in psm.apply(plan) {
-                    if txn.is_aborted && index_txns {
-                        seg.append_aborted_txn(AbortedTxn::new(
-                            txn.producer_id,
-                            txn.first_offset,
-                            txn.last_offset,
-                            txn.last_stable_offset,
-                        ))?;
-                    }
+                if let Some(txn) = completed.filter(|txn| txn.is_aborted && index_txns) {
+                    seg.append_aborted_txn(AbortedTxn::new(
+                        txn.producer_id,
+                        txn.first_offset,
+                        txn.last_offset,
+                        txn.last_stable_offset,
+                    ))?;
                 }
                 psm.update_map_end_offset(summary.last_offset.saturating_add(1));
                 Ok(())
             };
             // A segment recovery just checked: its summaries, taken in that pass (no second read).
             if let Some(summaries) = recovered.by_segment.remove(&seg.base_offset()) {
-                for summary in summaries {
+                for (i, &summary) in summaries.iter().enumerate() {
+                    if let Some(next) = summaries.get(i + 1) {
+                        psm.prefetch(next.producer_id);
+                    }
                     replay(&mut psm, &mut stats, summary)?;
                 }
                 continue;

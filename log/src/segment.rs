@@ -189,10 +189,9 @@ impl LogSegment {
                 Err(e) => return Err(Error::io(path, e)),
             }
         }
-        let log = storage.create(&log_path).at(&log_path)?;
-        if let Some(bytes) = preallocate_bytes {
-            log.set_len(bytes as u64).at(&log_path)?;
-        }
+        let log = storage
+            .open_segment_log(&log_path, true, 0, preallocate_bytes.map(u64::from))
+            .at(&log_path)?;
         let max = max_index_bytes as usize;
         let offset_index = OffsetIndex::create(
             storage.clone(),
@@ -244,7 +243,13 @@ impl LogSegment {
         now_ms: i64,
     ) -> Result<Self, Error> {
         let log_path = Self::log_path(dir, base_offset);
-        let log = storage.open(&log_path).at(&log_path)?;
+        // The active segment is appended to: the backend's segment write path. Sealed ones are only read.
+        let log = if active {
+            storage.open_segment_log(&log_path, false, size, None)
+        } else {
+            storage.open(&log_path)
+        }
+        .at(&log_path)?;
         let max = max_index_bytes as usize;
         let (ip, tp) = (
             Self::index_path(dir, base_offset),
@@ -317,7 +322,7 @@ impl LogSegment {
         self.state.lock().expect("segment state lock poisoned")
     }
 
-    fn log_file(&self) -> Arc<dyn StorageFile> {
+    pub(crate) fn log_file(&self) -> Arc<dyn StorageFile> {
         self.log.lock().expect("segment log lock poisoned").clone()
     }
 
@@ -626,9 +631,7 @@ impl LogSegment {
         drop(state);
         let log = self.log_file();
         let path = self.log_path_of();
-        if log.len().at(&path)? != self.size() {
-            log.set_len(self.size()).at(&path)?;
-        }
+        log.seal(self.size()).at(&path)?;
         self.unsynced_indexes.store(true, Ordering::Release);
         self.active.store(false, Ordering::Release);
         Ok(())

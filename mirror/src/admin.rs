@@ -39,6 +39,7 @@ pub(crate) fn create_mirror(node: &Node, name: &str, source: &str) -> Result<(),
         MirrorMeta {
             source: absolute_source(source)?,
             source_cluster_id: None,
+            acls: Vec::new(),
         },
     );
     node.save_meta(&mut guard, meta)
@@ -143,6 +144,10 @@ pub(crate) fn add_topics(
                 })),
             })
         })();
+        if r.is_ok() {
+            // The source's configs before the first fetch, not up to a sync period later.
+            crate::config_sync::sync_topic_configs_at_add(node, source, topic);
+        }
         results.push((topic.clone(), r));
     }
     node.refresh_write_modes();

@@ -2,7 +2,8 @@
 //! method hands the request to the module that owns the concern: [`crate::topics`] (CreateTopics,
 //! DeleteTopics, CreatePartitions), [`crate::admin`] (the mirror RPCs), [`crate::serving`] (answering
 //! another cluster's mirror fetches), [`crate::manager`] (driving mirror partitions),
-//! [`crate::groups`] (consumer-group offsets) and [`crate::describe`].
+//! [`crate::config_sync`] (topic configs and ACL bindings), [`crate::groups`] (consumer-group offsets)
+//! and [`crate::describe`].
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,7 +15,9 @@ use klog_log::io::Storage;
 use klog_log::partition_log::{LogAppendInfo, PartitionLog};
 use klog_recovery::loader::RecoveryReport;
 
+use crate::acl::AclBinding;
 use crate::admin;
+use crate::config_sync::{self, AclEntry, TopicConfigs};
 use crate::describe;
 use crate::error::Error;
 use crate::groups::{self, GroupOffsetDescription, OffsetKey};
@@ -337,5 +340,37 @@ impl Cluster {
     /// Every partition with its mirror state, offsets and lag as the fetcher last saw them.
     pub fn describe(&self) -> Vec<PartitionDescription> {
         describe::describe(&self.node, &self.manager)
+    }
+
+    // ---- topic configs and ACLs (crate::config_sync) ----------------------------------------------------
+
+    /// Sets (`Some`) or removes (`None`) local topic configs; on a mirror topic they are overrides that
+    /// win over the source's values.
+    pub fn alter_topic_configs(
+        &self,
+        topic: &str,
+        changes: &[(String, Option<String>)],
+    ) -> Result<(), Error> {
+        self.node.alter_topic_configs(topic, changes)
+    }
+
+    /// Adds a binding to the cluster's own ACL list; `false` if it was there already.
+    pub fn add_acl(&self, binding: AclBinding) -> Result<bool, Error> {
+        self.node.add_acl(binding)
+    }
+
+    /// Removes a binding from the cluster's own ACL list; `false` if it was not there.
+    pub fn remove_acl(&self, binding: &AclBinding) -> Result<bool, Error> {
+        self.node.remove_acl(binding)
+    }
+
+    /// Every topic's configs in force, each with where it comes from.
+    pub fn describe_configs(&self) -> Vec<TopicConfigs> {
+        config_sync::describe_configs(&self.node.metadata())
+    }
+
+    /// The cluster's own ACL bindings, then those each mirror synced.
+    pub fn describe_acls(&self) -> Vec<AclEntry> {
+        config_sync::describe_acls(&self.node.metadata())
     }
 }

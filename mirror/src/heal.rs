@@ -75,7 +75,11 @@ impl Node {
 
     /// A new open of `old`'s directory that recovers everything after `old`'s last good sync (Kafka's
     /// unclean-shutdown path), keeping its write mode. `old` lets go of the partition first.
-    fn reopen(&self, old: &PartitionLog, config: LogConfig) -> Result<PartitionLog, Error> {
+    pub(crate) fn reopen(
+        &self,
+        old: &PartitionLog,
+        config: LogConfig,
+    ) -> Result<PartitionLog, Error> {
         // A failed log cannot close cleanly (that error is the failure being healed); it still releases
         // the partition.
         let _ = old.close();

@@ -2,14 +2,16 @@
 //!
 //! The modules, each depending only on those above it:
 //! - [`error`], [`state`] (the partition state machine and its persisted encoding), [`records`] and
-//!   [`store`] (the `__mirror_state` records and the compacted internal log holding them), [`metadata`]
+//!   [`store`] (the `__mirror_state` records and the compacted internal log holding them), [`acl`] (ACL
+//!   bindings with Kafka's names), [`metadata`]
 //!   (a local cluster's controller metadata: topics, mirrors, desired states);
 //! - [`source`]: the [`MirrorSource`] seam, with [`kafka_source`] (over
 //!   `kafka_wire`, one broker connection) for `kafka://` mirrors;
 //! - [`node`]: a local single-node broker's state (metadata, partition logs, `__mirror_state`, lock);
 //! - `heal`: finishing on a running node what a crash or a failed write interrupted (DeleteMirror's
 //!   tombstones, partition logs reopened with recovery);
-//! - [`topics`] and [`admin`]: topic and mirror administration on a node;
+//! - [`topics`] and [`admin`]: topic and mirror administration on a node; [`config_sync`]: the
+//!   topic configs and ACL bindings a mirror takes from its source (and the local ACL list);
 //! - [`groups`]: consumer-group offsets on a node, in Kafka's `__consumer_offsets` records;
 //! - [`serving`]: a node answering another cluster's mirror fetches ([`LocalSource`]), open in this
 //!   process or read from disk through `disk_view` (a refreshed read-only view, no lock);
@@ -19,8 +21,10 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod acl;
 pub mod admin;
 pub mod cluster;
+pub mod config_sync;
 pub mod describe;
 mod disk_view;
 pub mod error;

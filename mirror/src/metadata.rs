@@ -11,12 +11,44 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::acl::AclBinding;
 use crate::error::{Error, MirrorError};
 
 /// The cluster's metadata file in its root.
 pub const METADATA_FILE: &str = "cluster.json";
 /// The topic config that names a topic's mirror (seed design).
 pub const MIRROR_NAME_CONFIG: &str = "mirror.name";
+/// The topic configs a mirror takes from its source (KIP-1279 §3.5): the ones that define the data —
+/// retention, cleanup policy, segments, timestamp bounds, message size. Nothing on the KIP's default
+/// `mirror.topic.properties.exclude` list is here (throttled replicas, `message.timestamp.type`,
+/// `message.timestamp.difference.max.ms`, `unclean.leader.election.enable`, `min.insync.replicas`,
+/// `mirror.name`): those are about how the destination cluster itself writes and replicates.
+pub const SYNCED_TOPIC_CONFIGS: [&str; 15] = [
+    "cleanup.policy",
+    "delete.retention.ms",
+    "index.interval.bytes",
+    "max.compaction.lag.ms",
+    "max.message.bytes",
+    "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "retention.bytes",
+    "retention.ms",
+    "segment.bytes",
+    "segment.index.bytes",
+    "segment.jitter.ms",
+    "segment.ms",
+];
+/// Kafka topic configs klog keeps in the metadata but does not apply to its logs (it has no log
+/// cleaner): a mirror carries them so that the topic is whole after a failover.
+pub const UNAPPLIED_TOPIC_CONFIGS: [&str; 5] = [
+    "cleanup.policy",
+    "delete.retention.ms",
+    "max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+];
 const PAUSED_SUFFIX: &str = ".paused";
 const REMOVED_SUFFIX: &str = ".removed";
 
@@ -77,12 +109,27 @@ pub struct TopicMeta {
     pub partitions: i32,
     /// The current leader epoch of each partition (what a leader append stamps).
     pub leader_epochs: Vec<i32>,
-    /// Topic configs, with Kafka's names.
+    /// The topic's own configs (Kafka's names). On a mirror topic these are its local overrides: each
+    /// wins over the source's value of the same key.
     #[serde(default)]
     pub configs: BTreeMap<String, String>,
+    /// What the mirror's metadata sync last read from the source (the data-defining configs only,
+    /// [`SYNCED_TOPIC_CONFIGS`]); applied under `configs`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub source_configs: BTreeMap<String, String>,
     /// Its mirror, if mirrored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mirror: Option<TopicMirror>,
+}
+
+impl TopicMeta {
+    /// The configs in force: the source's, then the local ones over them (`mirror.name` left out).
+    pub fn effective_configs(&self) -> BTreeMap<String, String> {
+        let mut out = self.source_configs.clone();
+        out.extend(self.configs.clone());
+        out.remove(MIRROR_NAME_CONFIG);
+        out
+    }
 }
 
 /// A mirror in `cluster.json`.
@@ -93,6 +140,10 @@ pub struct MirrorMeta {
     /// Learned on first contact; a later change is refused.
     #[serde(default)]
     pub source_cluster_id: Option<String>,
+    /// The source's ACL bindings for this mirror's topics and groups, as last synced (data for the
+    /// layer above klog to enforce: klog has no authorizer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acls: Vec<AclBinding>,
 }
 
 /// `cluster.json`: the controller metadata of a local cluster.
@@ -110,6 +161,9 @@ pub struct ClusterMeta {
     /// Mirrors by name.
     #[serde(default)]
     pub mirrors: BTreeMap<String, MirrorMeta>,
+    /// ACL bindings created on this cluster (`klog acl add`); a mirror's synced ones are in its entry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acls: Vec<AclBinding>,
 }
 
 impl ClusterMeta {
@@ -176,6 +230,29 @@ impl ClusterMeta {
         let mut out = serde_json::to_vec_pretty(&meta).expect("metadata serializes");
         out.push(b'\n');
         out
+    }
+}
+
+/// Checks a value of one of [`UNAPPLIED_TOPIC_CONFIGS`] as Kafka's `LogConfig` would (the others are
+/// checked by klog's own `LogConfig`).
+pub fn validate_unapplied_config(key: &str, value: &str) -> Result<(), String> {
+    let ok = match key {
+        "cleanup.policy" => {
+            !value.is_empty()
+                && value
+                    .split(',')
+                    .all(|p| matches!(p.trim(), "delete" | "compact"))
+        }
+        "min.cleanable.dirty.ratio" => value
+            .trim()
+            .parse::<f64>()
+            .is_ok_and(|r| (0.0..=1.0).contains(&r)),
+        _ => value.trim().parse::<i64>().is_ok_and(|v| v >= 0),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{key}={value:?} is not a valid value"))
     }
 }
 

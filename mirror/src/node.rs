@@ -25,7 +25,10 @@ use klog_log::validator::AppendOrigin;
 use klog_recovery::loader::{LogLoader, RecoveryReport};
 
 use crate::error::{Error, MirrorError};
-use crate::metadata::{ClusterMeta, MirrorMeta, TopicMeta, METADATA_FILE};
+use crate::metadata::{
+    validate_unapplied_config, ClusterMeta, MirrorMeta, TopicMeta, METADATA_FILE,
+    UNAPPLIED_TOPIC_CONFIGS,
+};
 use crate::records::MirrorKey;
 use crate::source::SourceError;
 use crate::state::MirrorState;
@@ -140,6 +143,7 @@ impl Node {
             mirror_state_partitions: options.mirror_state_partitions,
             topics: BTreeMap::new(),
             mirrors: BTreeMap::new(),
+            acls: Vec::new(),
         };
         write_atomic(storage.as_ref(), &path, &meta.encode()).map_err(|e| Error::io(&path, e))?;
         Node::open(storage, clock, root)
@@ -479,11 +483,15 @@ pub(crate) fn mirror_state_config() -> Result<LogConfig, Error> {
     ])?)
 }
 
-/// A topic's log configuration from its configs (Kafka's topic-level names).
+/// A topic's log configuration from its configs in force (the source's under the local ones; Kafka's
+/// topic-level names). The configs klog keeps but does not apply are checked, then left out.
 pub(crate) fn topic_config(t: &TopicMeta) -> Result<LogConfig, Error> {
     let mut config = LogConfig::default();
-    for (k, v) in &t.configs {
-        if k == crate::metadata::MIRROR_NAME_CONFIG {
+    for (k, v) in &t.effective_configs() {
+        if UNAPPLIED_TOPIC_CONFIGS.contains(&k.as_str()) {
+            validate_unapplied_config(k, v).map_err(|why| {
+                Error::mirror(MirrorError::InvalidRequest, format!("topic config {why}"))
+            })?;
             continue;
         }
         config.set(k, v)?;

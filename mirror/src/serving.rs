@@ -15,6 +15,7 @@ use std::sync::Arc;
 use klog_log::checkpoint::TopicId;
 use klog_log::partition_log::PartitionLog;
 
+use crate::acl::AclBinding;
 use crate::disk_view::{DiskView, Need};
 use crate::groups;
 use crate::node::{lock, Node};
@@ -283,5 +284,27 @@ impl MirrorSource for LocalSource {
         topics: &BTreeSet<String>,
     ) -> Result<Vec<SourceGroup>, SourceError> {
         self.serve_committed_offsets(topics)
+    }
+
+    fn topic_configs(&self, topic: &str) -> Result<Option<BTreeMap<String, String>>, SourceError> {
+        let node = self.node(Need::Meta)?;
+        let meta = lock(&node.meta);
+        meta.topics
+            .get(topic)
+            .map(|t| Some(t.effective_configs()))
+            .ok_or_else(|| SourceError::UnknownTopicOrPartition(topic.to_owned()))
+    }
+
+    /// Its own bindings and those its mirrors synced (a chain passes them on).
+    fn acls(&self) -> Result<Option<Vec<AclBinding>>, SourceError> {
+        let node = self.node(Need::Meta)?;
+        let meta = lock(&node.meta);
+        let all: BTreeSet<AclBinding> = meta
+            .acls
+            .iter()
+            .chain(meta.mirrors.values().flat_map(|m| m.acls.iter()))
+            .cloned()
+            .collect();
+        Ok(Some(all.into_iter().collect()))
     }
 }

@@ -2,7 +2,11 @@
 //! Two sources sit behind it: [`crate::serving::LocalSource`] (another klog cluster in this process)
 //! and [`crate::kafka_source::KafkaSource`] (a Kafka cluster over the wire).
 
+use std::collections::BTreeMap;
+
 use klog_log::checkpoint::TopicId;
+
+use crate::acl::AclBinding;
 
 /// A fetch's isolation level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,4 +151,15 @@ pub trait MirrorSource: Send + Sync {
         &self,
         topics: &std::collections::BTreeSet<String>,
     ) -> Result<Vec<SourceGroup>, SourceError>;
+    /// The topic's configs set on the source (Kafka: the DescribeConfigs entries whose source is
+    /// DYNAMIC_TOPIC_CONFIG; defaults are not sent, so a key the source dropped is seen to go). `None`:
+    /// this source does not describe configs (what was synced stays as it is).
+    fn topic_configs(&self, _topic: &str) -> Result<Option<BTreeMap<String, String>>, SourceError> {
+        Ok(None)
+    }
+    /// Every ACL binding the source holds (Kafka: DescribeAcls matching any; none when it has no
+    /// authorizer). `None`: this source does not describe ACLs (what was synced stays as it is).
+    fn acls(&self) -> Result<Option<Vec<AclBinding>>, SourceError> {
+        Ok(None)
+    }
 }

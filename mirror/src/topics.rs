@@ -62,6 +62,7 @@ pub(crate) fn create_topic(
         partitions,
         leader_epochs: vec![0; partitions as usize],
         configs,
+        source_configs: BTreeMap::new(),
         mirror: None,
     };
     let config = topic_config(&topic)?;

@@ -3,7 +3,8 @@
 //! without `CurrentLeader` (the epoch comes from Metadata), NOT_LEADER_OR_FOLLOWER, and an unknown
 //! topic id that counts as gone only when Metadata agrees; and, with a second scripted broker, a
 //! leader that moved (NOT_LEADER_OR_FOLLOWER naming the new one, or a leader that refuses
-//! connections) followed within the same fetch. Real brokers prove the rest (`tests/kafka_mirror.rs`,
+//! connections) followed within the same fetch; the metadata sync's DescribeConfigs (only the topic's
+//! own values) and DescribeAcls on a broker without an authorizer. Real brokers prove the rest (`tests/kafka_mirror.rs`,
 //! `tests/kafka_multi_broker.rs`); this runs without Java.
 
 use std::collections::VecDeque;
@@ -13,6 +14,9 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
 use kafka_protocol::messages::fetch_response::{
     FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
 };
@@ -20,7 +24,8 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, FetchRequest as KafkaFetch, FetchResponse as KafkaFetchResponse,
+    ApiKey, ApiVersionsResponse, DescribeAclsResponse, DescribeConfigsRequest,
+    DescribeConfigsResponse, FetchRequest as KafkaFetch, FetchResponse as KafkaFetchResponse,
     MetadataResponse, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, StrBytes};
@@ -76,6 +81,8 @@ fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Bytes {
                     range(ApiKey::Metadata, 0, 12),
                     range(ApiKey::Fetch, 4, 16),
                     range(ApiKey::ListOffsets, 1, 8),
+                    range(ApiKey::DescribeConfigs, 1, 4),
+                    range(ApiKey::DescribeAcls, 1, 3),
                 ])
                 .encode(&mut out, version)
                 .unwrap();
@@ -141,6 +148,47 @@ fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Bytes {
                 .with_responses(vec![FetchableTopicResponse::default()
                     .with_topic_id(t.topic_id)
                     .with_partitions(vec![data])])
+                .encode(&mut out, version)
+                .unwrap();
+        }
+        ApiKey::DescribeConfigs => {
+            // A topic-set value, a default and a broker-level one (only the first is the topic's), a
+            // sensitive topic-set one (no value), for the topic asked about.
+            let request = DescribeConfigsRequest::decode(&mut frame, version).unwrap();
+            assert_eq!(request.resources[0].resource_name.as_str(), "t");
+            let entry = |name: &'static str, value: Option<&'static str>, source: i8| {
+                DescribeConfigsResourceResult::default()
+                    .with_name(StrBytes::from_static_str(name))
+                    .with_value(value.map(StrBytes::from_static_str))
+                    .with_config_source(source)
+                    .with_is_sensitive(value.is_none())
+            };
+            let result = DescribeConfigsResult::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("t"))
+                .with_configs(vec![
+                    entry("retention.ms", Some("3600000"), 1),
+                    entry("segment.bytes", Some("1073741824"), 5),
+                    entry("max.message.bytes", Some("2000000"), 4),
+                    entry("secret.thing", None, 1),
+                ]);
+            let result = if s.topic_known {
+                result
+            } else {
+                result.with_error_code(3).with_configs(vec![])
+            };
+            DescribeConfigsResponse::default()
+                .with_results(vec![result])
+                .encode(&mut out, version)
+                .unwrap();
+        }
+        ApiKey::DescribeAcls => {
+            // A broker without an authorizer.
+            DescribeAclsResponse::default()
+                .with_error_code(54)
+                .with_error_message(Some(StrBytes::from_static_str(
+                    "No Authorizer is configured on the broker",
+                )))
                 .encode(&mut out, version)
                 .unwrap();
         }
@@ -314,5 +362,25 @@ fn a_leader_that_moved_is_followed_within_the_fetch() {
     assert!(
         matches!(&e, SourceError::Unavailable(m) if m.contains(&format!("127.0.0.1:{dead}"))),
         "{e:?}"
+    );
+}
+
+/// DescribeConfigs: only the topic's own (DYNAMIC_TOPIC_CONFIG) values, never defaults, broker
+/// settings or a sensitive value; an unknown topic is named. DescribeAcls on a broker without an
+/// authorizer (SECURITY_DISABLED): no bindings, not an error.
+#[test]
+fn topic_configs_are_the_topics_own_and_no_authorizer_means_no_bindings() {
+    let (bootstrap, script) = fake_broker();
+    let source = KafkaSource::new(&bootstrap).unwrap();
+    let configs = source.topic_configs("t").unwrap().unwrap();
+    assert_eq!(
+        configs.into_iter().collect::<Vec<_>>(),
+        vec![("retention.ms".to_string(), "3600000".to_string())]
+    );
+    assert_eq!(source.acls().unwrap(), Some(vec![]));
+    script.lock().unwrap().topic_known = false;
+    assert_eq!(
+        source.topic_configs("t").unwrap_err(),
+        SourceError::UnknownTopicOrPartition("t".into())
     );
 }

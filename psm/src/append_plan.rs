@@ -94,7 +94,7 @@ pub(crate) fn plan_append(
         origin,
         transaction_version,
         after_barrier: false,
-        info_index: HashMap::new(),
+        info_index: None,
         steps: OneOrMany::Empty,
     };
     for batch in batches {
@@ -126,9 +126,9 @@ struct Planner<'a> {
     transaction_version: TransactionVersion,
     /// After a barrier the stored producers no longer count: every producer starts empty.
     after_barrier: bool,
-    /// The open group's producers by id, filled only once it has more than `LINEAR_SEARCH_LIMIT`;
-    /// below that a scan is cheaper than hashing (and allocates nothing).
-    info_index: HashMap<i64, usize>,
+    /// The open group's producers by id, made only once it has more than `LINEAR_SEARCH_LIMIT`;
+    /// below that a scan is cheaper than hashing (and neither allocates nor seeds a hasher).
+    info_index: Option<HashMap<i64, usize>>,
     steps: OneOrMany<PlanStep>,
 }
 
@@ -136,10 +136,16 @@ const LINEAR_SEARCH_LIMIT: usize = 8;
 
 impl Planner<'_> {
     fn stored(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
+        self.stored_at(producer_id).map(|(_, entry)| entry)
+    }
+
+    /// The stored entry and where it sits in the table (so applying the plan finds it again without
+    /// hashing).
+    fn stored_at(&self, producer_id: i64) -> Option<(usize, &ProducerStateEntry)> {
         if self.after_barrier {
             None
         } else {
-            self.producers.get(producer_id)
+            self.producers.get_with_bucket(producer_id)
         }
     }
 
@@ -170,7 +176,7 @@ impl Planner<'_> {
             // The first producer of a group: the step is built with its info in one go.
             let info = ProducerAppendInfo::new(
                 producer_id,
-                self.stored(producer_id),
+                self.stored_at(producer_id),
                 self.origin,
                 self.transaction_version,
             );
@@ -196,7 +202,7 @@ impl Planner<'_> {
         };
         let infos = group.producers.as_slice();
         if infos.len() > LINEAR_SEARCH_LIMIT {
-            self.info_index.get(&producer_id).copied()
+            self.info_index.as_ref()?.get(&producer_id).copied()
         } else {
             infos.iter().position(|i| i.producer_id() == producer_id)
         }
@@ -205,7 +211,7 @@ impl Planner<'_> {
     fn add_info(&mut self, producer_id: i64) -> usize {
         let info = ProducerAppendInfo::new(
             producer_id,
-            self.stored(producer_id),
+            self.stored_at(producer_id),
             self.origin,
             self.transaction_version,
         );
@@ -214,17 +220,23 @@ impl Planner<'_> {
         let infos = group.producers.as_slice();
         let index = infos.len() - 1;
         if index == LINEAR_SEARCH_LIMIT {
-            for (i, info) in infos.iter().enumerate() {
-                self.info_index.insert(info.producer_id(), i);
-            }
-        } else if index > LINEAR_SEARCH_LIMIT {
-            self.info_index.insert(producer_id, index);
+            let by_id = infos
+                .iter()
+                .enumerate()
+                .map(|(i, info)| (info.producer_id(), i));
+            self.info_index = Some(by_id.collect());
+        } else if let Some(by_id) = self
+            .info_index
+            .as_mut()
+            .filter(|_| index > LINEAR_SEARCH_LIMIT)
+        {
+            by_id.insert(producer_id, index);
         }
         index
     }
 
     fn mirror_pid_reset(&mut self) {
-        self.info_index.clear();
+        self.info_index = None;
         self.steps.push(PlanStep::MirrorPidReset);
         self.after_barrier = true;
     }

@@ -28,6 +28,11 @@ pub(crate) struct ProducerAppendInfo {
     transaction_version: TransactionVersion,
     /// `currentEntry.producerEpoch()`: −1 for a producer the partition does not know.
     current_epoch: i16,
+    /// Where the stored entry was in the producer table when the plan was made (a hint: applying
+    /// checks the producer id found there).
+    bucket: Option<usize>,
+    /// The first offset of the transaction the stored entry had open (`-1`: none).
+    current_txn_first_offset: i64,
     /// `currentEntry.lastSeq()`.
     current_last_seq: i32,
     updated: UpdatedEntry,
@@ -121,14 +126,19 @@ impl ProducerAppendInfo {
     /// `prepareUpdate`: starts from the stored entry, or an empty one.
     pub(crate) fn new(
         producer_id: i64,
-        current: Option<&ProducerStateEntry>,
+        stored: Option<(usize, &ProducerStateEntry)>,
         origin: AppendOrigin,
         transaction_version: TransactionVersion,
     ) -> Self {
+        let current = stored.map(|(_, entry)| entry);
         ProducerAppendInfo {
             producer_id,
             origin,
             transaction_version,
+            bucket: stored.map(|(bucket, _)| bucket),
+            current_txn_first_offset: current
+                .and_then(ProducerStateEntry::current_txn_first_offset)
+                .unwrap_or(-1),
             current_epoch: current.map_or(NO_PRODUCER_EPOCH, ProducerStateEntry::producer_epoch),
             current_last_seq: current.map_or(NO_SEQUENCE, ProducerStateEntry::last_seq),
             updated: UpdatedEntry::of(current),
@@ -172,14 +182,22 @@ impl ProducerAppendInfo {
         );
     }
 
-    /// The first offset of the transaction open after the append, if any. With the first offsets of
-    /// the transactions the append's markers ended, it covers every transaction the append opened (the
-    /// rest were open before, so starting them again changes nothing).
-    pub(crate) fn open_transaction(&self) -> Option<i64> {
-        self.updated.current_txn_first_offset()
+    /// Where the stored entry was when the plan was made, if it was stored.
+    pub(crate) fn bucket(&self) -> Option<usize> {
+        self.bucket
     }
 
-    fn append_data_batch(&mut self, batch: &BatchSummary) -> Result<(), Error> {
+    /// The first offset of the transaction the append leaves open, if the append opened it (one that
+    /// was open before is already tracked). With the first offsets of the transactions the append's
+    /// markers ended, it covers every transaction the append opened.
+    pub(crate) fn opened_transaction(&self) -> Option<i64> {
+        self.updated
+            .current_txn_first_offset()
+            .filter(|&first_offset| first_offset != self.current_txn_first_offset)
+    }
+
+    /// [`append`](Self::append) of a data batch (`control` is `None`).
+    pub(crate) fn append_data_batch(&mut self, batch: &BatchSummary) -> Result<(), Error> {
         let first_offset = batch.first_offset;
         self.check_producer_epoch(
             batch.producer_epoch,

@@ -59,12 +59,43 @@ impl ProducerTable {
         })
     }
 
+    /// The producer's entry and its bucket, for [`update_at`](Self::update_at).
+    pub(crate) fn get_with_bucket(&self, producer_id: i64) -> Option<(usize, &ProducerStateEntry)> {
+        let bucket = self
+            .entries
+            .find_bucket_index(self.hasher.hash(producer_id), |e| {
+                e.producer_id() == producer_id
+            })?;
+        self.entries.get_bucket(bucket).map(|entry| (bucket, entry))
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &ProducerStateEntry> {
         self.entries.iter()
+    }
+
+    /// [`update`](Self::update) where `bucket` (from [`get_with_bucket`](Self::get_with_bucket)) may
+    /// still hold the producer's entry: then it is updated without hashing. A bucket that no longer
+    /// holds it (the table grew or changed since) is only a missed hint.
+    pub(crate) fn update_at(
+        &mut self,
+        bucket: Option<usize>,
+        producer_id: i64,
+        merge: impl FnOnce(&mut ProducerStateEntry),
+    ) {
+        if let Some(entry) = bucket
+            .and_then(|b| self.entries.get_bucket_mut(b))
+            .filter(|e| e.producer_id() == producer_id)
+        {
+            let before = indexed_key(entry);
+            merge(entry);
+            self.expiration.resync(entry, before);
+            return;
+        }
+        self.update(producer_id, merge);
     }
 
     /// Merges an append's result into the producer's entry, in place (`update(nextEntry)`), creating

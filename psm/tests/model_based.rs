@@ -234,6 +234,19 @@ impl Harness {
             .map(|p| self.resolve(p, &mut running))
             .collect();
         let expected = self.model.append(&batches, origin);
+        // A one-batch replication append also goes through `replay` (recovery's path) on a twin of the
+        // manager: same outcome, same state after.
+        let twin = match (origin, batches.as_slice()) {
+            (AppendOrigin::Replication, [batch]) => {
+                let mut twin = self.psm.clone();
+                let outcome = twin
+                    .replay(batch)
+                    .map(|completed| (None, completed.into_iter().collect::<Vec<_>>()))
+                    .map_err(|error| Refusal::of(&error));
+                Some((twin, outcome))
+            }
+            _ => None,
+        };
         let actual = match self.psm.plan_append(&batches, origin) {
             Err(error) => Err(Refusal::of(&error)),
             Ok(plan) => {
@@ -242,6 +255,26 @@ impl Harness {
             }
         };
         prop_assert_eq!(&actual, &expected, "append {:?} as {:?}", batches, origin);
+        if let Some((twin, outcome)) = twin {
+            prop_assert_eq!(&outcome, &actual, "replay of {:?}", batches);
+            twin.assert_invariants();
+            prop_assert_eq!(twin.snapshot(), self.psm.snapshot());
+            let cached = |m: &ProducerStateManager| -> Vec<(i64, Vec<BatchMetadata>)> {
+                m.producers()
+                    .map(|(pid, e)| (pid, e.batch_metadata().collect()))
+                    .collect()
+            };
+            prop_assert_eq!(cached(&twin), cached(&self.psm));
+            prop_assert_eq!(
+                twin.first_unstable_offset(),
+                self.psm.first_unstable_offset()
+            );
+            prop_assert_eq!(
+                twin.first_undecided_offset(),
+                self.psm.first_undecided_offset()
+            );
+            prop_assert_eq!(twin.is_empty(), self.psm.is_empty());
+        }
         if let Ok((None, _)) = actual {
             let end = batches
                 .last()

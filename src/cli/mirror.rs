@@ -92,6 +92,9 @@ pub enum TopicCommand {
         #[arg(long)]
         partitions: i32,
     },
+    /// Set or delete local topic configs (on a mirror topic: overrides of the source's) and print the
+    /// configs in force.
+    Config(super::mirror_meta::TopicConfigArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -133,13 +136,17 @@ pub enum MirrorCommand {
     },
     /// Drive the state machine and the fetchers.
     Run(RunArgs),
-    /// Per partition: mirror, state, source and local end offsets, lag, last mirrored epoch.
+    /// Per partition: mirror, state, source and local end offsets, lag, last mirrored epoch; then each
+    /// topic's configs in force (synced from the source, or local overrides).
     Describe {
         /// The cluster's root directory.
         root: PathBuf,
         /// One JSON object with every partition (the fields in docs/cli.md).
         #[arg(long)]
         json: bool,
+        /// Also the ACL bindings: the cluster's own and those each mirror synced.
+        #[arg(long)]
+        acls: bool,
     },
 }
 
@@ -182,7 +189,7 @@ fn open(root: &Path) -> anyhow::Result<Cluster> {
 }
 
 /// Runs `f` on the open cluster and closes it cleanly whatever `f` returned.
-fn with_cluster<T>(
+pub(super) fn with_cluster<T>(
     root: &Path,
     f: impl FnOnce(&Cluster) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
@@ -286,6 +293,7 @@ pub fn topic(cmd: &TopicCommand) -> anyhow::Result<ExitCode> {
             }
             Err(e) => request_error(e, false),
         }),
+        TopicCommand::Config(args) => super::mirror_meta::topic_config(args),
         TopicCommand::Delete { root, topic } => {
             with_cluster(root, |c| Ok(c.delete_topic(topic)?))?;
             say!("deleted topic {topic}");
@@ -374,14 +382,32 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
             Err(e) => request_error(e, *json),
         }),
         MirrorCommand::Run(args) => run(args),
-        MirrorCommand::Describe { root, json } => {
+        MirrorCommand::Describe { root, json, acls } => {
             // A reader: beside a running `mirror run` (which holds the lock), nothing changed on disk.
             let reader = klog::log::partition_log::read_only_view(storage()?);
             let cluster = Cluster::open(reader, Arc::new(SystemClock), root)
                 .with_context(|| format!("opening cluster {}", root.display()))?;
             let rows = cluster.describe_live();
+            let configs = cluster.describe_configs();
+            let bindings = acls.then(|| cluster.describe_acls());
             cluster.close()?;
-            print_describe(&rows, *json)?;
+            if *json {
+                let mut out = json!({ "partitions": rows, "configs": configs });
+                if let Some(b) = bindings {
+                    out["acls"] = json!(b);
+                }
+                say!("{out}");
+            } else {
+                print_describe(&rows, false)?;
+                if !configs.is_empty() {
+                    say!("");
+                    super::mirror_meta::print_configs(&configs);
+                }
+                if let Some(b) = bindings {
+                    say!("");
+                    super::mirror_meta::print_acls(&b);
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

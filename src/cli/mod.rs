@@ -39,6 +39,7 @@ mod dump_meta;
 mod dump_metadata;
 mod group;
 mod mirror;
+mod mirror_meta;
 mod producers;
 mod read;
 mod recover;
@@ -112,6 +113,10 @@ enum Command {
     /// Consumer-group offsets of a local cluster (in __consumer_offsets, as Kafka keeps them).
     #[command(subcommand)]
     Group(group::GroupCommand),
+    /// ACL bindings kept in a local cluster's metadata (klog has no authorizer: data for the layer
+    /// above it).
+    #[command(subcommand)]
+    Acl(mirror_meta::AclCommand),
 }
 
 /// Runs a command; `Ok` carries the exit code (non-zero when the input had problems).
@@ -131,6 +136,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Topic(cmd) => mirror::topic(&cmd),
         Command::Mirror(cmd) => mirror::mirror(&cmd),
         Command::Group(cmd) => group::run(&cmd),
+        Command::Acl(cmd) => mirror_meta::acl(&cmd),
     }
 }
 

@@ -5,12 +5,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 use klog::log::config::LogConfig;
 use klog::log::format::{BatchBuilder, Compression};
-use klog::log::io::StdStorage;
+use klog::log::io::{open_backend, IoBackend};
 use klog::log::log_dir::LogDir;
 
 use super::append::split_partition_dir;
@@ -25,11 +24,20 @@ pub struct TortureArgs {
     /// Stop after this many batches (default: until killed).
     #[arg(long)]
     batches: Option<u64>,
+    /// The I/O backend: std, uring (the direct write path) or auto.
+    #[arg(long, default_value = "std")]
+    io_backend: String,
 }
 
 pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
     let (root, name) = split_partition_dir(&args.dir)?;
-    let mut log_dir = LogDir::open(Arc::new(StdStorage), &root)?;
+    let backend = IoBackend::parse(&args.io_backend).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--io-backend {}: expected std, uring or auto",
+            args.io_backend
+        )
+    })?;
+    let mut log_dir = LogDir::open(open_backend(backend)?, &root)?;
     let config = LogConfig::from_pairs(["segment.bytes=262144", "index.interval.bytes=1024"])?;
     let (log, _) = log_dir.open_partition(&name, config)?;
     let mut rng = args.seed | 1;

@@ -5,6 +5,7 @@
 //! backends sit behind it: `std` (pread/pwrite/fdatasync), `uring` (io_uring, see `uring.rs`) and `sim`
 //! (in memory, with a live and a durable image and fault injection, for deterministic crash tests).
 
+mod direct;
 mod lock;
 mod read_only;
 mod sim;
@@ -21,7 +22,7 @@ pub use read_only::ReadOnlyStorage;
 pub use sim::{Fault, SimStorage};
 pub use std_fs::StdStorage;
 #[cfg(target_os = "linux")]
-pub use uring::{uring_available, UringStorage};
+pub use uring::{direct_io_supported, uring_available, UringStorage};
 
 /// io_uring is Linux only.
 #[cfg(not(target_os = "linux"))]
@@ -48,14 +49,27 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     }
     /// Truncates or extends the file.
     fn set_len(&self, len: u64) -> io::Result<()>;
+    /// The file is complete at `size`: written out and trimmed to it (a preallocated or zero-filled tail
+    /// dropped), as Kafka's `FileRecords.trim` on roll and close.
+    fn seal(&self, size: u64) -> io::Result<()> {
+        if self.len()? != size {
+            self.set_len(size)?;
+        }
+        Ok(())
+    }
     /// The file's length.
     fn len(&self) -> io::Result<u64>;
     /// Whether the file is empty.
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
-    /// The file on a real file system, for memory mapping; `None` for simulated storage.
+    /// The file on a real file system, for memory mapping; `None` for simulated storage, and for a file
+    /// whose latest bytes are still only in memory (the direct write path, `direct.rs`).
     fn os_path(&self) -> Option<&Path>;
+    /// The file as `Any`, for a backend that syncs its own files together ([`Storage::sync_files`]).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// A file system (or a simulation of one).
@@ -88,6 +102,36 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn lock_dir(&self, dir: &Path) -> io::Result<Option<std::fs::File>> {
         lock::lock_dir(dir).map(Some)
     }
+    /// Opens a segment's `.log` for appending: a new file (`create`, preallocated to `preallocate` bytes
+    /// when given, as Kafka's `preallocate=true`) or an existing one whose data ends at `size`. A backend
+    /// with a write path of its own for segments returns it here (io_uring: `O_DIRECT` chunks from an
+    /// in-memory tail, `direct.rs`); the default is a plain file.
+    fn open_segment_log(
+        &self,
+        path: &Path,
+        create: bool,
+        size: u64,
+        preallocate: Option<u64>,
+    ) -> io::Result<Arc<dyn StorageFile>> {
+        let _ = size;
+        if !create {
+            return self.open(path);
+        }
+        let file = self.create(path)?;
+        if let Some(bytes) = preallocate {
+            file.set_len(bytes)?;
+        }
+        Ok(file)
+    }
+    /// Syncs every file (each as [`StorageFile::sync`]). A backend that can runs them together (io_uring:
+    /// one submission for all the files' writes); the default syncs them one after the other.
+    fn sync_files(&self, files: &[Arc<dyn StorageFile>]) -> io::Result<()> {
+        files.iter().try_for_each(|f| f.sync())
+    }
+    /// Whether [`Storage::sync_files`] runs the files together, so a caller gains by gathering them.
+    fn syncs_together(&self) -> bool {
+        false
+    }
     /// Whether this storage refuses every change to the disk (a reader's view, [`ReadOnlyStorage`]).
     fn is_read_only(&self) -> bool {
         false
@@ -97,12 +141,18 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
 /// The name of Kafka's log-directory lock file.
 pub const LOCK_FILE: &str = ".lock";
 
+/// Whether `direct_io_supported` can say: `O_DIRECT` is a Linux matter here.
+#[cfg(not(target_os = "linux"))]
+pub fn direct_io_supported(_dir: &Path) -> io::Result<bool> {
+    Ok(false)
+}
+
 /// Which backend to use (`io_backend` in the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoBackend {
-    /// For now always std: on ext4 a buffered write through io_uring is handed to a kernel worker
-    /// thread and is slower than pwrite (`shared/spec/field-notes.md` §2.5, §6). The partition log asks
-    /// for uring only where a benchmark shows it wins (O_DIRECT into preallocated segments, batching).
+    /// The backend `klog bench` measured faster on this machine kind for the log's workload
+    /// ([`IoBackend::resolve`], BENCHMARKS.md): buffered appends stay on std (on ext4 a buffered write
+    /// through io_uring is handed to a kernel worker thread, `shared/spec/field-notes.md` §2.5, §6).
     #[default]
     Auto,
     /// pread/pwrite/fdatasync.
@@ -123,11 +173,68 @@ impl IoBackend {
     }
 }
 
+/// What a log mostly does, for [`IoBackend::Auto`] to choose by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoWorkload {
+    /// Appends flushed now and then (`flush.messages`/`flush.ms` large: Kafka's default).
+    Buffered,
+    /// Appends of one partition each followed by a flush, alone or in group commit (`flush.messages=1`).
+    Durable,
+    /// Many partitions of a log directory flushed together (`LogDir::flush_partitions`: a broker's
+    /// periodic flush, a group commit across partitions).
+    ManyPartitions,
+}
+
+impl IoWorkload {
+    /// The workload as reports name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoWorkload::Buffered => "buffered appends",
+            IoWorkload::Durable => "durable appends",
+            IoWorkload::ManyPartitions => "partitions flushed together",
+        }
+    }
+}
+
+/// `Auto`'s choice per workload, from `klog bench` on this machine kind (BENCHMARKS.md, issue #18):
+/// `klog bench` prints the choice its own figures make beside these, so a machine where they differ shows.
+pub const AUTO_BUFFERED: IoBackend = IoBackend::Std;
+/// See [`AUTO_BUFFERED`]. io_uring won the one appender (1.0-3.9x) but not the group commit of 8
+/// (0.3-0.95x) in the runs of issue #18, so std stays.
+pub const AUTO_DURABLE: IoBackend = IoBackend::Std;
+/// See [`AUTO_BUFFERED`]: one submission for every partition won 4-11x in every run of issue #18.
+pub const AUTO_MANY_PARTITIONS: IoBackend = IoBackend::Uring;
+
+impl IoBackend {
+    /// The concrete backend for `workload`: `Auto` becomes the measured choice, the others stay.
+    pub fn resolve(self, workload: IoWorkload) -> IoBackend {
+        match (self, workload) {
+            (IoBackend::Auto, IoWorkload::Buffered) => AUTO_BUFFERED,
+            (IoBackend::Auto, IoWorkload::Durable) => AUTO_DURABLE,
+            (IoBackend::Auto, IoWorkload::ManyPartitions) => AUTO_MANY_PARTITIONS,
+            (chosen, _) => chosen,
+        }
+    }
+}
+
+/// [`open_backend`] of the backend `backend` resolves to for `workload`; an `Auto` that resolves to
+/// uring falls back to std where this process may not use io_uring.
+pub fn open_backend_for(backend: IoBackend, workload: IoWorkload) -> io::Result<Arc<dyn Storage>> {
+    match backend.resolve(workload) {
+        IoBackend::Uring if backend == IoBackend::Auto && uring_available().is_err() => {
+            Ok(Arc::new(StdStorage))
+        }
+        resolved => open_backend(resolved),
+    }
+}
+
 /// Opens the storage for a backend choice. `Uring` fails, saying why, when this process may not use
-/// io_uring (see [`uring_available`]); `Auto` picks std (see [`IoBackend::Auto`]).
+/// io_uring (see [`uring_available`]); `Auto` picks its choice for buffered appends (see
+/// [`open_backend_for`]).
 pub fn open_backend(backend: IoBackend) -> io::Result<Arc<dyn Storage>> {
     match backend {
-        IoBackend::Std | IoBackend::Auto => Ok(Arc::new(StdStorage)),
+        IoBackend::Auto => open_backend_for(IoBackend::Auto, IoWorkload::Buffered),
+        IoBackend::Std => Ok(Arc::new(StdStorage)),
         #[cfg(target_os = "linux")]
         IoBackend::Uring => Ok(Arc::new(UringStorage::new()?)),
         #[cfg(not(target_os = "linux"))]

@@ -11,6 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::direct::{self, ChunkDevice, ChunkWrite, TailFile};
 use super::{Storage, StorageFile};
 
 const SECTOR: u64 = 512;
@@ -46,6 +47,10 @@ struct State {
     /// The last write not yet synced: (inode, position, bytes), a candidate for tearing.
     last_unsynced_write: Option<(u64, u64, Vec<u8>)>,
     rng: u64,
+    /// Segment `.log`s go through the direct write path (`direct.rs`), as on the uring backend.
+    direct_writes: bool,
+    /// Batches of the direct write path run so far (each one io_uring submission on the uring backend).
+    batches: u64,
 }
 
 /// In-memory storage with crash simulation. Clones share the same state.
@@ -126,6 +131,20 @@ impl SimStorage {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().expect("sim state lock poisoned")
+    }
+
+    /// Segment `.log`s go through the direct write path the uring backend uses (an in-memory tail,
+    /// aligned chunks written in batches, each batch in flight at once: a power failure during one lands
+    /// each of its writes whole, torn at a sector, or not at all).
+    pub fn with_direct_writes(self) -> Self {
+        self.lock().direct_writes = true;
+        self
+    }
+
+    /// Batches of writes and of syncs the direct write path has run (one io_uring submission each on
+    /// the uring backend).
+    pub fn batches(&self) -> u64 {
+        self.lock().batches
     }
 
     /// Operations performed so far (writes, syncs, resizes, creations, renames, removals, dir syncs).
@@ -291,7 +310,134 @@ impl StorageFile for SimFile {
     }
 }
 
+impl State {
+    /// Puts `bytes` at `position` in the live image and, with `durable`, in the durable one too.
+    fn put(&mut self, id: u64, position: u64, bytes: &[u8], durable: bool) {
+        let node = self.inodes.get_mut(&id).expect("checked");
+        let end = position as usize + bytes.len();
+        let images = if durable {
+            vec![&mut node.live, &mut node.durable]
+        } else {
+            vec![&mut node.live]
+        };
+        for image in images {
+            if image.len() < end {
+                image.resize(end, 0);
+            }
+            image[position as usize..end].copy_from_slice(bytes);
+        }
+    }
+}
+
+impl ChunkDevice for SimFile {
+    /// Each write is one operation. When one of them fails (the power went out, an injected fault), the
+    /// whole batch was in flight: each write reached the disk whole, torn at a sector, or not at all,
+    /// chosen by the seed, and every write of the batch fails.
+    fn write_batch(writes: &[ChunkWrite<'_, Self>]) -> Vec<io::Result<()>> {
+        let Some(first) = writes.first() else {
+            return Vec::new();
+        };
+        let mut s = first.dev.state.lock().expect("sim state lock poisoned");
+        s.batches += 1;
+        if writes
+            .iter()
+            .any(|w| w.dev.generation != s.generation || !s.inodes.contains_key(&w.dev.inode))
+        {
+            return writes
+                .iter()
+                .map(|_| Err(io::Error::other("stale handle: the storage crashed")))
+                .collect();
+        }
+        let mut fault = None;
+        for _ in writes {
+            if let Some(f) = s.tick() {
+                fault.get_or_insert(f);
+            }
+        }
+        let Some(fault) = fault else {
+            for w in writes {
+                s.put(w.dev.inode, w.position, w.bytes, w.dsync);
+                if !w.dsync {
+                    s.last_unsynced_write = Some((w.dev.inode, w.position, w.bytes.to_vec()));
+                }
+            }
+            return writes.iter().map(|_| Ok(())).collect();
+        };
+        for w in writes {
+            let r = s.next_random();
+            let landed = match r % 3 {
+                0 => w.bytes.len(),
+                1 => ((r >> 8) % w.bytes.len().max(1) as u64 / SECTOR * SECTOR) as usize,
+                _ => 0,
+            };
+            s.put(w.dev.inode, w.position, &w.bytes[..landed], true);
+        }
+        writes.iter().map(|_| Err(State::fail(fault))).collect()
+    }
+
+    fn sync_batch(devs: &[&Self]) -> Vec<io::Result<()>> {
+        if let Some(d) = devs.first() {
+            d.state.lock().expect("sim state lock poisoned").batches += 1;
+        }
+        devs.iter().map(|d| StorageFile::sync(*d)).collect()
+    }
+
+    fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
+        StorageFile::read_at(self, buf, position)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        StorageFile::set_len(self, len)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        StorageFile::len(self)
+    }
+
+    fn path(&self) -> Option<&Path> {
+        None
+    }
+}
+
 impl Storage for SimStorage {
+    fn open_segment_log(
+        &self,
+        path: &Path,
+        create: bool,
+        size: u64,
+        preallocate: Option<u64>,
+    ) -> io::Result<Arc<dyn StorageFile>> {
+        if create {
+            self.create(path)?;
+        }
+        let s = self.lock();
+        let (inode, generation, direct) = (s.lookup(path)?, s.generation, s.direct_writes);
+        drop(s);
+        let dev = SimFile {
+            state: Arc::clone(&self.state),
+            inode,
+            generation,
+        };
+        if create {
+            if let Some(bytes) = preallocate {
+                StorageFile::set_len(&dev, bytes)?;
+            }
+        }
+        if direct {
+            Ok(Arc::new(TailFile::new(dev, path, size)?))
+        } else {
+            Ok(Arc::new(dev))
+        }
+    }
+
+    fn sync_files(&self, files: &[Arc<dyn StorageFile>]) -> io::Result<()> {
+        direct::sync_files::<SimFile>(files)
+    }
+
+    fn syncs_together(&self) -> bool {
+        self.lock().direct_writes
+    }
+
     fn create(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
         let (dir, name) = split(path)?;
         let mut s = self.lock();

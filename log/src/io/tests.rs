@@ -257,3 +257,204 @@ fn faults_fire_at_the_chosen_operation() {
     assert_eq!(f.sync().unwrap_err().raw_os_error(), Some(5));
     f.sync().unwrap();
 }
+
+/// A segment `.log` opened through `open_segment_log`: appends of every size (spilling past `SPILL`),
+/// reads of the unflushed tail, syncs, a cut, a trim; the bytes on disk are the log's, then zeros.
+fn segment_log_contract(storage: &dyn Storage, dir: &Path) {
+    storage.create_dir_all(dir).unwrap();
+    let path = dir.join("00000000000000000000.log");
+    let f = storage
+        .open_segment_log(&path, true, 0, Some(8 << 20))
+        .unwrap();
+    let mut expected = Vec::new();
+    for (i, len) in [
+        1usize,
+        100,
+        4095,
+        4097,
+        70_000,
+        300_000,
+        3,
+        9000,
+        1 << 20,
+        17,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let bytes = pattern(len, i as u8);
+        f.write_at(&bytes, expected.len() as u64).unwrap();
+        expected.extend_from_slice(&bytes);
+        let mut back = vec![0u8; expected.len()];
+        assert_eq!(f.read_at(&mut back, 0).unwrap(), expected.len());
+        assert!(back == expected, "read back after append {i}");
+        if i % 3 == 0 {
+            f.sync().unwrap();
+            let disk = read_file(storage, &path).unwrap().unwrap();
+            assert!(disk[..expected.len()] == expected[..], "synced bytes {i}");
+            assert!(
+                disk[expected.len()..].iter().all(|&b| b == 0),
+                "zero tail {i}"
+            );
+        }
+    }
+    if f.as_any().is_some() {
+        assert!(
+            f.write_at(b"x", 5).is_err(),
+            "the direct path appends only at the end"
+        );
+    }
+    // A cut into the synced part, then appends again, then the trim of a roll.
+    let cut = expected.len() as u64 - 5000;
+    f.set_len(cut).unwrap();
+    expected.truncate(cut as usize);
+    let more = pattern(12_345, 99);
+    f.write_at(&more, cut).unwrap();
+    expected.extend_from_slice(&more);
+    f.set_len(expected.len() as u64).unwrap();
+    f.sync().unwrap();
+    assert_eq!(f.len().unwrap(), expected.len() as u64);
+    assert!(read_file(storage, &path).unwrap().unwrap() == expected);
+    drop(f);
+    // Reopened at its end: the partial last block comes back into memory and appends continue.
+    let f = storage
+        .open_segment_log(&path, false, expected.len() as u64, None)
+        .unwrap();
+    f.write_at(b"tail", expected.len() as u64).unwrap();
+    expected.extend_from_slice(b"tail");
+    f.sync().unwrap();
+    let disk = read_file(storage, &path).unwrap().unwrap();
+    assert!(disk[..expected.len()] == expected[..]);
+    storage.remove(&path).unwrap();
+}
+
+#[test]
+fn segment_logs_meet_the_contract_on_every_backend() {
+    let dir = scratch_dir("segment-std");
+    segment_log_contract(&StdStorage, &dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    segment_log_contract(&SimStorage::new(7), Path::new("/seg"));
+    segment_log_contract(&SimStorage::new(7).with_direct_writes(), Path::new("/seg"));
+    if let Some(storage) = uring_or_skip() {
+        let dir = scratch_dir("segment-uring");
+        segment_log_contract(storage.as_ref(), &dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn a_direct_segment_that_failed_to_sync_refuses_every_later_call() {
+    let sim = SimStorage::new(3).with_direct_writes();
+    sim.create_dir_all(Path::new("/d")).unwrap();
+    let path = Path::new("/d/00000000000000000000.log");
+    let f = sim.open_segment_log(path, true, 0, None).unwrap();
+    f.write_at(&pattern(5000, 1), 0).unwrap();
+    f.sync().unwrap();
+    f.write_at(&pattern(100, 2), 5000).unwrap();
+    sim.inject(sim.ops() + 1, Fault::Eio);
+    assert!(f.sync().is_err());
+    // The pages of a failed write may be gone: a second sync must not pretend they are durable.
+    let again = f.sync().unwrap_err();
+    assert!(
+        again.to_string().contains("earlier write or sync"),
+        "{again}"
+    );
+    assert!(f.write_at(b"x", 5100).is_err());
+}
+
+/// Partitions appended to, then flushed together: every partition's recovery point reaches its log
+/// end, what they flushed survives a crash, and on the direct path all their writes went in at most two
+/// batches (the zero fill ahead, then the data), however many partitions.
+fn flush_together(storage: Arc<dyn Storage>, root: &Path, sim: Option<&SimStorage>) {
+    use crate::format::{BatchBuilder, Compression};
+    use crate::partition_log::{OpenOptions, PartitionLog};
+    let logs: Vec<PartitionLog> = (0..16)
+        .map(|p| {
+            let dir = root.join(format!("t-{p}"));
+            PartitionLog::open(
+                storage.clone(),
+                &dir,
+                crate::config::LogConfig::default(),
+                OpenOptions::default(),
+            )
+            .unwrap()
+            .0
+        })
+        .collect();
+    for (p, log) in logs.iter().enumerate() {
+        for i in 0..=p {
+            let mut b = BatchBuilder::new(Compression::None);
+            b.append(0, None, Some(&pattern(100 + 37 * i, p as u8)), &[])
+                .unwrap();
+            log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+        }
+    }
+    let before = sim.map(SimStorage::batches);
+    let refs: Vec<&PartitionLog> = logs.iter().collect();
+    PartitionLog::flush_many(&refs).unwrap();
+    if let (Some(sim), Some(before)) = (sim, before) {
+        assert!(
+            sim.batches() - before <= 2,
+            "16 partitions flushed in {} batches",
+            sim.batches() - before
+        );
+    }
+    for (p, log) in logs.iter().enumerate() {
+        assert_eq!(log.recovery_point(), p as i64 + 1, "partition {p}");
+    }
+    let Some(sim) = sim else { return };
+    drop(logs);
+    sim.crash(true);
+    for p in 0..16 {
+        let dir = root.join(format!("t-{p}"));
+        let options = OpenOptions {
+            recovery_point: p + 1,
+            log_start_offset: 0,
+            clean_shutdown: false,
+        };
+        let (log, _) = PartitionLog::open(
+            storage.clone(),
+            &dir,
+            crate::config::LogConfig::default(),
+            options,
+        )
+        .unwrap();
+        assert_eq!(log.log_end_offset(), p + 1, "partition {p} after the crash");
+    }
+}
+
+#[test]
+fn partitions_flushed_together_are_durable_on_every_backend() {
+    let sim = SimStorage::new(11).with_direct_writes();
+    flush_together(Arc::new(sim.clone()), Path::new("/together"), Some(&sim));
+    let dir = scratch_dir("together-std");
+    flush_together(Arc::new(StdStorage), &dir, None);
+    std::fs::remove_dir_all(&dir).unwrap();
+    if let Some(storage) = uring_or_skip() {
+        let dir = scratch_dir("together-uring");
+        flush_together(storage, &dir, None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn auto_resolves_per_workload_and_explicit_backends_stay() {
+    use IoWorkload::*;
+    assert_eq!(IoBackend::Auto.resolve(Buffered), AUTO_BUFFERED);
+    assert_eq!(IoBackend::Auto.resolve(Durable), AUTO_DURABLE);
+    assert_eq!(
+        IoBackend::Auto.resolve(ManyPartitions),
+        AUTO_MANY_PARTITIONS
+    );
+    for w in [Buffered, Durable, ManyPartitions] {
+        assert_eq!(IoBackend::Std.resolve(w), IoBackend::Std);
+        assert_eq!(IoBackend::Uring.resolve(w), IoBackend::Uring);
+        // Auto never fails: where io_uring is unavailable it falls back to std.
+        let storage = open_backend_for(IoBackend::Auto, w).unwrap();
+        let expected = match IoBackend::Auto.resolve(w) {
+            IoBackend::Uring if uring_available().is_ok() => "uring",
+            _ => "std",
+        };
+        assert_eq!(storage.name(), expected, "{w:?}");
+    }
+}

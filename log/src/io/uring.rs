@@ -23,12 +23,14 @@ use std::sync::Arc;
 
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 
+use super::direct::{self, ChunkDevice, ChunkWrite, TailFile};
 use super::{StdStorage, Storage, StorageFile};
 
 /// Linux moves at most this many bytes in one read or write (`MAX_RW_COUNT`); larger buffers go in pieces.
 const MAX_RW_BYTES: usize = 0x7fff_f000;
-/// A call has at most two operations in flight (a write linked to an fdatasync).
-const RING_ENTRIES: u32 = 4;
+/// Operations in flight at once: a call has two (a write linked to an fdatasync), a batch of the direct
+/// write path up to this many (more go in several submissions).
+const RING_ENTRIES: u32 = 128;
 
 thread_local! {
     /// This thread's ring; `None` until its first I/O, and again after a ring had to be discarded.
@@ -236,6 +238,188 @@ impl Storage for UringStorage {
     fn name(&self) -> &'static str {
         "uring"
     }
+
+    /// The direct write path (`direct.rs`): the in-memory tail over an `O_DIRECT` file, or over a
+    /// buffered one where the file system refuses `O_DIRECT` (tmpfs; see [`direct_io_supported`]).
+    fn open_segment_log(
+        &self,
+        path: &Path,
+        create: bool,
+        size: u64,
+        preallocate: Option<u64>,
+    ) -> io::Result<Arc<dyn StorageFile>> {
+        let dev = DirectDev::open(path, create)?;
+        if create {
+            if let Some(bytes) = preallocate {
+                dev.read.set_len(bytes)?;
+            }
+        }
+        Ok(Arc::new(TailFile::new(dev, path, size)?))
+    }
+
+    fn sync_files(&self, files: &[Arc<dyn StorageFile>]) -> io::Result<()> {
+        direct::sync_files::<DirectDev>(files)
+    }
+
+    fn syncs_together(&self) -> bool {
+        true
+    }
+}
+
+/// Whether the file system holding `dir` takes `O_DIRECT` (tmpfs and some others refuse it with
+/// EINVAL, and the direct write path then writes the same chunks buffered). Probed with a scratch file.
+pub fn direct_io_supported(dir: &Path) -> io::Result<bool> {
+    let probe = dir.join(".klog-odirect-probe");
+    let _ = std::fs::remove_file(&probe);
+    let dev = DirectDev::open(&probe, true);
+    let _ = std::fs::remove_file(&probe);
+    Ok(dev?.direct)
+}
+
+/// A segment `.log` under the direct write path: writes through io_uring on an `O_DIRECT` descriptor,
+/// reads (of what is on the disk) with pread on a buffered one, which the kernel keeps coherent with
+/// direct writes.
+#[derive(Debug)]
+struct DirectDev {
+    write: File,
+    read: File,
+    path: PathBuf,
+    /// The file system took `O_DIRECT`.
+    direct: bool,
+}
+
+impl DirectDev {
+    fn open(path: &Path, create: bool) -> io::Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true);
+        if create {
+            options.create_new(true);
+        }
+        let read = options.open(path)?;
+        let write = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path);
+        let (write, direct) = match write {
+            Ok(f) => (f, true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (read.try_clone()?, false),
+            Err(e) => return Err(e),
+        };
+        Ok(DirectDev {
+            write,
+            read,
+            path: path.to_owned(),
+            direct,
+        })
+    }
+
+    fn write_entry(&self, bytes: &[u8], position: u64, dsync: bool) -> io::Result<squeue::Entry> {
+        let flags = if dsync { libc::RWF_DSYNC } else { 0 };
+        Ok(opcode::Write::new(
+            types::Fd(self.write.as_raw_fd()),
+            bytes.as_ptr(),
+            bytes.len() as u32,
+        )
+        .offset(checked_offset(position)?)
+        .rw_flags(flags)
+        .build())
+    }
+
+    /// The rest of a write that completed short or was interrupted, one piece at a time.
+    fn finish_write(&self, bytes: &[u8], position: u64, dsync: bool) -> io::Result<()> {
+        let mut done = 0;
+        while done < bytes.len() {
+            let entry = self.write_entry(&bytes[done..], position + done as u64, dsync)?;
+            let [res] = complete([entry])?.results;
+            done += written(res)?;
+        }
+        Ok(())
+    }
+}
+
+impl ChunkDevice for DirectDev {
+    /// Every write in one submission (at most `RING_ENTRIES` at a time), all in flight together.
+    fn write_batch(writes: &[ChunkWrite<'_, Self>]) -> Vec<io::Result<()>> {
+        let entries: io::Result<Vec<_>> = writes
+            .iter()
+            .map(|w| w.dev.write_entry(w.bytes, w.position, w.dsync))
+            .collect();
+        let results = match entries.and_then(complete_many) {
+            Ok(r) => r,
+            Err(e) => return writes.iter().map(|_| Err(copy_error(&e))).collect(),
+        };
+        writes
+            .iter()
+            .zip(results)
+            .map(|(w, res)| match res {
+                n if n >= 0 && n as usize == w.bytes.len() => Ok(()),
+                n if n > 0 => {
+                    w.dev
+                        .finish_write(&w.bytes[n as usize..], w.position + n as u64, w.dsync)
+                }
+                e if retryable(e) => w.dev.finish_write(w.bytes, w.position, w.dsync),
+                0 => Err(io::ErrorKind::WriteZero.into()),
+                e => Err(io::Error::from_raw_os_error(-e)),
+            })
+            .collect()
+    }
+
+    /// Every fdatasync in one submission.
+    fn sync_batch(devs: &[&Self]) -> Vec<io::Result<()>> {
+        let entries = devs
+            .iter()
+            .map(|d| {
+                opcode::Fsync::new(types::Fd(d.write.as_raw_fd()))
+                    .flags(types::FsyncFlags::DATASYNC)
+                    .build()
+            })
+            .collect();
+        match complete_many(entries) {
+            Ok(results) => results
+                .into_iter()
+                .zip(devs)
+                .map(|(res, d)| match res {
+                    0 => Ok(()),
+                    // Interrupted before it ran: run it again on its own. A failed fdatasync is
+                    // never retried (the kernel may have dropped the pages it could not write).
+                    e if retryable(e) => d.read.sync_data(),
+                    e => Err(io::Error::from_raw_os_error(-e)),
+                })
+                .collect(),
+            Err(e) => devs.iter().map(|_| Err(copy_error(&e))).collect(),
+        }
+    }
+
+    fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        loop {
+            match self.read.read_at(buf, position) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => return r,
+            }
+        }
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.read.set_len(len)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.read.metadata()?.len())
+    }
+
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+}
+
+fn copy_error(e: &io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(e.kind(), e.to_string()),
+    }
 }
 
 /// io_uring reads an offset of `u64::MAX` as "the file position", so offsets are bounded the way
@@ -273,7 +457,28 @@ struct Completed<const N: usize> {
 }
 
 /// Runs `entries` on this thread's ring (made on first use) and waits for all of them.
-fn complete<const N: usize>(entries: [squeue::Entry; N]) -> io::Result<Completed<N>> {
+fn complete<const N: usize>(mut entries: [squeue::Entry; N]) -> io::Result<Completed<N>> {
+    let (results, in_one_submission) = with_ring(|ring| submit_and_reap(ring, &mut entries))?;
+    let mut fixed = [0i32; N];
+    fixed.copy_from_slice(&results);
+    Ok(Completed {
+        results: fixed,
+        in_one_submission,
+    })
+}
+
+/// Runs any number of independent operations, at most [`RING_ENTRIES`] in flight at once (one submission
+/// each), and returns their results in order.
+fn complete_many(mut entries: Vec<squeue::Entry>) -> io::Result<Vec<i32>> {
+    let mut results = Vec::with_capacity(entries.len());
+    for part in entries.chunks_mut(RING_ENTRIES as usize) {
+        results.extend(with_ring(|ring| submit_and_reap(ring, part))?.0);
+    }
+    Ok(results)
+}
+
+/// Runs `f` on this thread's ring; a ring that `f` says is unusable is dropped.
+fn with_ring<T>(f: impl FnOnce(&mut IoUring) -> (io::Result<T>, bool)) -> io::Result<T> {
     RING.try_with(|slot| {
         let mut slot = slot
             .try_borrow_mut()
@@ -282,7 +487,7 @@ fn complete<const N: usize>(entries: [squeue::Entry; N]) -> io::Result<Completed
             Some(ring) => ring,
             None => new_ring()?,
         };
-        let (result, keep) = submit_and_reap(&mut ring, entries);
+        let (result, keep) = f(&mut ring);
         if keep {
             *slot = Some(ring);
         }
@@ -291,40 +496,42 @@ fn complete<const N: usize>(entries: [squeue::Entry; N]) -> io::Result<Completed
     .map_err(|_| io::Error::other("this thread's io_uring was already destroyed"))?
 }
 
-/// Pushes, submits and waits until every entry has completed. Returns whether the ring may be used
-/// again: not when the kernel refused the entries, which then still sit in its submission queue.
-fn submit_and_reap<const N: usize>(
+/// Pushes, submits and waits until every entry has completed: their results in order, and whether the
+/// kernel took them in one submission (so links between them held). Also returns whether the ring may
+/// be used again: not when the kernel refused the entries, which then still sit in its submission queue.
+fn submit_and_reap(
     ring: &mut IoUring,
-    mut entries: [squeue::Entry; N],
-) -> (io::Result<Completed<N>>, bool) {
+    entries: &mut [squeue::Entry],
+) -> (io::Result<(Vec<i32>, bool)>, bool) {
+    let n = entries.len();
     for (i, entry) in entries.iter_mut().enumerate() {
         entry.set_user_data(i as u64);
     }
     // SAFETY: each entry names a buffer and a file descriptor that our caller borrows for the whole
     // call, and this function does not return while the kernel may still touch them: either every
     // entry's completion has been reaped below, or the kernel consumed none of the entries and the ring
-    // holding them is dropped by `complete` (closing it discards entries it never read). The queue is
+    // holding them is dropped by `with_ring` (closing it discards entries it never read). The queue is
     // empty between calls, since every call reaps all of its completions.
-    if unsafe { ring.submission().push_multiple(&entries) }.is_err() {
+    if unsafe { ring.submission().push_multiple(entries) }.is_err() {
         return (
             Err(io::Error::other("io_uring submission queue full")),
             true,
         );
     }
-    let mut results = [0i32; N];
+    let mut results = vec![0i32; n];
     let mut reaped = 0;
     let mut in_one_submission = None;
-    while reaped < N {
-        match ring.submit_and_wait(N - reaped) {
+    while reaped < n {
+        match ring.submit_and_wait(n - reaped) {
             Ok(submitted) => {
-                in_one_submission.get_or_insert(submitted == N);
+                in_one_submission.get_or_insert(submitted == n);
             }
             Err(e)
                 if matches!(
                     e.raw_os_error(),
                     Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
                 ) => {}
-            Err(e) if reaped == 0 && ring.submission().len() == N => return (Err(e), false),
+            Err(e) if reaped == 0 && ring.submission().len() == n => return (Err(e), false),
             Err(e) => abandon(e),
         }
         for cqe in ring.completion() {
@@ -334,11 +541,7 @@ fn submit_and_reap<const N: usize>(
             }
         }
     }
-    let completed = Completed {
-        results,
-        in_one_submission: in_one_submission == Some(true),
-    };
-    (Ok(completed), true)
+    (Ok((results, in_one_submission == Some(true))), true)
 }
 
 /// The kernel holds some of our buffers and can no longer be asked when it lets go of them. Returning

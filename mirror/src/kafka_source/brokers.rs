@@ -30,7 +30,7 @@ pub(super) struct TopicMetadata {
 pub(super) struct Brokers {
     /// `kafka://...`, for messages.
     pub(super) source: String,
-    bootstrap: Vec<String>,
+    pub(super) bootstrap: Vec<String>,
     /// Open connections, by address.
     connections: BTreeMap<String, Connection>,
     /// Per address: not before this instant, and the next delay.

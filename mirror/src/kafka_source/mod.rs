@@ -22,16 +22,20 @@
 //!   own backoff (100 ms doubling to 5 s).
 //! - Consumer-group offsets (`groups.rs`): ListGroups to every broker, then FindCoordinator and
 //!   OffsetFetch per classic or consumer group.
+//! - The metadata sync's DescribeConfigs (a topic's DYNAMIC_TOPIC_CONFIG entries) and DescribeAcls
+//!   (every binding; none when the source has no authorizer) go to any broker (`admin.rs`).
 //! - Kafka has no last-mirrored-epoch lookup: `last_mirrored_epoch` is -1, so PREPARING against Kafka
 //!   truncates the local partition to 0 and mirrors it again from the source's log start.
 //!
 //! The trait is synchronous: the source owns a single-threaded tokio runtime and blocks on it; one
 //! call runs at a time.
 
+mod admin;
 mod brokers;
 mod fetch;
 mod groups;
 
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
@@ -39,6 +43,7 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 use klog_log::checkpoint::TopicId;
 
+use crate::acl::AclBinding;
 use crate::kafka_wire::error_name;
 use crate::source::{
     FetchRequest, FetchResponse, MirrorSource, SourceError, SourceGroup, SourceTopic,
@@ -211,6 +216,16 @@ impl MirrorSource for KafkaSource {
         topics: &BTreeSet<String>,
     ) -> Result<Vec<SourceGroup>, SourceError> {
         self.with_inner(async |inner| groups::committed_offsets(inner, topics).await)
+    }
+
+    fn topic_configs(&self, topic: &str) -> Result<Option<BTreeMap<String, String>>, SourceError> {
+        self.with_inner(async |inner| inner.describe_topic_configs(topic).await)
+            .map(Some)
+    }
+
+    fn acls(&self) -> Result<Option<Vec<AclBinding>>, SourceError> {
+        self.with_inner(async |inner| inner.describe_acls().await)
+            .map(Some)
     }
 }
 

@@ -302,6 +302,10 @@ impl Manager {
                     report.errors.push((name.clone(), -1, e.to_string()));
                 }
             }
+            // Configs and ACL bindings ride along (config_sync: started topics only).
+            for (topic, e) in crate::config_sync::sync_mirror(&self.node, source.as_ref(), mirror) {
+                report.errors.push((topic, -1, e));
+            }
         }
     }
 

@@ -110,7 +110,10 @@ pub(super) fn write_report(
                 row.backend,
                 row.series.median(),
                 median(&row.ratios(&r.baseline)),
-                r.kafka.cell(row.series.median())
+                row.kafka
+                    .as_ref()
+                    .unwrap_or(&r.kafka)
+                    .cell(row.series.median())
             )?;
         }
         for (name, v) in &r.comparisons {
@@ -140,7 +143,12 @@ fn chart(path: &Path, r: &Report) -> anyhow::Result<()> {
                 format!("{} ({})", row.name, row.backend)
             };
             let limit = median(&row.ratios(&r.baseline));
-            let kafka = r.kafka.median().map(|k| row.series.median() / k);
+            let kafka = row
+                .kafka
+                .as_ref()
+                .unwrap_or(&r.kafka)
+                .median()
+                .map(|k| row.series.median() / k);
             (label, limit, kafka)
         })
         .collect();
@@ -311,6 +319,7 @@ mod tests {
                 backend: "std",
                 series: series(&[v, v]),
                 bound: None::<Bound>,
+                kafka: None,
             });
         }
         r.kafka = Kafka::Measured {

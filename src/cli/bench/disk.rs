@@ -20,6 +20,13 @@ use super::{alternate, mb_per_s, per_s, Ctx, Report, Row, Series};
 pub(super) const APPEND_ROW: &str = "append_as_leader";
 pub(super) const READ_COPY_ROW: &str = "read + copy out";
 pub(super) const RANDOM_READ_ROW: &str = "read one batch + copy out";
+pub(super) const SINGLE_ROW: &str = "append + flush, single";
+pub(super) const PARTITIONS_ROW: &str = "flush of 64 partitions together";
+/// Partitions of the `durable/partitions` log directory.
+const PARTITIONS: usize = 64;
+/// Rounds of (one batch to each partition, one flush of all) per `durable/partitions` measurement, at
+/// most (fewer when `--durable-appends` is small).
+const PARTITION_FLUSHES: u64 = 30;
 
 /// Distinct batches cycled through (about 1 MiB of 16 KiB batches: stays in the CPU cache, as a broker's
 /// receive buffers do).
@@ -266,8 +273,8 @@ fn append_shape(ctx: &Ctx, shape: Shape) -> anyhow::Result<Report> {
         "value_bytes": shape.value_bytes,
     });
     report.add_uring_vs_std(&[APPEND_ROW]);
-    // Kafka's UnifiedLog appends the same batches (the main shape only: each JVM run costs seconds).
-    if shape.key == "append" {
+    // Kafka's UnifiedLog appends the same batches (not the 1 MiB records: each JVM run costs seconds).
+    if shape.key != "append/1MiB" {
         ctx.progress
             .say(&format!("{}: Kafka UnifiedLog.appendAsLeader", shape.key));
         let file = ctx.scratch.join("kafka-batches.bin");
@@ -510,7 +517,7 @@ pub(super) fn durable(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
         let single = &series[i * per_backend];
         report
             .rows
-            .push(Row::new("append + flush, single", b.name, single.clone()));
+            .push(Row::new(SINGLE_ROW, b.name, single.clone()));
         for (j, &t) in threads.iter().enumerate() {
             let group = &series[i * per_backend + 1 + j];
             report.comparisons.push((
@@ -523,7 +530,7 @@ pub(super) fn durable(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
             );
         }
     }
-    let mut names = vec!["append + flush, single".to_owned()];
+    let mut names = vec![SINGLE_ROW.to_owned()];
     names.extend(threads.iter().map(|&t| group_name(t)));
     report.add_uring_vs_std(&names.iter().map(String::as_str).collect::<Vec<_>>());
     latencies.sort_by(f64::total_cmp);
@@ -537,8 +544,148 @@ pub(super) fn durable(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
             "mean": latencies.iter().sum::<f64>() / latencies.len().max(1) as f64,
             "samples": latencies.len(),
         },
+        "o_direct": direct_io(ctx),
     });
-    Ok(vec![report])
+    report.title += &format!("; uring's segments: {}", direct_io_note(ctx));
+    super::kafka::durable(ctx, &mut report, &pool[0], n, group_name)?;
+    let partitions = partitions(ctx, &pool[0])?;
+    Ok(vec![report, partitions])
+}
+
+/// Whether the uring backend's direct write path gets `O_DIRECT` on the scratch file system (tmpfs
+/// refuses it; the path then writes the same chunks buffered, and the figures say so).
+fn direct_io(ctx: &Ctx) -> Option<bool> {
+    if !ctx.backends.iter().any(|b| b.name == "uring") {
+        return None;
+    }
+    klog::log::io::direct_io_supported(&ctx.scratch).ok()
+}
+
+fn direct_io_note(ctx: &Ctx) -> &'static str {
+    match direct_io(ctx) {
+        Some(true) => "O_DIRECT",
+        Some(false) => {
+            "O_DIRECT REFUSED by this file system: buffered chunks, not the O_DIRECT path"
+        }
+        None => "uring not measured",
+    }
+}
+
+/// The baseline of a flush of many partitions: one batch written to each of `PARTITIONS` files, then
+/// an fdatasync of each, one after the other (what a broker's flush of its partitions costs with
+/// pwrite + fdatasync).
+fn pwrite_partitions_run(ctx: &Ctx, batch: &[u8], rounds: u64) -> anyhow::Result<Duration> {
+    let dir = ctx.scratch.join("baseline-partitions");
+    std::fs::create_dir_all(&dir)?;
+    let files: Vec<File> = (0..PARTITIONS)
+        .map(|p| fresh_file(&dir.join(format!("{p}.bin"))))
+        .collect::<anyhow::Result<_>>()?;
+    let start = Instant::now();
+    for r in 0..rounds {
+        for f in &files {
+            f.write_all_at(batch, r * batch.len() as u64)?;
+        }
+        for f in &files {
+            f.sync_data()?;
+        }
+    }
+    let elapsed = start.elapsed();
+    drop(files);
+    std::fs::remove_dir_all(&dir)?;
+    Ok(elapsed)
+}
+
+/// `PARTITIONS` partitions of one log directory: each round appends one batch to every partition and
+/// flushes them all with `LogDir::flush_partitions` (io_uring: one submission; std: one flush after
+/// another).
+fn partitions_run(
+    ctx: &Ctx,
+    storage: &Arc<dyn Storage>,
+    batch: &[u8],
+    rounds: u64,
+) -> anyhow::Result<Duration> {
+    let root = ctx.scratch.join("partitions");
+    if root.exists() {
+        std::fs::remove_dir_all(&root)?;
+    }
+    let mut log_dir = klog::log::log_dir::LogDir::open(storage.clone(), &root)?;
+    let logs: Vec<PartitionLog> = (0..PARTITIONS)
+        .map(|p| {
+            log_dir
+                .open_partition(&format!("bench-{p}"), config(ctx.args.segment_bytes)?)
+                .map(|(l, _)| l)
+                .map_err(anyhow::Error::from)
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let refs: Vec<&PartitionLog> = logs.iter().collect();
+    let mut batch = batch.to_vec();
+    let start = Instant::now();
+    for _ in 0..rounds {
+        for log in &logs {
+            reset_base_offset(&mut batch);
+            log.append_as_leader(&mut batch, 0)?;
+        }
+        log_dir.flush_partitions(&refs)?;
+    }
+    let elapsed = start.elapsed();
+    drop(refs);
+    for log in logs {
+        log_dir.close_partition(log)?;
+    }
+    log_dir.close()?;
+    std::fs::remove_dir_all(&root)?;
+    Ok(elapsed)
+}
+
+/// `durable/partitions`: many partitions flushed together, beside pwrite + fdatasync of as many files.
+fn partitions(ctx: &Ctx, batch: &[u8]) -> anyhow::Result<Report> {
+    // As many appends as the durable workload makes, spread over the partitions (at least one round).
+    let rounds =
+        (durable_appends(ctx, batch.len()) / PARTITIONS as u64).clamp(1, PARTITION_FLUSHES);
+    let flushes = rounds * PARTITIONS as u64;
+    let mut baseline = Series::default();
+    let mut series = vec![Series::default(); ctx.backends.len()];
+    let slots: Vec<usize> = (0..=ctx.backends.len()).collect();
+    for round in 0..ctx.rounds() {
+        for &slot in alternate(round, &slots) {
+            if slot == 0 {
+                ctx.progress.say(&format!(
+                    "pwrite + fdatasync of {PARTITIONS} files, round {}",
+                    round + 1
+                ));
+                baseline.push(per_s(flushes, pwrite_partitions_run(ctx, batch, rounds)?));
+                continue;
+            }
+            let b = &ctx.backends[slot - 1];
+            ctx.progress.say(&format!(
+                "klog {} flush of {PARTITIONS} partitions, round {}",
+                b.name,
+                round + 1
+            ));
+            let d = partitions_run(ctx, &b.storage, batch, rounds)?;
+            series[slot - 1].push(per_s(flushes, d));
+        }
+    }
+    let mut report = Report::new(
+        "durable/partitions",
+        format!(
+            "{rounds} rounds of one {}-byte batch appended to each of {PARTITIONS} partitions of a log \
+             directory, then one LogDir::flush_partitions of all of them (io_uring: every write in one \
+             submission; std: one flush after another); uring's segments: {}",
+            batch.len(),
+            direct_io_note(ctx)
+        ),
+        "partition flushes/s",
+    );
+    report.baseline_name = format!("pwrite to {PARTITIONS} files + fdatasync of each");
+    report.baseline = baseline;
+    for (b, s) in ctx.backends.iter().zip(series) {
+        report.rows.push(Row::new(PARTITIONS_ROW, b.name, s));
+    }
+    report.add_uring_vs_std(&[PARTITIONS_ROW]);
+    report.extra =
+        json!({ "partitions": PARTITIONS, "rounds": rounds, "o_direct": direct_io(ctx) });
+    Ok(report)
 }
 
 // ---------------------------------------------------------------------------------------------------

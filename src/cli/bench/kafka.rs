@@ -7,8 +7,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use super::{BenchArgs, Kafka, Series};
-
+use super::{BenchArgs, Ctx, Kafka, Report, Series};
 /// Whether and how Kafka's side can run.
 pub(super) struct KafkaSide {
     script: PathBuf,
@@ -106,4 +105,78 @@ impl KafkaSide {
             details: doc["details"].clone(),
         }
     }
+}
+
+/// Kafka's figure for `threads` appenders from a `durable` run (its `details.groups`), or why there is
+/// none.
+pub(super) fn durable_group(run: &Kafka, threads: usize) -> Kafka {
+    let Kafka::Measured {
+        version,
+        warmup_rounds,
+        details,
+        ..
+    } = run
+    else {
+        return match run {
+            Kafka::Absent(why) => Kafka::Absent(why.clone()),
+            Kafka::Failed(why) => Kafka::Failed(why.clone()),
+            _ => Kafka::NotMeasured,
+        };
+    };
+    let runs: Vec<f64> = details["groups"][threads.to_string()]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    if runs.is_empty() {
+        return Kafka::Failed(format!("no runs for {threads} appenders in {details}"));
+    }
+    Kafka::Measured {
+        what: format!("{threads} appenders: appendAsLeader + flushUptoOffsetExclusive"),
+        version: version.clone(),
+        warmup_rounds: *warmup_rounds,
+        series: Series { runs },
+        details: Value::Null,
+    }
+}
+
+/// Kafka's side of `durable`: `n` appends of `batch`, each followed by `flushUptoOffsetExclusive`, by one
+/// appender (the report's Kafka figure) and by each group of `--threads` appenders sharing the log (the
+/// figure of the row `row_name(threads)`, every backend's).
+pub(super) fn durable(
+    ctx: &Ctx,
+    report: &mut Report,
+    batch: &[u8],
+    n: u64,
+    row_name: impl Fn(usize) -> String,
+) -> anyhow::Result<()> {
+    ctx.progress
+        .say("durable: Kafka appendAsLeader + flushUptoOffsetExclusive");
+    let file = ctx.scratch.join("kafka-batches.bin");
+    std::fs::write(&file, batch)?;
+    let mut counts = vec![1];
+    counts.extend(ctx.args.threads.iter().copied().filter(|&t| t != 1));
+    let list: Vec<String> = counts.iter().map(usize::to_string).collect();
+    let run = ctx.kafka.run(
+        "appendAsLeader + flushUptoOffsetExclusive, one appender",
+        &[
+            "durable".into(),
+            file.display().to_string(),
+            n.to_string(),
+            ctx.rounds().to_string(),
+            "1".into(),
+            ctx.scratch.join("kafka").display().to_string(),
+            ctx.args.segment_bytes.min(i32::MAX as u64).to_string(),
+            list.join(","),
+        ],
+    );
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_dir_all(ctx.scratch.join("kafka"));
+    for &t in ctx.args.threads.iter() {
+        let name = row_name(t);
+        for row in report.rows.iter_mut().filter(|r| r.name == name) {
+            row.kafka = Some(durable_group(&run, t));
+        }
+    }
+    report.kafka = run;
+    Ok(())
 }

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use klog::log::io::{open_backend, IoBackend, Storage};
+use klog::log::io::{open_backend, IoBackend, IoWorkload, Storage};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -248,6 +248,9 @@ struct Row {
     /// commit of T appenders beside T writes per fdatasync, a backend beside the same work on that
     /// backend). Measured in the same rounds as the row.
     bound: Option<Bound>,
+    /// Kafka's figure for this row's own work, where it differs from the report's (a group commit of T
+    /// appenders beside Kafka's T appenders, a recovery on T threads beside Kafka's on T threads).
+    kafka: Option<Kafka>,
 }
 
 /// A baseline that bounds one row: what it is, and its figure per round.
@@ -264,6 +267,7 @@ impl Row {
             backend,
             series,
             bound: None,
+            kafka: None,
         }
     }
 
@@ -330,6 +334,25 @@ impl Kafka {
                 "runs": series.runs,
                 "details": details,
             }),
+        }
+    }
+
+    /// Kafka's line in a report's table.
+    fn print(&self, out: &mut impl Write, w: usize, baseline: f64) -> std::io::Result<()> {
+        match self {
+            Kafka::Measured { what, series, .. } => writeln!(
+                out,
+                "  {:<w$}  {:<7}  {:>12.1}  {:>11}  {:>11}",
+                format!("Kafka: {what}"),
+                "jvm",
+                series.median(),
+                format!("{:.2}", series.median() / baseline),
+                "1.00"
+            ),
+            Kafka::Absent(why) | Kafka::Failed(why) => {
+                writeln!(out, "  Kafka: not measured ({why})")
+            }
+            Kafka::NotMeasured => Ok(()),
         }
     }
 
@@ -412,10 +435,14 @@ impl Report {
     fn print(&self, out: &mut impl Write) -> std::io::Result<()> {
         writeln!(out, "{}: {}", self.key, self.title)?;
         let unit = self.unit;
-        let kafka_name = match &self.kafka {
-            Kafka::Measured { what, .. } => what.len() + "Kafka: ".len(),
-            _ => 0,
-        };
+        let kafka_name = std::iter::once(&self.kafka)
+            .chain(self.rows.iter().filter_map(|r| r.kafka.as_ref()))
+            .map(|k| match k {
+                Kafka::Measured { what, .. } => what.len() + "Kafka: ".len(),
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0);
         let w = self
             .rows
             .iter()
@@ -442,20 +469,13 @@ impl Report {
             "1.00",
             ""
         )?;
-        match &self.kafka {
-            Kafka::Measured { what, series, .. } => writeln!(
-                out,
-                "  {:<w$}  {:<7}  {:>12.1}  {:>11}  {:>11}",
-                format!("Kafka: {what}"),
-                "jvm",
-                series.median(),
-                format!("{:.2}", median(&[series.median() / self.baseline.median()])),
-                "1.00"
-            )?,
-            Kafka::Absent(why) | Kafka::Failed(why) => {
-                writeln!(out, "  Kafka: not measured ({why})")?
+        self.kafka.print(out, w, self.baseline.median())?;
+        for r in &self.rows {
+            if let Some(Kafka::Measured { .. }) = &r.kafka {
+                r.kafka
+                    .as_ref()
+                    .map_or(Ok(()), |k| k.print(out, w, self.baseline.median()))?;
             }
-            Kafka::NotMeasured => {}
         }
         for r in &self.rows {
             if let Some(b) = &r.bound {
@@ -476,7 +496,10 @@ impl Report {
                 r.backend,
                 r.series.median(),
                 median(&r.ratios(&self.baseline)),
-                self.kafka.cell(r.series.median())
+                r.kafka
+                    .as_ref()
+                    .unwrap_or(&self.kafka)
+                    .cell(r.series.median())
             )?;
         }
         for (name, v) in &self.comparisons {
@@ -502,7 +525,9 @@ impl Report {
                     "bound": bound,
                     "ratio": median(&rs),
                     "ratios": rs,
-                    "kafka_ratio": self.kafka.median().map(|k| r.series.median() / k),
+                    "kafka_ratio": r.kafka.as_ref().unwrap_or(&self.kafka).median()
+                        .map(|k| r.series.median() / k),
+                    "kafka": r.kafka.as_ref().map(Kafka::to_json),
                 })
             })
             .collect();
@@ -585,6 +610,20 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
         k("append", leader),
         3.0,
     );
+    goal(
+        "buffered append of 100 B records >= 0.9x pwrite",
+        "append/100B",
+        &format!("{leader} std / limit"),
+        r("append/100B", leader, "std"),
+        0.9,
+    );
+    goal(
+        "buffered append of 100 B records >= 2x Kafka",
+        "append/100B",
+        &format!("{leader} std / Kafka"),
+        k("append/100B", leader),
+        2.0,
+    );
     let g8 = "group commit of 8 / single, std";
     goal(
         "group commit of 8 >= 5x one appender",
@@ -593,13 +632,29 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
         c("durable", g8),
         5.0,
     );
+    let u1 = format!("uring / std, {}", disk::SINGLE_ROW);
+    goal(
+        "durable, one appender: io_uring >= 1.1x std",
+        "durable",
+        &u1,
+        c("durable", &u1),
+        1.1,
+    );
     let u8 = "uring / std, group commit, 8 threads";
     goal(
-        "io_uring >= std (group commit of 8)",
+        "group commit of 8: io_uring >= 1.5x std",
         "durable",
         u8,
         c("durable", u8),
-        1.0,
+        1.5,
+    );
+    let up = format!("uring / std, {}", disk::PARTITIONS_ROW);
+    goal(
+        "64-partition flush: io_uring >= 3x std",
+        "durable/partitions",
+        &up,
+        c("durable/partitions", &up),
+        3.0,
     );
     let seq = disk::READ_COPY_ROW;
     goal(
@@ -611,19 +666,28 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
     );
     let rnd = disk::RANDOM_READ_ROW;
     goal(
-        "random reads by offset >= 0.8x pread",
+        "random reads by offset >= 0.9x pread",
         "read/random-offset",
         &format!("{rnd} std / limit"),
         r("read/random-offset", rnd, "std"),
-        0.8,
+        0.9,
     );
     let rec = recover::UNCLEAN_ROW;
     goal(
-        "unclean recovery >= 0.6x plain read",
+        "unclean recovery >= 0.9x plain read",
         "recover",
         &format!("{rec} std / limit"),
         r("recover", rec, "std"),
-        0.6,
+        0.9,
+    );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let dir_row = recover::dir_row(cores);
+    goal(
+        "16-partition recovery >= 2.5x Kafka (default threads)",
+        "recover/dir",
+        &format!("{dir_row} / Kafka"),
+        find("recover/dir").and_then(|r| r.kafka_ratio(&dir_row, "std")),
+        2.5,
     );
     goal(
         "unclean recovery >= 5x Kafka LogLoader",
@@ -795,10 +859,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     ctx.progress.done();
     let goals = goals(&reports);
     print_goals(&mut out, &goals)?;
+    let auto = auto_choices(&reports);
+    print_auto(&mut out, &auto)?;
     let elapsed = started.elapsed();
     writeln!(out, "total time: {:.1} s", elapsed.as_secs_f64())?;
 
-    let doc = document(&ctx, &reports, &goals, &skipped, elapsed);
+    let mut doc = document(&ctx, &reports, &goals, &skipped, elapsed);
+    doc["auto"] = auto.iter().map(AutoChoice::to_json).collect();
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&doc)? + "\n";
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -837,11 +904,118 @@ fn backends(args: &BenchArgs) -> anyhow::Result<(Vec<Backend>, Vec<Value>)> {
     Ok((backends, skipped))
 }
 
+/// `io_backend=auto` for one workload: the backend this run measured faster beside the built-in choice.
+struct AutoChoice {
+    workload: IoWorkload,
+    /// uring / std of each figure the choice rests on (per-round medians).
+    figures: Vec<(String, f64)>,
+}
+
+impl AutoChoice {
+    /// uring when it won every figure measured, std otherwise (std is the backend that always works).
+    fn measured(&self) -> Option<IoBackend> {
+        if self.figures.is_empty() {
+            return None;
+        }
+        let uring = self.figures.iter().all(|(_, v)| v.is_finite() && *v > 1.0);
+        Some(if uring {
+            IoBackend::Uring
+        } else {
+            IoBackend::Std
+        })
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "workload": self.workload.name(),
+            "figures": self.figures.iter().map(|(n, v)| json!({"figure": n, "uring_over_std": v})).collect::<Vec<_>>(),
+            "measured_choice": self.measured().map(backend_name),
+            "built_in_choice": backend_name(IoBackend::Auto.resolve(self.workload)),
+        })
+    }
+}
+
+fn backend_name(b: IoBackend) -> &'static str {
+    match b {
+        IoBackend::Auto => "auto",
+        IoBackend::Std => "std",
+        IoBackend::Uring => "uring",
+    }
+}
+
+/// The figures `io_backend=auto` chooses by: buffered appends by the leader append, durable appends
+/// by the one appender and the group commit of 8, partitions flushed together by the 64-partition flush.
+fn auto_choices(reports: &[Report]) -> Vec<AutoChoice> {
+    let c = |key: &str, name: String| {
+        reports
+            .iter()
+            .find(|r| r.key == key)
+            .and_then(|r| r.comparison(&name))
+            .map(|v| (format!("{key}: {name}"), v))
+    };
+    let buffered = [c("append", format!("uring / std, {}", disk::APPEND_ROW))];
+    let durable = [
+        c("durable", format!("uring / std, {}", disk::SINGLE_ROW)),
+        c("durable", "uring / std, group commit, 8 threads".into()),
+    ];
+    let partitions = [c(
+        "durable/partitions",
+        format!("uring / std, {}", disk::PARTITIONS_ROW),
+    )];
+    vec![
+        AutoChoice {
+            workload: IoWorkload::Buffered,
+            figures: buffered.into_iter().flatten().collect(),
+        },
+        AutoChoice {
+            workload: IoWorkload::Durable,
+            figures: durable.into_iter().flatten().collect(),
+        },
+        AutoChoice {
+            workload: IoWorkload::ManyPartitions,
+            figures: partitions.into_iter().flatten().collect(),
+        },
+    ]
+}
+
+fn print_auto(out: &mut impl Write, choices: &[AutoChoice]) -> std::io::Result<()> {
+    writeln!(out, "io_backend=auto:")?;
+    for a in choices {
+        let built_in = backend_name(IoBackend::Auto.resolve(a.workload));
+        let Some(measured) = a.measured() else {
+            writeln!(
+                out,
+                "  {:<28} {built_in} (built in; this run measured no uring / std figure for it)",
+                a.workload.name()
+            )?;
+            continue;
+        };
+        let figures: Vec<String> = a
+            .figures
+            .iter()
+            .map(|(n, v)| format!("{n} = {v:.2}"))
+            .collect();
+        let agree = if backend_name(measured) == built_in {
+            "agrees with the built-in choice".to_owned()
+        } else {
+            format!("DIFFERS from the built-in choice ({built_in})")
+        };
+        writeln!(
+            out,
+            "  {:<28} {} by this run ({agree}): {}",
+            a.workload.name(),
+            backend_name(measured),
+            figures.join(", ")
+        )?;
+    }
+    writeln!(out)
+}
+
 fn print_goals(out: &mut impl Write, goals: &[Goal]) -> std::io::Result<()> {
     if goals.is_empty() {
         return Ok(());
     }
-    writeln!(out, "goals (issue #8):")?;
+    writeln!(out, "goals (issues #8, #18):")?;
     for g in goals {
         let verdict = match g.met() {
             Some(true) => "met",

@@ -1,6 +1,8 @@
 //! `recover`: unclean recovery of a partition (every segment rescanned from recovery point 0, indexes
 //! rebuilt, producer state replayed) beside a plain read of the same `.log` files and Kafka's
-//! `LogLoader` on a copy of the same directory; and the clean open of many small segments beside
+//! `LogLoader` on a copy of the same directory; the unclean recovery of a log directory of
+//! `DIR_PARTITIONS` partitions on one thread and on one thread per core, beside Kafka's `LogLoader` pool
+//! at its default thread count and at the same counts; and the clean open of many small segments beside
 //! list + open + fstat of their `.log` files.
 
 use std::fs::File;
@@ -8,15 +10,23 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use klog::log::checkpoint::{
+    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+};
 use klog::log::format::{BatchBuilder, Compression};
 use klog::log::io::{open_backend, IoBackend};
 use klog::log::partition_log::{OpenOptions, PartitionLog};
+use klog::recovery::LogLoader;
 use serde_json::json;
 
 use super::disk::{config, now_ms, Rng};
 use super::{alternate, mb_per_s, per_s, Ctx, Report, Row, Series};
 
 pub(super) const UNCLEAN_ROW: &str = "open after unclean shutdown";
+/// Partitions of the log directory `recover/dir` recovers.
+const DIR_PARTITIONS: usize = 16;
+/// Kafka's `num.recovery.threads.per.data.dir` default (`ServerLogConfigs`, Kafka 4.x).
+const KAFKA_DEFAULT_RECOVERY_THREADS: usize = 2;
 const CLEAN_ROW: &str = "open after clean shutdown";
 /// Idempotent producers the recovered log's batches come from.
 const PRODUCERS: usize = 8;
@@ -29,7 +39,7 @@ const FD_SPARE: u64 = 200;
 const KAFKA_WARMUP_ROUNDS: usize = 3;
 
 pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
-    Ok(vec![unclean(ctx)?, clean_open(ctx)?])
+    Ok(vec![unclean(ctx)?, unclean_dir(ctx)?, clean_open(ctx)?])
 }
 
 struct Written {
@@ -57,9 +67,13 @@ fn log_files(dir: &Path) -> anyhow::Result<(Vec<PathBuf>, u64)> {
 /// `--recover-bytes` of 16 KiB batches from `PRODUCERS` idempotent producers in 128 MiB segments (less
 /// for small sizes), closed cleanly: the bytes an unclean open rescans.
 fn write_recovery_log(ctx: &Ctx) -> anyhow::Result<Written> {
-    let dir = ctx.scratch.join("recover-0");
-    let target = ctx.args.recover_bytes;
-    let segment_bytes = (128u64 << 20).min(target / 4).max(64 << 10);
+    write_partition(ctx.scratch.join("recover-0"), ctx.args.recover_bytes)
+}
+
+/// `target` bytes of the batches `write_recovery_log` describes, into the partition directory `dir`.
+fn write_partition(dir: PathBuf, target: u64) -> anyhow::Result<Written> {
+    // Kafka 4.x refuses a `segment.bytes` below 1 MiB (its side opens the same directory).
+    let segment_bytes = (128u64 << 20).min(target / 4).max(1 << 20);
     let (log, _) = PartitionLog::open(
         open_backend(IoBackend::Std)?,
         &dir,
@@ -243,20 +257,7 @@ fn kafka_recover(ctx: &Ctx, w: &Written) -> anyhow::Result<super::Kafka> {
     }
     ctx.progress.say("unclean: copying the directory for Kafka");
     let copy = ctx.scratch.join("kafka").join("recover-0");
-    std::fs::create_dir_all(&copy)?;
-    for entry in std::fs::read_dir(&w.dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_file() {
-            let to = copy.join(entry.file_name());
-            std::fs::copy(entry.path(), &to)?;
-            // Synced before Kafka's timer starts: the copy's writeback must not run during its rounds
-            // (klog's files were synced when the log was written).
-            File::open(&to)?
-                .sync_all()
-                .with_context(|| format!("syncing {}", to.display()))?;
-        }
-    }
-    File::open(&copy)?.sync_all()?;
+    copy_synced(&w.dir, &copy)?;
     ctx.progress.say("unclean: Kafka LogLoader");
     let kafka = ctx.kafka.run(
         "LogLoader (UnifiedLog.create, unclean)",
@@ -270,6 +271,225 @@ fn kafka_recover(ctx: &Ctx, w: &Written) -> anyhow::Result<super::Kafka> {
     );
     std::fs::remove_dir_all(ctx.scratch.join("kafka"))?;
     Ok(kafka)
+}
+
+// ---------------------------------------------------------------------------------------------------
+// a log directory of many partitions
+
+/// The row of `threads` recovery threads.
+pub(super) fn dir_row(threads: usize) -> String {
+    format!(
+        "log directory, {threads} thread{}",
+        if threads == 1 { "" } else { "s" }
+    )
+}
+
+/// What an unclean load of the whole directory redoes each round: no clean-shutdown marker, no
+/// recovery points (so every partition is rescanned from 0), no producer snapshots.
+fn make_unclean(root: &Path, partitions: &[Written]) -> anyhow::Result<()> {
+    for name in [
+        CLEAN_SHUTDOWN_FILE,
+        RECOVERY_POINT_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+    ] {
+        match std::fs::remove_file(root.join(name)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing {name} in {}", root.display()))
+            }
+            _ => {}
+        }
+    }
+    for w in partitions {
+        delete_snapshots(&w.dir)?;
+    }
+    Ok(())
+}
+
+/// `LogLoader::load_dir` with `threads` threads after an unclean shutdown, every partition's snapshot
+/// written at its log end (the loader's end of loading, as Kafka's `UnifiedLog.create`); the time it took.
+fn unclean_load_dir(
+    storage: &std::sync::Arc<dyn klog::log::io::Storage>,
+    root: &Path,
+    partitions: &[Written],
+    cfg: &klog::log::config::LogConfig,
+    threads: usize,
+) -> anyhow::Result<std::time::Duration> {
+    make_unclean(root, partitions)?;
+    let loader = LogLoader::new(storage.clone(), cfg.clone()).with_threads(threads);
+    let start = Instant::now();
+    let (log_dir, outcomes) = loader.load_dir(root, true)?;
+    let elapsed = start.elapsed();
+    if outcomes.len() != partitions.len() {
+        bail!(
+            "load_dir: {} of {} partitions",
+            outcomes.len(),
+            partitions.len()
+        );
+    }
+    for ((name, outcome), w) in outcomes.into_iter().zip(partitions) {
+        let (log, report) = outcome.with_context(|| format!("recovering {name}"))?;
+        if log.log_end_offset() != w.log_end_offset || report.batches_replayed != w.batches {
+            bail!(
+                "{name}: log end {} (expected {}), {} batches replayed (expected {})",
+                log.log_end_offset(),
+                w.log_end_offset,
+                report.batches_replayed,
+                w.batches
+            );
+        }
+        log.close()?;
+    }
+    drop(log_dir);
+    Ok(elapsed)
+}
+
+fn unclean_dir(ctx: &Ctx) -> anyhow::Result<Report> {
+    let root = ctx.scratch.join("recover-dir");
+    let per_partition = (ctx.args.recover_bytes / DIR_PARTITIONS as u64).max(64 << 10);
+    let mut partitions = Vec::with_capacity(DIR_PARTITIONS);
+    for p in 0..DIR_PARTITIONS {
+        ctx.progress
+            .say(&format!("log directory: writing partition {p}"));
+        partitions.push(write_partition(
+            root.join(format!("bench-{p}")),
+            per_partition,
+        )?);
+    }
+    let logs: Vec<PathBuf> = partitions.iter().flat_map(|w| w.logs.clone()).collect();
+    let bytes: u64 = partitions.iter().map(|w| w.bytes).sum();
+    let cfg = config(partitions[0].segment_bytes)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut counts = vec![1];
+    if cores > 1 {
+        counts.push(cores);
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    read_all(&logs, &mut buf)?;
+    let storage = &ctx.backends[0].storage;
+    let backend = ctx.backends[0].name;
+    unclean_load_dir(storage, &root, &partitions, &cfg, cores)?;
+    let mut baseline = Series::default();
+    let mut series: Vec<Series> = vec![Series::default(); counts.len()];
+    let slots: Vec<usize> = (0..=counts.len()).collect();
+    for round in 0..ctx.rounds() {
+        for &slot in alternate(round, &slots) {
+            if slot == 0 {
+                ctx.progress
+                    .say(&format!("log directory: plain read, round {}", round + 1));
+                let start = Instant::now();
+                let n = read_all(&logs, &mut buf)?;
+                baseline.push(mb_per_s(n, start.elapsed()));
+                continue;
+            }
+            let threads = counts[slot - 1];
+            ctx.progress.say(&format!(
+                "log directory: klog {backend}, {threads} threads, round {}",
+                round + 1
+            ));
+            let elapsed = unclean_load_dir(storage, &root, &partitions, &cfg, threads)?;
+            series[slot - 1].push(mb_per_s(bytes, elapsed));
+        }
+    }
+    let mut report = Report::new(
+        "recover/dir",
+        format!(
+            "LogLoader::load_dir after an unclean shutdown of a log directory of {DIR_PARTITIONS} \
+             partitions ({:.1} MiB each, {} batches from {PRODUCERS} idempotent producers each), no \
+             recovery points, no snapshots: every partition rescanned from 0, its snapshot written at \
+             its log end; on 1 thread and on one thread per core ({cores}); page cache warm",
+            per_partition as f64 / (1 << 20) as f64,
+            partitions[0].batches
+        ),
+        "MB/s",
+    );
+    report.baseline_name = "read of every .log file, 1 MiB reads, one thread".into();
+    report.baseline = baseline;
+    report.rows = counts
+        .iter()
+        .zip(series)
+        .map(|(&t, s)| Row::new(dir_row(t), backend, s))
+        .collect();
+    report.extra = json!({
+        "partitions": DIR_PARTITIONS,
+        "log_bytes": bytes,
+        "segments": logs.len(),
+        "threads": counts,
+        "kafka_default_threads": KAFKA_DEFAULT_RECOVERY_THREADS,
+        "log_end_offsets_sum": partitions.iter().map(|w| w.log_end_offset).sum::<i64>(),
+    });
+    kafka_recover_dir(ctx, &root, &partitions[0], &counts, &mut report)?;
+    std::fs::remove_dir_all(&root)?;
+    Ok(report)
+}
+
+/// Kafka's LogLoader pool on a synced copy of the directory: at its default thread count (the report's
+/// Kafka figure, which the goal reads), and at each of klog's counts (that row's Kafka figure).
+fn kafka_recover_dir(
+    ctx: &Ctx,
+    root: &Path,
+    first: &Written,
+    counts: &[usize],
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    if let Some(why) = ctx.kafka.absent_reason() {
+        report.kafka = super::Kafka::Absent(why.to_owned());
+        return Ok(());
+    }
+    ctx.progress
+        .say("log directory: copying the directory for Kafka");
+    let copy = ctx.scratch.join("kafka").join("recover-dir");
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            copy_synced(&entry.path(), &copy.join(entry.file_name()))?;
+        }
+    }
+    File::open(&copy)?.sync_all()?;
+    let run = |threads: usize| {
+        ctx.progress.say(&format!(
+            "log directory: Kafka LogLoader, {threads} threads"
+        ));
+        ctx.kafka.run(
+            &format!(
+                "LogLoader pool, {threads} thread{}",
+                if threads == 1 { "" } else { "s" }
+            ),
+            &[
+                "recoverdir".into(),
+                copy.display().to_string(),
+                threads.to_string(),
+                ctx.rounds().to_string(),
+                KAFKA_WARMUP_ROUNDS.to_string(),
+                first.segment_bytes.min(i32::MAX as u64).to_string(),
+            ],
+        )
+    };
+    report.kafka = run(KAFKA_DEFAULT_RECOVERY_THREADS);
+    for (row, &threads) in report.rows.iter_mut().zip(counts) {
+        if threads != KAFKA_DEFAULT_RECOVERY_THREADS {
+            row.kafka = Some(run(threads));
+        }
+    }
+    std::fs::remove_dir_all(ctx.scratch.join("kafka"))?;
+    Ok(())
+}
+
+/// Copies the files of `from` into the new directory `to`, each synced (the copy's writeback must not
+/// run during Kafka's timed rounds; klog's files were synced when the log was written).
+fn copy_synced(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            let target = to.join(entry.file_name());
+            std::fs::copy(entry.path(), &target)?;
+            File::open(&target)?
+                .sync_all()
+                .with_context(|| format!("syncing {}", target.display()))?;
+        }
+    }
+    File::open(to)?.sync_all()?;
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -10,6 +10,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.stream.Stream;
 
 import org.apache.kafka.common.TopicPartition;
@@ -43,6 +47,15 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
  *           UnifiedLog.create with lastShutdownClean=false and recovery point 0, which runs LogLoader:
  *           every segment rescanned, indexes rebuilt, producer state replayed; then close. Producer
  *           snapshots written by close are deleted before the next round, so each round redoes it all.
+ *   durable BATCH_FILE COUNT ROUNDS WARMUP DIR SEGMENT_BYTES THREADS[,THREADS...]
+ *           for each thread count T: T threads share a fresh log DIR/bench-0, each appending a batch of
+ *           BATCH_FILE (appendAsLeader) then flushUptoOffsetExclusive(its last offset + 1), COUNT appends in
+ *           all (rounded up to a multiple of T), per round; appends/s. `runs` holds the first count's
+ *           rounds, `details.groups` every count's.
+ *   recoverdir LOG_DIR THREADS ROUNDS WARMUP SEGMENT_BYTES
+ *           every partition directory of LOG_DIR opened as recover does, on a pool of THREADS threads
+ *           (LogManager.loadLogs' num.recovery.threads.per.data.dir pool: one UnifiedLog.create per
+ *           partition, lastShutdownClean=false, recovery point 0); MB/s of all the .log bytes.
  *   psm     BATCHES PRODUCERS ROUNDS WARMUP DIR
  *           ProducerStateManager replay: per batch prepareUpdate(REPLICATION), appendDataBatch or
  *           appendEndTxnMarker, update, completeTxn, updateMapEndOffset. The batches come from the same
@@ -70,6 +83,16 @@ public final class KafkaBench {
                 out = recover(Path.of(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]),
                         Integer.parseInt(args[4]));
             }
+            case "durable" -> {
+                need(args, 8);
+                out = durable(Path.of(args[1]), Long.parseLong(args[2]), Integer.parseInt(args[3]),
+                        Integer.parseInt(args[4]), Path.of(args[5]), Integer.parseInt(args[6]), args[7]);
+            }
+            case "recoverdir" -> {
+                need(args, 6);
+                out = recoverDir(Path.of(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]),
+                        Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+            }
             case "psm" -> {
                 need(args, 6);
                 out = psm(Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]),
@@ -89,6 +112,8 @@ public final class KafkaBench {
     private static void usage() {
         System.err.println("usage: KafkaBench append BATCH_FILE COUNT ROUNDS WARMUP DIR SEGMENT_BYTES\n"
                 + "       KafkaBench recover PARTITION_DIR ROUNDS WARMUP SEGMENT_BYTES\n"
+                + "       KafkaBench durable BATCH_FILE COUNT ROUNDS WARMUP DIR SEGMENT_BYTES THREADS[,THREADS...]\n"
+                + "       KafkaBench recoverdir LOG_DIR THREADS ROUNDS WARMUP SEGMENT_BYTES\n"
                 + "       KafkaBench psm BATCHES PRODUCERS ROUNDS WARMUP DIR");
         System.exit(2);
     }
@@ -180,6 +205,129 @@ public final class KafkaBench {
         deleteSnapshots(partitionDir);
         scheduler.shutdown();
         return json("recover", "MB/s", runs, warmup, "\"log_bytes\":" + bytes + ",\"log_end_offset\":" + leo);
+    }
+
+    /** One round of `threads` appenders sharing a fresh log: appends/s. */
+    private static double durableRound(List<ByteBuffer> batches, long perThread, int threads, Path logDir,
+                                       int segmentBytes, KafkaScheduler scheduler, BrokerTopicStats stats)
+            throws Exception {
+        deleteRecursively(logDir);
+        UnifiedLog log = openLog(logDir, segmentBytes, true, scheduler, stats);
+        CyclicBarrier barrier = new CyclicBarrier(threads + 1);
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        List<Future<Void>> done = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            // Each appender owns its copy: the leader rewrites the base offset in place.
+            ByteBuffer own = ByteBuffer.allocate(batches.get(t % batches.size()).remaining());
+            own.put(batches.get(t % batches.size()).duplicate()).flip();
+            done.add(pool.submit(() -> {
+                barrier.await();
+                for (long i = 0; i < perThread; i++) {
+                    own.putLong(0, 0L);
+                    long last = log.appendAsLeader(MemoryRecords.readableRecords(own.duplicate()), 0).lastOffset();
+                    log.flushUptoOffsetExclusive(last + 1);
+                }
+                return null;
+            }));
+        }
+        barrier.await();
+        long start = System.nanoTime();
+        for (Future<Void> f : done) {
+            f.get();
+        }
+        long elapsed = System.nanoTime() - start;
+        pool.shutdown();
+        log.close();
+        return perThread * threads / (elapsed / 1e9);
+    }
+
+    private static String durable(Path batchFile, long count, int rounds, int warmup, Path dir, int segmentBytes,
+                                  String threadList) throws Exception {
+        List<ByteBuffer> batches = readBatches(batchFile);
+        KafkaScheduler scheduler = new KafkaScheduler(1);
+        scheduler.startup();
+        BrokerTopicStats stats = new BrokerTopicStats(false);
+        Path logDir = dir.resolve("bench-0");
+        StringBuilder groups = new StringBuilder();
+        List<Double> first = null;
+        for (String item : threadList.split(",")) {
+            int threads = Integer.parseInt(item.trim());
+            long perThread = (count + threads - 1) / threads;
+            List<Double> runs = new ArrayList<>();
+            for (int round = 0; round < warmup + rounds; round++) {
+                double rate = durableRound(batches, perThread, threads, logDir, segmentBytes, scheduler, stats);
+                if (round >= warmup) {
+                    runs.add(rate);
+                }
+            }
+            if (first == null) {
+                first = runs;
+            }
+            groups.append(groups.length() == 0 ? "" : ",").append('"').append(threads).append("\":")
+                    .append(runs);
+        }
+        deleteRecursively(logDir);
+        scheduler.shutdown();
+        return json("durable", "appends/s", first, warmup,
+                "\"appends\":" + count + ",\"flush\":\"flushUptoOffsetExclusive\",\"groups\":{" + groups + "}");
+    }
+
+    private static String recoverDir(Path logDir, int threads, int rounds, int warmup, int segmentBytes)
+            throws Exception {
+        KafkaScheduler scheduler = new KafkaScheduler(1);
+        scheduler.startup();
+        BrokerTopicStats stats = new BrokerTopicStats(false);
+        List<Path> partitions;
+        try (Stream<Path> s = Files.list(logDir)) {
+            partitions = s.filter(Files::isDirectory).sorted().toList();
+        }
+        long bytes = 0;
+        for (Path p : partitions) {
+            bytes += logBytes(p);
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            return recoverDirRounds(partitions, pool, bytes, segmentBytes, rounds, warmup, threads, scheduler, stats);
+        } finally {
+            // Also on a failure: the pool's threads must not keep the JVM alive.
+            pool.shutdownNow();
+            scheduler.shutdown();
+        }
+    }
+
+    private static String recoverDirRounds(List<Path> partitions, ExecutorService pool, long bytes,
+                                           int segmentBytes, int rounds, int warmup, int threads,
+                                           KafkaScheduler scheduler, BrokerTopicStats stats) throws Exception {
+        List<Double> runs = new ArrayList<>();
+        long leo = 0;
+        for (int round = 0; round < warmup + rounds; round++) {
+            for (Path p : partitions) {
+                deleteSnapshots(p);
+            }
+            long start = System.nanoTime();
+            List<Future<UnifiedLog>> opened = new ArrayList<>();
+            for (Path p : partitions) {
+                opened.add(pool.submit(() -> openLog(p, segmentBytes, false, scheduler, stats)));
+            }
+            List<UnifiedLog> logs = new ArrayList<>();
+            for (Future<UnifiedLog> f : opened) {
+                logs.add(f.get());
+            }
+            long elapsed = System.nanoTime() - start;
+            leo = 0;
+            for (UnifiedLog log : logs) {
+                leo += log.logEndOffset();
+                log.close();
+            }
+            if (round >= warmup) {
+                runs.add(bytes / (elapsed / 1e9) / 1e6);
+            }
+        }
+        for (Path p : partitions) {
+            deleteSnapshots(p);
+        }
+        return json("recoverdir", "MB/s", runs, warmup, "\"log_bytes\":" + bytes + ",\"partitions\":"
+                + partitions.size() + ",\"threads\":" + threads + ",\"log_end_offsets_sum\":" + leo);
     }
 
     // ----------------------------------------------------------------------------------------------
