@@ -75,8 +75,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// The mirroring story in a scratch directory: a primary cluster, a mirror of it, failover,
-    /// failback and crash recovery, each step checked and narrated.
+    /// The mirroring story in a scratch directory: a primary cluster, a mirror of it, failover, a
+    /// consumer group's offset following it, failback and crash recovery, each step checked and narrated.
     Demo {
         /// Directory to write into (default: a new directory under the system temp dir).
         #[arg(long)]
