@@ -27,7 +27,7 @@ use klog::log::partition_log::PartitionLog;
 use klog::mirror::metadata::MirrorMeta;
 use klog::mirror::{Cluster, KafkaSource, MirrorSettings, MirrorSource, MirrorState};
 use serde_json::Value;
-use support::{all_ok, batch, batches, log, state_of, topics, Stored};
+use support::{all_ok, batch, batches, kafka_batches, kafka_end, log, state_of, topics, Stored};
 
 const TOPIC: &str = "live";
 /// No test waits longer than this for the mirror to converge (a hang guard, not a timing assertion).
@@ -42,37 +42,6 @@ fn ok(args: &[&str]) -> String {
         stderr(&out)
     );
     stdout(&out)
-}
-
-/// Every batch in the broker's partition directory, in offset order, as the files hold them (the
-/// active segment may end in a batch still being written: iteration stops there).
-fn kafka_batches(partition_dir: &Path) -> Vec<Stored> {
-    let mut out = Vec::new();
-    for file in sorted_entries(partition_dir) {
-        if file.extension().is_none_or(|e| e != "log") {
-            continue;
-        }
-        let bytes = std::fs::read(&file).unwrap();
-        for b in Batches::new(&bytes) {
-            let Ok(AnyBatch::V2(b)) = b else { break };
-            out.push(Stored {
-                base_offset: b.base_offset(),
-                last_offset: b.last_offset(),
-                epoch: b.partition_leader_epoch(),
-                producer_id: b.producer_id(),
-                control: b.is_control(),
-                bytes: b.as_bytes().to_vec(),
-            });
-        }
-    }
-    out
-}
-
-/// The broker's log end offset as its files show it.
-fn kafka_end(partition_dir: &Path) -> i64 {
-    kafka_batches(partition_dir)
-        .last()
-        .map_or(0, |b| b.last_offset + 1)
 }
 
 /// Kafka's leader epochs as its own `.log` files carry them: (epoch, first offset) of each run of

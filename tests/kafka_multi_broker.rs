@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::kafka::{kafka_available, workload, KraftCluster};
-use common::{scratch_dir, sorted_entries};
+use common::scratch_dir;
 use klog::log::clock::{Clock, ManualClock};
 use klog::log::format::{AnyBatch, Batches, ControlRecordType};
 use klog::log::io::StdStorage;
@@ -34,7 +34,7 @@ use klog::mirror::metadata::MirrorMeta;
 use klog::mirror::{
     Cluster, ClusterOptions, KafkaSource, MirrorSettings, MirrorSource, MirrorState, TickReport,
 };
-use support::{all_ok, batch, batches, state_of, topics, Stored};
+use support::{all_ok, batch, batches, kafka_batches, kafka_end, state_of, topics};
 
 /// Three partitions, each led by a different broker (its first replica), each with one follower.
 const SPREAD: &str = "spread";
@@ -45,35 +45,6 @@ const OLD_LEADER: i32 = 3;
 const STALE_REPLICA: i32 = 2;
 /// No wait is longer than this (a hang guard, not a timing assertion).
 const CONVERGE: Duration = Duration::from_secs(120);
-
-/// Every batch in a broker's partition directory, in offset order, as its files hold them.
-fn kafka_batches(partition_dir: &Path) -> Vec<Stored> {
-    let mut out = Vec::new();
-    for file in sorted_entries(partition_dir) {
-        if file.extension().is_none_or(|e| e != "log") {
-            continue;
-        }
-        let bytes = std::fs::read(&file).unwrap();
-        for b in Batches::new(&bytes) {
-            let Ok(AnyBatch::V2(b)) = b else { break };
-            out.push(Stored {
-                base_offset: b.base_offset(),
-                last_offset: b.last_offset(),
-                epoch: b.partition_leader_epoch(),
-                producer_id: b.producer_id(),
-                control: b.is_control(),
-                bytes: b.as_bytes().to_vec(),
-            });
-        }
-    }
-    out
-}
-
-fn kafka_end(partition_dir: &Path) -> i64 {
-    kafka_batches(partition_dir)
-        .last()
-        .map_or(0, |b| b.last_offset + 1)
-}
 
 /// (epoch, first offset) of each run of batches in a broker's files.
 fn kafka_epochs(partition_dir: &Path) -> Vec<(i32, i64)> {

@@ -110,6 +110,46 @@ pub struct Stored {
     pub bytes: Vec<u8>,
 }
 
+impl Stored {
+    fn of(b: &klog::log::format::RecordBatch<'_>) -> Stored {
+        Stored {
+            base_offset: b.base_offset(),
+            last_offset: b.last_offset(),
+            epoch: b.partition_leader_epoch(),
+            producer_id: b.producer_id(),
+            control: b.is_control(),
+            bytes: b.as_bytes().to_vec(),
+        }
+    }
+}
+
+/// Every batch in a broker's partition directory, in offset order, as its `.log` files hold them (the
+/// active segment may end in a batch still being written: iteration stops there).
+pub fn kafka_batches(partition_dir: &Path) -> Vec<Stored> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(partition_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let bytes = std::fs::read(&file).unwrap();
+        for b in Batches::new(&bytes) {
+            let Ok(AnyBatch::V2(b)) = b else { break };
+            out.push(Stored::of(&b));
+        }
+    }
+    out
+}
+
+/// A broker's log end offset as its files show it.
+pub fn kafka_end(partition_dir: &Path) -> i64 {
+    kafka_batches(partition_dir)
+        .last()
+        .map_or(0, |b| b.last_offset + 1)
+}
+
 /// Every batch of a log, from its start.
 pub fn batches(log: &PartitionLog) -> Vec<Stored> {
     let mut out = Vec::new();
@@ -121,14 +161,7 @@ pub fn batches(log: &PartitionLog) -> Vec<Stored> {
             let AnyBatch::V2(b) = b.unwrap() else {
                 panic!("legacy batch")
             };
-            out.push(Stored {
-                base_offset: b.base_offset(),
-                last_offset: b.last_offset(),
-                epoch: b.partition_leader_epoch(),
-                producer_id: b.producer_id(),
-                control: b.is_control(),
-                bytes: b.as_bytes().to_vec(),
-            });
+            out.push(Stored::of(&b));
         }
         if read.next_offset <= offset {
             break;
