@@ -156,3 +156,54 @@ fn bad_configs_and_acls_are_named() {
         assert!(stderr(&out).contains(what), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// The listing commands are readers: beside a writer holding the cluster's `.lock` (here this test
+/// process, as a running `klog mirror run` would), `acl list`, `topic config` without a change,
+/// `group describe` and `mirror describe` answer instead of being refused, and change nothing.
+#[test]
+fn listings_answer_beside_a_running_writer() {
+    use std::sync::Arc;
+
+    use klog::log::clock::SystemClock;
+    use klog::log::io::StdStorage;
+    use klog::mirror::Cluster;
+
+    let dir = scratch_dir("cli_mirror_configs_readers");
+    let a = dir.join("A");
+    let a_s = a.to_str().unwrap();
+    ok(&["cluster", "init", a_s]);
+    ok(&[
+        "topic",
+        "create",
+        a_s,
+        "t",
+        "--config",
+        "retention.ms=3600000",
+    ]);
+    ok(&[
+        "acl",
+        "add",
+        a_s,
+        "--resource-type",
+        "topic",
+        "--resource-name",
+        "t",
+        "--principal",
+        "User:alice",
+        "--operation",
+        "read",
+    ]);
+    let writer = Cluster::open(Arc::new(StdStorage), Arc::new(SystemClock), &a).unwrap();
+    let acls: Value = serde_json::from_str(&ok(&["acl", "list", a_s, "--json"])).unwrap();
+    assert_eq!(acls["acls"].as_array().map(Vec::len), Some(1), "{acls}");
+    let configs: Value =
+        serde_json::from_str(&ok(&["topic", "config", a_s, "t", "--json"])).unwrap();
+    assert!(configs.to_string().contains("3600000"), "{configs}");
+    ok(&["group", "describe", a_s]);
+    ok(&["mirror", "describe", a_s]);
+    // A change is a writer's, and is refused while the writer runs.
+    let out = klog(&["topic", "config", a_s, "t", "--set", "retention.ms=1000"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(stderr(&out).contains(".lock"), "{}", stderr(&out));
+    writer.close().unwrap();
+}

@@ -91,13 +91,8 @@ fn commit(
 }
 
 fn describe(root: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    // A reader: beside a running `mirror run` (which holds the lock), nothing changed on disk.
-    let reader = klog::log::partition_log::read_only_view(open_backend(IoBackend::Std)?);
-    let cluster = Cluster::open(reader, Arc::new(SystemClock), root)
-        .with_context(|| format!("opening cluster {}", root.display()))?;
-    let rows = cluster.describe_groups();
-    cluster.close()?;
-    print(&rows?, json);
+    let rows = super::mirror::with_reader(root, |cluster| Ok(cluster.describe_groups()?))?;
+    print(&rows, json);
     Ok(ExitCode::SUCCESS)
 }
 

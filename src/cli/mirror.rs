@@ -201,6 +201,22 @@ pub(super) fn with_cluster<T>(
     Ok(value)
 }
 
+/// Runs `f` on the cluster opened as a reader: through a read-only view, no lock (it answers beside a
+/// running writer such as `mirror run`, and on a read-only copy), nothing changed on disk.
+pub(super) fn with_reader<T>(
+    root: &Path,
+    f: impl FnOnce(&Cluster) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let reader = klog::log::partition_log::read_only_view(storage()?);
+    let cluster = Cluster::open(reader, Arc::new(SystemClock), root)
+        .with_context(|| format!("opening cluster {}", root.display()))?;
+    let result = f(&cluster);
+    let closed = cluster.close();
+    let value = result?;
+    closed?;
+    Ok(value)
+}
+
 pub fn cluster(cmd: &ClusterCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         ClusterCommand::Init {
@@ -383,14 +399,13 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
         }),
         MirrorCommand::Run(args) => run(args),
         MirrorCommand::Describe { root, json, acls } => {
-            // A reader: beside a running `mirror run` (which holds the lock), nothing changed on disk.
-            let reader = klog::log::partition_log::read_only_view(storage()?);
-            let cluster = Cluster::open(reader, Arc::new(SystemClock), root)
-                .with_context(|| format!("opening cluster {}", root.display()))?;
-            let rows = cluster.describe_live();
-            let configs = cluster.describe_configs();
-            let bindings = acls.then(|| cluster.describe_acls());
-            cluster.close()?;
+            let (rows, configs, bindings) = with_reader(root, |cluster| {
+                Ok((
+                    cluster.describe_live(),
+                    cluster.describe_configs(),
+                    acls.then(|| cluster.describe_acls()),
+                ))
+            })?;
             if *json {
                 let mut out = json!({ "partitions": rows, "configs": configs });
                 if let Some(b) = bindings {

@@ -12,7 +12,7 @@ use klog::mirror::acl::AclBinding;
 use klog::mirror::config_sync::{AclEntry, TopicConfigs};
 use serde_json::json;
 
-use super::mirror::with_cluster;
+use super::mirror::{with_cluster, with_reader};
 
 #[derive(Debug, Subcommand)]
 pub enum AclCommand {
@@ -88,7 +88,7 @@ pub fn acl(cmd: &AclCommand) -> anyhow::Result<ExitCode> {
             );
         }
         AclCommand::List { root, json } => {
-            let entries = with_cluster(root, |c| Ok(c.describe_acls()))?;
+            let entries = with_reader(root, |c| Ok(c.describe_acls()))?;
             if *json {
                 outln!("{}", json!({ "acls": entries }));
             } else {
@@ -125,13 +125,19 @@ pub fn topic_config(a: &TopicConfigArgs) -> anyhow::Result<ExitCode> {
         changes.push((k.trim().to_owned(), Some(v.trim().to_owned())));
     }
     changes.extend(a.delete.iter().map(|k| (k.trim().to_owned(), None)));
-    let configs = with_cluster(&a.root, |c| {
-        if !changes.is_empty() {
-            c.alter_topic_configs(&a.topic, &changes)?;
-        }
+    let describe = |c: &klog::mirror::Cluster| {
         anyhow::ensure!(c.topic(&a.topic).is_some(), "no topic {}", a.topic);
         Ok(c.describe_configs())
-    })?;
+    };
+    // Listing is a reader (it answers beside a running writer); a change is a writer's.
+    let configs = if changes.is_empty() {
+        with_reader(&a.root, describe)?
+    } else {
+        with_cluster(&a.root, |c| {
+            c.alter_topic_configs(&a.topic, &changes)?;
+            describe(c)
+        })?
+    };
     let mine: Vec<TopicConfigs> = configs.into_iter().filter(|t| t.topic == a.topic).collect();
     if a.json {
         let entries = mine.first().map(|t| t.configs.clone()).unwrap_or_default();
