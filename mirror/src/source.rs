@@ -53,6 +53,9 @@ pub struct FetchResponse {
     pub records: Vec<u8>,
 }
 
+/// A [`MirrorSource::fetch_many`] answer: `(index into the requests, that partition's result)`.
+pub type FetchManyResponse = Vec<(usize, Result<FetchResponse, SourceError>)>;
+
 /// Why a source could not answer (Kafka's names where it has them).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SourceError {
@@ -130,6 +133,36 @@ pub trait MirrorSource: Send + Sync {
     fn topic(&self, name: &str) -> Result<Option<SourceTopic>, SourceError>;
     /// One partition's fetch.
     fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError>;
+    /// The fetches of many partitions as one request, the shape of Kafka's Fetch as its replica fetcher
+    /// sends it (one per source broker, every partition that broker leads). `max_bytes` bounds the
+    /// records of the whole answer (`fetch.max.bytes`: the first partition with records gets at least
+    /// one batch), each request's own `max_bytes` its partition (`max.partition.fetch.bytes`).
+    ///
+    /// The answer is `(index into requests, result)` in request order. A partition that is absent had
+    /// nothing to say this time: the budget ran out before it, or an incremental fetch session (KIP-227)
+    /// left it out because nothing changed. The fetcher asks for it again next round.
+    ///
+    /// The default sends one [`fetch`](Self::fetch) per partition within the budget; sources that can
+    /// do better (one request per broker) override it.
+    fn fetch_many(&self, requests: &[FetchRequest], max_bytes: usize) -> FetchManyResponse {
+        let mut budget = max_bytes;
+        let mut out = Vec::with_capacity(requests.len());
+        for (i, request) in requests.iter().enumerate() {
+            if budget == 0 {
+                break;
+            }
+            let request = FetchRequest {
+                max_bytes: request.max_bytes.min(budget),
+                ..request.clone()
+            };
+            let result = self.fetch(&request);
+            if let Ok(r) = &result {
+                budget = budget.saturating_sub(r.records.len());
+            }
+            out.push((i, result));
+        }
+        out
+    }
     /// `(earliest, latest)` offsets (ListOffsets; latest is the high watermark).
     fn list_offsets(
         &self,

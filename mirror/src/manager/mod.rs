@@ -126,6 +126,23 @@ impl TickReport {
     }
 }
 
+/// What a partition's step leaves for the round.
+enum Step {
+    /// Nothing more this tick.
+    Done,
+    /// A MIRRORING partition's fetch is due (with what the fetcher knew of it).
+    Fetch(PartitionRuntime),
+    /// A STOPPING partition's stop is due.
+    Stop,
+}
+
+/// What a tick does for many partitions together, after every partition's step.
+#[derive(Default)]
+struct Round {
+    fetch: Vec<(Work, PartitionRuntime)>,
+    stop: Vec<Work>,
+}
+
 pub(crate) struct Work {
     pub(crate) topic: String,
     pub(crate) partition: i32,
@@ -231,14 +248,19 @@ impl Manager {
                 .push((MIRROR_STATE_TOPIC.to_owned(), -1, e.to_string()));
         }
         self.sync_metadata(now, &mut report);
+        let mut round = Round::default();
         for w in self.work() {
-            if let Err(e) = self.step(&w, now, &mut report) {
-                self.back_off_unrecorded(&w, now);
-                report
-                    .errors
-                    .push((w.topic.clone(), w.partition, e.to_string()));
+            match self.step(&w, now, &mut report) {
+                Ok(Step::Done) => {}
+                Ok(Step::Fetch(rt)) => round.fetch.push((w, rt)),
+                Ok(Step::Stop) => round.stop.push(w),
+                Err(e) => self.unrecorded_error(&w, e, now, &mut report),
             }
         }
+        // The partitions' own actions done, what is done together for many partitions: the fetches
+        // of the round, then the stops.
+        self.fetch_round(round.fetch, now, &mut report);
+        self.stop_round(round.stop, now, &mut report);
         // After the steps: a partition that reached MIRRORING this tick takes its offsets now.
         self.sync_group_offsets(now, &mut report);
         report.next_retry_ms = self.next_retry_ms(now);
@@ -354,27 +376,29 @@ impl Manager {
         }
     }
 
-    fn step(&self, w: &Work, now: i64, report: &mut TickReport) -> Result<(), Error> {
+    /// A partition's step: its desired-state change, then its state's actions, or (MIRRORING's fetch,
+    /// STOPPING's stop) what the round does for it together with the others.
+    fn step(&self, w: &Work, now: i64, report: &mut TickReport) -> Result<Step, Error> {
         use MirrorState::*;
         let rt = self.runtime_of(w);
         if waiting(now, rt.unrecorded_until_ms, &self.settings) {
-            return Ok(()); // the backoff rule holds for an error no state could record, too
+            return Ok(Step::Done); // the backoff rule holds for an error no state could record, too
         }
         let current = w.stored.as_ref().map_or(Unknown, |(v, _)| v.state);
         let Some(target) = target_state(w, current, now, &self.settings) else {
-            return Ok(());
+            return Ok(Step::Done);
         };
         if target != current {
             if !current.can_transition_to(target) {
-                return Ok(()); // "Skipping invalid transition"
+                return Ok(Step::Done); // "Skipping invalid transition"
             }
             self.transition(w, self.entering(w, current, target), report)?;
         } else if rt.entered && matches!(target, Paused | Stopped) {
-            return Ok(());
+            return Ok(Step::Done);
         } else if waiting(now, rt.not_before_ms, &self.settings) {
             // One backoff rule: a state whose action failed (and could not even record FAILED, or is
             // backing off a fetch) runs it again only when due.
-            return Ok(());
+            return Ok(Step::Done);
         }
         // Otherwise the state's actions run: every tick for MIRRORING (one fetch), and once after open
         // for a recorded state being re-entered (no rewrite: PREPARING truncates again, STOPPING redoes
@@ -393,42 +417,69 @@ impl Manager {
                         r.source_epoch = 0;
                         r.not_before_ms = 0;
                     });
-                    self.transition(w, self.entering(w, Preparing, Mirroring), report)
+                    self.transition(w, self.entering(w, Preparing, Mirroring), report)?;
+                    Ok(Step::Done)
                 }
-                Err(e) => self.fail(w, Preparing, e, now, report),
+                Err(e) => self.fail(w, Preparing, e, now, report).map(|()| Step::Done),
             },
-            Mirroring => {
-                if waiting(now, rt.not_before_ms, &self.settings) {
-                    return Ok(());
-                }
-                match self.fetch(w, &rt, report) {
-                    Ok(()) => Ok(()),
-                    Err(FetchOutcome::Backoff(msg)) => {
-                        let until = now + self.settings.fetch_backoff_ms;
-                        self.update_runtime(w, |r| r.not_before_ms = until);
-                        report.errors.push((w.topic.clone(), w.partition, msg));
-                        Ok(())
-                    }
-                    Err(FetchOutcome::Fail(e)) => self.fail(w, Mirroring, e, now, report),
-                }
-            }
+            Mirroring if waiting(now, rt.not_before_ms, &self.settings) => Ok(Step::Done),
+            Mirroring => Ok(Step::Fetch(rt)),
             Pausing => {
                 // The fetcher is removed (ours runs only inside tick, so there is nothing to wait for).
-                self.transition(w, self.entering(w, Pausing, Paused), report)
+                self.transition(w, self.entering(w, Pausing, Paused), report)?;
+                Ok(Step::Done)
             }
-            Stopping => match stopping::stop(&self.node, &self.settings, w) {
+            Stopping => Ok(Step::Stop),
+            Paused | Stopped | Failed | Unknown => Ok(Step::Done),
+        }
+    }
+
+    /// The fetches of a round: one per MIRRORING partition that is due.
+    fn fetch_round(&self, fetch: Vec<(Work, PartitionRuntime)>, now: i64, report: &mut TickReport) {
+        for (w, rt) in fetch {
+            let done = match self.fetch(&w, &rt, report) {
+                Ok(()) => Ok(()),
+                Err(FetchOutcome::Backoff(msg)) => {
+                    let until = now + self.settings.fetch_backoff_ms;
+                    self.update_runtime(&w, |r| r.not_before_ms = until);
+                    report.errors.push((w.topic.clone(), w.partition, msg));
+                    Ok(())
+                }
+                Err(FetchOutcome::Fail(e)) => self.fail(&w, MirrorState::Mirroring, e, now, report),
+            };
+            if let Err(e) = done {
+                self.unrecorded_error(&w, e, now, report);
+            }
+        }
+    }
+
+    /// The stops of a round (a failover): each STOPPING partition's steps, then STOPPED.
+    fn stop_round(&self, stop: Vec<Work>, now: i64, report: &mut TickReport) {
+        use MirrorState::*;
+        for w in stop {
+            let done = match stopping::stop(&self.node, &self.settings, &w) {
                 Ok(truncated) => {
                     report.truncations += truncated as u64;
-                    self.update_runtime(w, |r| {
+                    self.update_runtime(&w, |r| {
                         r.failures = 0;
                         r.not_before_ms = 0;
                     });
-                    self.transition(w, self.entering(w, Stopping, Stopped), report)
+                    self.transition(&w, self.entering(&w, Stopping, Stopped), report)
                 }
-                Err(e) => self.fail(w, Stopping, e, now, report),
-            },
-            Paused | Stopped | Failed | Unknown => Ok(()),
+                Err(e) => self.fail(&w, Stopping, e, now, report),
+            };
+            if let Err(e) = done {
+                self.unrecorded_error(&w, e, now, report);
+            }
         }
+    }
+
+    /// An error no state recorded (writing the state itself failed): reported, and the partition backs off.
+    fn unrecorded_error(&self, w: &Work, e: Error, now: i64, report: &mut TickReport) {
+        self.back_off_unrecorded(w, now);
+        report
+            .errors
+            .push((w.topic.clone(), w.partition, e.to_string()));
     }
 
     /// The value recorded when `w` enters `to` from `from`. A retried stop (FAILED -> STOPPING) carries
