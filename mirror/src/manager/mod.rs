@@ -43,8 +43,13 @@ use retry::{target_state, waiting};
 /// The mirroring knobs (KIP-1279 §6.3 names in the docs).
 #[derive(Debug, Clone)]
 pub struct MirrorSettings {
-    /// `mirror.fetch.max.bytes`: per partition fetch.
+    /// `mirror.fetch.max.bytes`: per partition fetch (Kafka's `max.partition.fetch.bytes`).
     pub fetch_max_bytes: usize,
+    /// `mirror.fetch.response.max.bytes` (Kafka's `fetch.max.bytes`): the cap on fetched bytes in flight
+    /// across every partition and source of a fetch round, whatever the partition count. One batch
+    /// larger than the cap still comes through alone, as in Kafka (the first partition with records
+    /// gets at least one batch).
+    pub fetch_response_max_bytes: usize,
     /// `mirror.fetch.backoff.ms`: after a fetch error that does not fail the partition.
     pub fetch_backoff_ms: i64,
     /// `mirror.metadata.refresh.interval.ms`: how often a mirror's source topics are described (a
@@ -65,6 +70,7 @@ impl Default for MirrorSettings {
     fn default() -> Self {
         MirrorSettings {
             fetch_max_bytes: 1 << 20,
+            fetch_response_max_bytes: 50 << 20,
             fetch_backoff_ms: 1000,
             metadata_refresh_ms: 30_000,
             failed_retry_initial_backoff_ms: 1000,

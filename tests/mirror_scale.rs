@@ -1,0 +1,313 @@
+//! Mirroring at cluster scale (issue #17): the fetch round asks each source once per round for every
+//! partition it serves (`MirrorSource::fetch_many`), keeps the bytes in flight under
+//! `fetch_response_max_bytes`, rotates the partitions so a short budget starves none of them, and a
+//! whole mirror of 1,000 partitions converges byte-identical and fails over.
+
+#[path = "mirror_support/mod.rs"]
+mod support;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use klog::log::checkpoint::TopicId;
+use klog::log::format::ControlRecordType;
+use klog::mirror::source::{
+    FetchManyResponse, FetchRequest, FetchResponse, SourceError, SourceGroup, SourceTopic,
+};
+use klog::mirror::{Cluster, MirrorSettings, MirrorSource, MirrorState};
+use support::*;
+
+/// A local source that counts what the fetcher asks of it: `fetch` and `fetch_many` calls, and the
+/// record bytes returned since the last [`Counted::take_round`].
+struct Counted {
+    inner: klog::mirror::LocalSource,
+    fetches: AtomicU64,
+    fetch_manys: AtomicU64,
+    /// Partitions asked for in each `fetch_many` since the last `take_round`.
+    asked: Mutex<Vec<usize>>,
+    round_bytes: AtomicUsize,
+}
+
+/// What one round asked of a [`Counted`] source.
+#[derive(Debug, Default)]
+struct Round {
+    fetches: u64,
+    fetch_manys: u64,
+    asked: Vec<usize>,
+    bytes: usize,
+}
+
+impl Counted {
+    fn new(source: &Cluster) -> Arc<Self> {
+        Arc::new(Counted {
+            inner: source.as_source(),
+            fetches: AtomicU64::new(0),
+            fetch_manys: AtomicU64::new(0),
+            asked: Mutex::new(Vec::new()),
+            round_bytes: AtomicUsize::new(0),
+        })
+    }
+
+    /// What was asked since the last call.
+    fn take_round(&self) -> Round {
+        Round {
+            fetches: self.fetches.swap(0, Ordering::SeqCst),
+            fetch_manys: self.fetch_manys.swap(0, Ordering::SeqCst),
+            asked: std::mem::take(&mut *self.asked.lock().unwrap()),
+            bytes: self.round_bytes.swap(0, Ordering::SeqCst),
+        }
+    }
+}
+
+impl MirrorSource for Counted {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn cluster_id(&self) -> Result<String, SourceError> {
+        self.inner.cluster_id()
+    }
+    fn topic(&self, name: &str) -> Result<Option<SourceTopic>, SourceError> {
+        self.inner.topic(name)
+    }
+    fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError> {
+        self.fetches.fetch_add(1, Ordering::SeqCst);
+        let r = self.inner.fetch(request);
+        if let Ok(r) = &r {
+            self.round_bytes
+                .fetch_add(r.records.len(), Ordering::SeqCst);
+        }
+        r
+    }
+    fn fetch_many(&self, requests: &[FetchRequest], max_bytes: usize) -> FetchManyResponse {
+        self.fetch_manys.fetch_add(1, Ordering::SeqCst);
+        self.asked.lock().unwrap().push(requests.len());
+        let answer = self.inner.fetch_many(requests, max_bytes);
+        let bytes: usize = answer
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().ok())
+            .map(|r| r.records.len())
+            .sum();
+        self.round_bytes.fetch_add(bytes, Ordering::SeqCst);
+        answer
+    }
+    fn list_offsets(
+        &self,
+        topic: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<(i64, i64), SourceError> {
+        self.inner.list_offsets(topic, topic_id, partition)
+    }
+    fn last_mirrored_epoch(
+        &self,
+        requester_cluster_id: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<i32, SourceError> {
+        self.inner
+            .last_mirrored_epoch(requester_cluster_id, topic_id, partition)
+    }
+    fn committed_offsets(
+        &self,
+        topics: &BTreeSet<String>,
+    ) -> Result<Vec<SourceGroup>, SourceError> {
+        self.inner.committed_offsets(topics)
+    }
+}
+
+/// `dest` gets mirror `name` from `source` through a counting wrapper.
+fn link_counted(dest: &Cluster, name: &str, source: &Arc<Cluster>) -> Arc<Counted> {
+    dest.create_mirror(name, source.root().to_str().unwrap())
+        .unwrap();
+    let counted = Counted::new(source);
+    dest.connect_source(name, counted.clone());
+    counted
+}
+
+/// A cluster with `topics` topics named `{prefix}{i}` of `partitions` partitions, each holding
+/// `batches` plain batches of `records` records.
+fn source_with(
+    env: &Env,
+    name: &str,
+    prefix: &str,
+    (topics, partitions): (usize, i32),
+    (batches, records): (usize, usize),
+) -> (Arc<Cluster>, Vec<String>) {
+    let c = env.cluster(name);
+    let names: Vec<String> = (0..topics).map(|i| format!("{prefix}{i}")).collect();
+    for t in &names {
+        c.create_topic(t, partitions, None, &[]).unwrap();
+        for p in 0..partitions {
+            for b in 0..batches {
+                c.produce(t, p, &mut plain(records, &format!("{t}-{p}-{b}")))
+                    .unwrap();
+            }
+        }
+    }
+    (c, names)
+}
+
+fn with_settings(c: Arc<Cluster>, settings: MirrorSettings) -> Arc<Cluster> {
+    Arc::new(Arc::try_unwrap(c).ok().unwrap().with_settings(settings))
+}
+
+/// Every partition of `topics` holds the same batches in `dest` as in `source`.
+fn assert_converged(dest: &Cluster, source: &Cluster, topics: &[String]) {
+    for t in topics {
+        let partitions = source.topic(t).unwrap().partitions;
+        for p in 0..partitions {
+            let (d, s) = (dest.log(t, p).unwrap(), source.log(t, p).unwrap());
+            assert_eq!(batches(&d), batches(&s), "{t}-{p}");
+            assert_eq!(d.leader_epochs(), s.leader_epochs(), "{t}-{p}");
+        }
+    }
+}
+
+/// 1,000 partitions from two sources (10 topics x 50 each) mirror with one `fetch_many` per source per
+/// round and no per-partition `fetch`, converge byte-identical, and then the whole mirror fails over:
+/// every partition STOPPED with its barrier.
+#[test]
+fn a_thousand_partitions_converge_with_one_fetch_per_source_per_round_and_fail_over() {
+    let env = Env::new();
+    let (a, a_topics) = source_with(&env, "a", "a", (10, 50), (2, 2));
+    let (c, c_topics) = source_with(&env, "c", "c", (10, 50), (2, 2));
+    let b = env.cluster("b");
+    let from_a = link_counted(&b, "ma", &a);
+    let from_c = link_counted(&b, "mc", &c);
+    all_ok(b.add_topics("ma", &a_topics).unwrap());
+    all_ok(b.add_topics("mc", &c_topics).unwrap());
+    let mut rounds_with_fetches = 0;
+    for tick in 0.. {
+        assert!(tick < 50, "not idle after 50 ticks");
+        let report = b.tick();
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        for (what, source) in [("a", &from_a), ("c", &from_c)] {
+            let round = source.take_round();
+            assert_eq!(
+                round.fetches, 0,
+                "tick {tick}, source {what}: per-partition fetches"
+            );
+            assert!(
+                round.fetch_manys <= 1,
+                "tick {tick}, source {what}: {} fetch_many calls",
+                round.fetch_manys
+            );
+            if round.fetch_manys == 1 {
+                rounds_with_fetches += 1;
+                assert_eq!(
+                    round.asked,
+                    [500],
+                    "tick {tick}, source {what}: every partition asked"
+                );
+            }
+        }
+        if !report.progressed() {
+            break;
+        }
+    }
+    assert!(rounds_with_fetches >= 4, "{rounds_with_fetches}");
+    assert_converged(&b, &a, &a_topics);
+    assert_converged(&b, &c, &c_topics);
+
+    // The failover of the whole mirror: every partition of both mirrors stopped, each log ending in
+    // exactly one barrier after the mirrored batches.
+    all_ok(b.remove_topics("ma", &a_topics).unwrap());
+    all_ok(b.remove_topics("mc", &c_topics).unwrap());
+    let report = b.run_until_idle(20);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    for (source, topics) in [(&a, &a_topics), (&c, &c_topics)] {
+        for t in topics {
+            for p in 0..50 {
+                assert_eq!(state_of(&b, t, p), Some(MirrorState::Stopped), "{t}-{p}");
+                let mirrored = batches(&source.log(t, p).unwrap());
+                let all = batches(&b.log(t, p).unwrap());
+                assert_eq!(all[..mirrored.len()], mirrored[..], "{t}-{p}");
+                let own = &all[mirrored.len()..];
+                assert_eq!(own.len(), 1, "{t}-{p}: {own:?}");
+                assert_eq!(
+                    control_type(&own[0]),
+                    Some(ControlRecordType::MirrorPidReset),
+                    "{t}-{p}"
+                );
+            }
+        }
+    }
+}
+
+/// A round never holds more fetched bytes than `fetch_response_max_bytes`, though every partition holds
+/// more than that, and the mirror still converges.
+#[test]
+fn fetched_bytes_in_flight_stay_under_the_cap() {
+    let env = Env::new();
+    // 40 partitions of 6 batches of ~1.3 KiB (20 records of ~65 bytes): ~8 KiB each.
+    let (a, names) = source_with(&env, "a", "t", (4, 10), (6, 20));
+    let one_partition: usize = batches(&a.log("t0", 0).unwrap())
+        .iter()
+        .map(|b| b.bytes.len())
+        .sum();
+    let cap = 4096;
+    assert!(one_partition > 2 * cap, "{one_partition}");
+    let b = with_settings(
+        env.cluster("b"),
+        MirrorSettings {
+            fetch_response_max_bytes: cap,
+            ..MirrorSettings::default()
+        },
+    );
+    let source = link_counted(&b, "m", &a);
+    all_ok(b.add_topics("m", &names).unwrap());
+    let mut max_round = 0;
+    let mut total = 0;
+    for tick in 0.. {
+        assert!(tick < 1000, "not idle after 1000 ticks");
+        let report = b.tick();
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        let round = source.take_round();
+        max_round = max_round.max(round.bytes);
+        total += round.bytes;
+        if !report.progressed() {
+            break;
+        }
+    }
+    assert!(
+        max_round <= cap,
+        "a round held {max_round} fetched bytes, over the cap of {cap}"
+    );
+    assert_eq!(total, 40 * one_partition, "every byte fetched once");
+    assert_converged(&b, &a, &names);
+}
+
+/// With a cap that lets a round serve about one partition, and every partition of the source growing
+/// each round, the rotation still reaches every partition (without it the first would take every round).
+#[test]
+fn rotation_reaches_every_partition_when_the_cap_runs_out() {
+    let env = Env::new();
+    let (a, names) = source_with(&env, "a", "t", (1, 10), (1, 20));
+    let batch_bytes = batches(&a.log("t0", 0).unwrap())[0].bytes.len();
+    let b = with_settings(
+        env.cluster("b"),
+        MirrorSettings {
+            fetch_response_max_bytes: batch_bytes + batch_bytes / 2,
+            ..MirrorSettings::default()
+        },
+    );
+    let _source = link_counted(&b, "m", &a);
+    all_ok(b.add_topics("m", &names).unwrap());
+    for round in 0..40 {
+        for p in 0..10 {
+            a.produce("t0", p, &mut plain(20, &format!("r{round}-{p}")))
+                .unwrap();
+        }
+        let report = b.tick();
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+    }
+    let reached: Vec<i32> = (0..10)
+        .filter(|p| b.log("t0", *p).unwrap().log_end_offset() > 0)
+        .collect();
+    assert_eq!(
+        reached,
+        (0..10).collect::<Vec<_>>(),
+        "partitions that got data"
+    );
+}
