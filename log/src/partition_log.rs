@@ -1335,6 +1335,18 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Whether the topic's flush settings ask for a flush now: `flush.messages` unflushed messages, or
+    /// `flush.ms` since the last flush, with something unflushed. (Kafka's defaults never ask.)
+    pub fn flush_due(&self) -> bool {
+        // The recovery point comes from a checkpoint and may be far below the log (even i64::MIN).
+        let unflushed = self.log_end_offset().saturating_sub(self.recovery_point());
+        let since = self
+            .clock
+            .now_ms()
+            .saturating_sub(self.last_flush_ms.load(Ordering::Acquire));
+        unflushed > 0 && (unflushed >= self.config.flush_messages || since >= self.config.flush_ms)
+    }
+
     /// Flushes if `flush.ms` has passed since the last flush.
     pub fn maybe_flush(&self) -> Result<(), Error> {
         let last = self.last_flush_ms.load(Ordering::Acquire);
@@ -1732,6 +1744,15 @@ impl PartitionLog {
     /// batch starts below its start (the source's log start fell inside a batch) restarts at that batch,
     /// as Kafka's follower does. The high watermark follows the log end: a mirror has no replicas to wait on.
     pub fn append_as_mirror(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
+        let info = self.append_as_mirror_unflushed(batches)?;
+        self.flush_if_messages_due()?;
+        Ok(info)
+    }
+
+    /// [`append_as_mirror`](Self::append_as_mirror) without its `flush.messages` check: a mirror's fetch
+    /// round appends many partitions and then flushes those whose [`flush_due`](Self::flush_due) holds
+    /// together ([`flush_many`](Self::flush_many)), not one sync after each append.
+    pub fn append_as_mirror_unflushed(&self, batches: &[u8]) -> Result<LogAppendInfo, Error> {
         self.writable("append")?;
         let leo = self.log_end_offset();
         if leo == self.log_start_offset() {
@@ -1742,7 +1763,8 @@ impl PartitionLog {
                 }
             }
         }
-        let info = self.append_as_follower(batches)?;
+        let info = self.guarded(|| self.append_as_follower_inner(batches))?;
+        self.maybe_expire_producers();
         self.update_high_watermark(self.log_end_offset());
         Ok(info)
     }

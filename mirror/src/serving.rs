@@ -21,8 +21,8 @@ use crate::groups;
 use crate::node::{lock, Node};
 use crate::records::MirrorKey;
 use crate::source::{
-    CommittedOffset, FetchRequest, FetchResponse, Isolation, MirrorSource, SourceError,
-    SourceGroup, SourceTopic,
+    CommittedOffset, FetchManyResponse, FetchRequest, FetchResponse, Isolation, MirrorSource,
+    SourceError, SourceGroup, SourceTopic,
 };
 use crate::state::MirrorState;
 
@@ -89,19 +89,7 @@ impl LocalSource {
             partition,
             offset,
         })?;
-        let unknown = || SourceError::UnknownTopicOrPartition(format!("{topic}-{partition}"));
-        let epoch = {
-            let meta = lock(&node.meta);
-            let t = meta.topics.get(topic).ok_or_else(unknown)?;
-            if t.id != topic_id.to_string() {
-                return Err(unknown());
-            }
-            *t.leader_epochs
-                .get(partition as usize)
-                .ok_or_else(unknown)?
-        };
-        let log = node.log(topic, partition).ok_or_else(unknown)?;
-        Ok((log, epoch))
+        log_on(&node, topic, topic_id, partition)
     }
 
     /// A consumer fetch, with Kafka's leader-epoch fencing and divergence check.
@@ -112,53 +100,47 @@ impl LocalSource {
             req.partition,
             Some(req.fetch_offset),
         )?;
-        if req.current_leader_epoch < leader_epoch {
-            return Err(SourceError::FencedLeaderEpoch { leader_epoch });
-        }
-        if req.current_leader_epoch > leader_epoch {
-            return Err(SourceError::UnknownLeaderEpoch);
-        }
-        let base = FetchResponse {
-            high_watermark: log.high_watermark(),
-            last_stable_offset: log.last_stable_offset(),
-            log_start_offset: log.log_start_offset(),
-            diverging_epoch: None,
-            records: Vec::new(),
+        fetch_from(&log, leader_epoch, req, true)
+    }
+
+    /// Many partitions' fetches as one request (Kafka's Fetch): the node looked up once (a view read
+    /// from disk is refreshed per partition it reads, by that partition's stamps), `max_bytes` bounding
+    /// the records of the whole answer, each partition answered as [`Self::serve_fetch`] would. Only
+    /// the first partition with records may exceed the limits by one batch (Kafka's rule); partitions
+    /// the budget did not reach are left out (the fetcher asks for them again).
+    fn serve_fetch_many(&self, requests: &[FetchRequest], max_bytes: usize) -> FetchManyResponse {
+        let open = match &self.served {
+            Served::Open(node) => Some(node.serving().map(|()| Arc::clone(node))),
+            Served::Disk(_) => None,
         };
-        if let Some(fetched) = req.last_fetched_epoch {
-            match log.end_offset_for_epoch(fetched) {
-                None => return Err(SourceError::OffsetOutOfRange),
-                Some((epoch, end)) if epoch < fetched || end < req.fetch_offset => {
-                    return Ok(FetchResponse {
-                        diverging_epoch: Some((epoch, end)),
-                        ..base
-                    })
-                }
-                Some(_) => {}
+        let mut budget = max_bytes;
+        let mut out = Vec::with_capacity(requests.len());
+        for (i, req) in requests.iter().enumerate() {
+            if budget == 0 {
+                break;
             }
+            let node = match &open {
+                Some(node) => node.clone(),
+                None => self.node(Need::Partition {
+                    topic: &req.topic,
+                    partition: req.partition,
+                    offset: Some(req.fetch_offset),
+                }),
+            };
+            let request = FetchRequest {
+                max_bytes: req.max_bytes.min(budget),
+                ..req.clone()
+            };
+            let min_one_batch = budget == max_bytes;
+            let result = node
+                .and_then(|node| log_on(&node, &req.topic, req.topic_id, req.partition))
+                .and_then(|(log, epoch)| fetch_from(&log, epoch, &request, min_one_batch));
+            if let Ok(r) = &result {
+                budget = budget.saturating_sub(r.records.len());
+            }
+            out.push((i, result));
         }
-        if req.fetch_offset < log.log_start_offset() || req.fetch_offset > log.log_end_offset() {
-            return Err(SourceError::OffsetOutOfRange);
-        }
-        let read = match req.isolation {
-            Isolation::ReadCommitted => log
-                .read_committed(req.fetch_offset, req.max_bytes, true)
-                .map(|(r, _)| r),
-            Isolation::ReadUncommitted => log.read(
-                req.fetch_offset,
-                req.max_bytes,
-                Some(log.high_watermark()),
-                true,
-            ),
-        }
-        .map_err(|e| match e.kafka_error() {
-            klog_log::KafkaError::OffsetOutOfRange => SourceError::OffsetOutOfRange,
-            _ => SourceError::Unavailable(e.to_string()),
-        })?;
-        Ok(FetchResponse {
-            records: read.records.into_vec(),
-            ..base
-        })
+        out
     }
 
     fn serve_list_offsets(
@@ -241,6 +223,86 @@ impl LocalSource {
     }
 }
 
+/// `topic`-`partition` of `node` as a source serves it: its log and leader epoch (a topic id that is
+/// not the served topic's is an unknown partition).
+fn log_on(
+    node: &Node,
+    topic: &str,
+    topic_id: TopicId,
+    partition: i32,
+) -> Result<(Arc<PartitionLog>, i32), SourceError> {
+    let unknown = || SourceError::UnknownTopicOrPartition(format!("{topic}-{partition}"));
+    let epoch = {
+        let meta = lock(&node.meta);
+        let t = meta.topics.get(topic).ok_or_else(unknown)?;
+        if t.id != topic_id.to_string() {
+            return Err(unknown());
+        }
+        *t.leader_epochs
+            .get(partition as usize)
+            .ok_or_else(unknown)?
+    };
+    let log = node.log(topic, partition).ok_or_else(unknown)?;
+    Ok((log, epoch))
+}
+
+/// A consumer fetch from `log`, led at `leader_epoch`: Kafka's leader-epoch fencing and divergence
+/// check, then at most `req.max_bytes` (one whole batch more only with `min_one_batch`).
+fn fetch_from(
+    log: &PartitionLog,
+    leader_epoch: i32,
+    req: &FetchRequest,
+    min_one_batch: bool,
+) -> Result<FetchResponse, SourceError> {
+    if req.current_leader_epoch < leader_epoch {
+        return Err(SourceError::FencedLeaderEpoch { leader_epoch });
+    }
+    if req.current_leader_epoch > leader_epoch {
+        return Err(SourceError::UnknownLeaderEpoch);
+    }
+    let base = FetchResponse {
+        high_watermark: log.high_watermark(),
+        last_stable_offset: log.last_stable_offset(),
+        log_start_offset: log.log_start_offset(),
+        diverging_epoch: None,
+        records: Vec::new(),
+    };
+    if let Some(fetched) = req.last_fetched_epoch {
+        match log.end_offset_for_epoch(fetched) {
+            None => return Err(SourceError::OffsetOutOfRange),
+            Some((epoch, end)) if epoch < fetched || end < req.fetch_offset => {
+                return Ok(FetchResponse {
+                    diverging_epoch: Some((epoch, end)),
+                    ..base
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    if req.fetch_offset < log.log_start_offset() || req.fetch_offset > log.log_end_offset() {
+        return Err(SourceError::OffsetOutOfRange);
+    }
+    let read = match req.isolation {
+        Isolation::ReadCommitted => log
+            .read_committed(req.fetch_offset, req.max_bytes, min_one_batch)
+            .map(|(r, _)| r),
+        Isolation::ReadUncommitted => log.read(
+            req.fetch_offset,
+            req.max_bytes,
+            Some(log.high_watermark()),
+            min_one_batch,
+        ),
+    }
+    .map_err(|e| match e.kafka_error() {
+        klog_log::KafkaError::OffsetOutOfRange => SourceError::OffsetOutOfRange,
+        _ => SourceError::Unavailable(e.to_string()),
+    })?;
+    Ok(FetchResponse {
+        records: read.records.into_vec(),
+        ..base
+    })
+}
+
 impl MirrorSource for LocalSource {
     fn describe(&self) -> String {
         match &self.served {
@@ -259,6 +321,10 @@ impl MirrorSource for LocalSource {
 
     fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError> {
         self.serve_fetch(request)
+    }
+
+    fn fetch_many(&self, requests: &[FetchRequest], max_bytes: usize) -> FetchManyResponse {
+        self.serve_fetch_many(requests, max_bytes)
     }
 
     fn list_offsets(

@@ -1,14 +1,19 @@
 //! The fetcher's side of the manager: PREPARING's truncation to the last mirrored epoch (KIP-1279 §2.3)
-//! and one fetch of a MIRRORING partition (§2.6, §3.3) with Kafka's follower rules for fencing,
-//! divergence and out-of-range offsets.
+//! and the fetch round of the MIRRORING partitions (§2.6, §3.3): one [`MirrorSource::fetch_many`] per
+//! mirror's source with every due partition, in rotated order, within `fetch_response_max_bytes`; each
+//! answer handled by Kafka's follower rules for fencing, divergence and out-of-range offsets; then one
+//! flush of the logs that need one (docs/mirroring.md, "The fetch round").
+
+use std::sync::Arc;
 
 use klog_log::format::Batches;
 use klog_log::partition_log::PartitionLog;
 
-use super::{MirrorSettings, TickReport, Work};
+use super::{Manager, PartitionRuntime, TickReport, Work};
 use crate::error::Error;
-use crate::node::Node;
-use crate::source::{FetchRequest, Isolation, MirrorSource, SourceError};
+use crate::node::{lock, Node};
+use crate::source::{FetchRequest, FetchResponse, Isolation, MirrorSource, SourceError};
+use crate::state::MirrorState;
 
 /// Why a fetch did not complete.
 pub(super) enum FetchOutcome {
@@ -18,10 +23,15 @@ pub(super) enum FetchOutcome {
     Fail(Error),
 }
 
-/// A fetch that completed: the source's high watermark when records (or none) were taken, `None`
-/// when the fetch truncated instead (the next fetch continues).
+/// An answer that was handled: the source's high watermark when records (or none) were taken, `None`
+/// when it truncated or learned the source's epoch instead (the next round continues).
+#[derive(Default)]
 pub(super) struct Fetched {
     pub(super) high_watermark: Option<i64>,
+    /// Batches were appended (the log may need the round's flush).
+    pub(super) appended: bool,
+    /// The answer carried records (it used the round's budget: rotation moves past it).
+    pub(super) took_records: bool,
 }
 
 pub(super) fn source_error(source: &str, e: SourceError) -> Error {
@@ -73,76 +83,75 @@ pub(super) fn prepare(node: &Node, source: &dyn MirrorSource, w: &Work) -> Resul
     Ok(false)
 }
 
-/// One fetch for a MIRRORING partition. `source_epoch` is the source leader epoch we believe in; a
-/// fencing error updates it (and the fetch is retried once at the learned epoch).
-pub(super) fn fetch_once(
+/// The fetch request of a MIRRORING partition (from its log end, at the source leader epoch we believe
+/// in), with its log. `max_bytes` is the partition's limit (`fetch_max_bytes`, never above the round's cap).
+pub(super) fn request(
     node: &Node,
-    source: &dyn MirrorSource,
-    settings: &MirrorSettings,
     w: &Work,
+    source_epoch: i32,
+    max_bytes: usize,
+) -> Result<(Arc<PartitionLog>, FetchRequest), Error> {
+    let log = partition_log(node, w)?;
+    let request = FetchRequest {
+        topic: w.topic.clone(),
+        topic_id: w.key.topic_id,
+        partition: w.partition,
+        fetch_offset: log.log_end_offset(),
+        last_fetched_epoch: log.latest_epoch(),
+        current_leader_epoch: source_epoch,
+        max_bytes,
+        isolation: Isolation::ReadCommitted,
+    };
+    Ok((log, request))
+}
+
+/// One partition's answer of a round, by Kafka's follower rules. `source_epoch` is the source leader
+/// epoch the request carried; fencing updates it, and the partition fetches at it next round (not
+/// again within this one). Appended batches are not flushed here: the round flushes the logs that
+/// need it together.
+pub(super) fn handle(
+    source: &dyn MirrorSource,
+    w: &Work,
+    log: &PartitionLog,
+    answer: Result<FetchResponse, SourceError>,
     source_epoch: &mut i32,
     report: &mut TickReport,
 ) -> Result<Fetched, FetchOutcome> {
-    let log = partition_log(node, w).map_err(FetchOutcome::Fail)?;
-    let response = loop {
-        let request = FetchRequest {
-            topic: w.topic.clone(),
-            topic_id: w.key.topic_id,
-            partition: w.partition,
-            fetch_offset: log.log_end_offset(),
-            last_fetched_epoch: log.latest_epoch(),
-            current_leader_epoch: *source_epoch,
-            max_bytes: settings.fetch_max_bytes,
-            isolation: Isolation::ReadCommitted,
-        };
-        match source.fetch(&request) {
-            Ok(r) => break r,
-            Err(SourceError::FencedLeaderEpoch { leader_epoch })
-                if leader_epoch != *source_epoch =>
-            {
-                *source_epoch = leader_epoch;
-            }
-            Err(SourceError::UnknownLeaderEpoch) => {
-                // Our idea of the source epoch is ahead of the source's metadata: rediscover it.
-                let was = std::mem::replace(source_epoch, 0);
-                return Err(FetchOutcome::Backoff(format!(
-                    "{}: UNKNOWN_LEADER_EPOCH at epoch {was}",
-                    source.describe()
-                )));
-            }
-            Err(SourceError::OffsetOutOfRange) => {
-                out_of_range(source, w, &log, report)?;
-                return Ok(Fetched {
-                    high_watermark: None,
-                });
-            }
-            Err(SourceError::UnknownTopicOrPartition(what)) => {
-                return Err(FetchOutcome::Fail(Error::Refused(format!(
-                    "the source topic is gone ({what}); remove it from the mirror to make it writable"
-                ))));
-            }
-            Err(e) => return Err(FetchOutcome::Fail(source_error(&source.describe(), e))),
+    let response = match answer {
+        Ok(r) => r,
+        Err(SourceError::FencedLeaderEpoch { leader_epoch }) if leader_epoch != *source_epoch => {
+            *source_epoch = leader_epoch;
+            report.epochs_learned += 1;
+            return Ok(Fetched::default());
         }
+        Err(SourceError::UnknownLeaderEpoch) => {
+            // Our idea of the source epoch is ahead of the source's metadata: rediscover it.
+            let was = std::mem::replace(source_epoch, 0);
+            return Err(FetchOutcome::Backoff(format!(
+                "{}: UNKNOWN_LEADER_EPOCH at epoch {was}",
+                source.describe()
+            )));
+        }
+        Err(SourceError::OffsetOutOfRange) => {
+            out_of_range(source, w, log, report)?;
+            return Ok(Fetched::default());
+        }
+        Err(SourceError::UnknownTopicOrPartition(what)) => {
+            return Err(FetchOutcome::Fail(Error::Refused(format!(
+                "the source topic is gone ({what}); remove it from the mirror to make it writable"
+            ))));
+        }
+        Err(e) => return Err(FetchOutcome::Fail(source_error(&source.describe(), e))),
     };
     if let Some((epoch, end)) = response.diverging_epoch {
-        // Kafka's follower rule: in the same epoch, the smaller end; otherwise our end of that epoch
-        // (the next fetch finds the rest).
-        let target = match log.end_offset_for_epoch(epoch) {
-            Some((e, o)) if e == epoch => end.min(o),
-            Some((_, o)) => o,
-            None => end.min(log.log_end_offset()),
-        };
-        log.truncate_to(target)
-            .map_err(|e| FetchOutcome::Fail(e.into()))?;
+        diverged(log, epoch, end)?;
         report.truncations += 1;
-        return Ok(Fetched {
-            high_watermark: None,
-        });
+        return Ok(Fetched::default());
     }
     let whole = whole_batches(&response.records);
     if whole > 0 {
         let info = log
-            .append_as_mirror(&response.records[..whole])
+            .append_as_mirror_unflushed(&response.records[..whole])
             .map_err(|e| FetchOutcome::Fail(e.into()))?;
         report.batches_appended += info.batches as u64;
         report.bytes_appended += info.bytes as u64;
@@ -154,7 +163,21 @@ pub(super) fn fetch_once(
     }
     Ok(Fetched {
         high_watermark: Some(response.high_watermark),
+        appended: whole > 0,
+        took_records: !response.records.is_empty(),
     })
+}
+
+/// A diverging epoch: Kafka's follower rule. In the same epoch, the smaller end; otherwise our end of
+/// that epoch (the next fetch finds the rest).
+fn diverged(log: &PartitionLog, epoch: i32, end: i64) -> Result<(), FetchOutcome> {
+    let target = match log.end_offset_for_epoch(epoch) {
+        Some((e, o)) if e == epoch => end.min(o),
+        Some((_, o)) => o,
+        None => end.min(log.log_end_offset()),
+    };
+    log.truncate_to(target)
+        .map_err(|e| FetchOutcome::Fail(e.into()))
 }
 
 /// OFFSET_OUT_OF_RANGE (§2.6): behind the source's start -> restart there; ahead of its end -> cut.
@@ -193,4 +216,145 @@ fn whole_batches(bytes: &[u8]) -> usize {
         }
     }
     end
+}
+
+/// A round's partition that was asked for: its work, the epoch it asked at, its log.
+type Asked = Option<(Work, i32, Arc<PartitionLog>)>;
+
+impl Manager {
+    /// One mirror's part of a fetch round: every due partition of it in one
+    /// [`MirrorSource::fetch_many`], in rotated order, within the round's cap; each answer handled by
+    /// the per-partition rules ([`handle`]) and dropped before the next. Partitions that appended go
+    /// into `appended` for the round's flush.
+    pub(super) fn fetch_from(
+        &self,
+        mirror: &str,
+        mut partitions: Vec<(Work, PartitionRuntime)>,
+        now: i64,
+        report: &mut TickReport,
+        appended: &mut Vec<(Work, Arc<PartitionLog>)>,
+    ) {
+        let source = match self.source_for(mirror) {
+            Ok(s) => s,
+            Err(e) => {
+                for (w, _) in &partitions {
+                    let error = source_error(mirror, e.clone());
+                    self.fetch_done(w, Err(FetchOutcome::Fail(error)), now, report);
+                }
+                return;
+            }
+        };
+        self.rotate(mirror, &mut partitions);
+        let cap = self.settings.fetch_response_max_bytes.max(1);
+        let partition_max = self.settings.fetch_max_bytes.clamp(1, cap);
+        let mut asked: Vec<Asked> = Vec::with_capacity(partitions.len());
+        let mut requests = Vec::with_capacity(partitions.len());
+        for (w, rt) in partitions {
+            match request(&self.node, &w, rt.source_epoch, partition_max) {
+                Ok((log, r)) => {
+                    asked.push(Some((w, rt.source_epoch, log)));
+                    requests.push(r);
+                }
+                Err(e) => self.fetch_done(&w, Err(FetchOutcome::Fail(e)), now, report),
+            }
+        }
+        if requests.is_empty() {
+            return;
+        }
+        let mut last_served = None;
+        // Each answer is moved out, appended and dropped in turn: what is held is at most the cap.
+        for (i, answer) in source.fetch_many(&requests, cap) {
+            // An index the request did not have, or one answered twice, is not ours to handle.
+            let Some((w, mut epoch, log)) = asked.get_mut(i).and_then(Option::take) else {
+                continue;
+            };
+            let outcome = handle(source.as_ref(), &w, &log, answer, &mut epoch, report);
+            self.update_runtime(&w, |r| r.source_epoch = epoch);
+            let (took, wrote) = outcome
+                .as_ref()
+                .map_or((false, false), |f| (f.took_records, f.appended));
+            if took {
+                last_served = Some((w.topic.clone(), w.partition));
+            }
+            self.fetch_done(&w, outcome, now, report);
+            if wrote {
+                appended.push((w, log));
+            }
+        }
+        if let Some(key) = last_served {
+            lock(&self.fetch_rotation).insert(mirror.to_owned(), key);
+        }
+    }
+
+    /// Orders a mirror's partitions for its round: by (topic, partition), starting after the partition
+    /// its last round took records from last. A budget that runs out then serves the partitions it did
+    /// not reach first next time, as Kafka's fetcher moves the partitions that returned data to the end.
+    fn rotate(&self, mirror: &str, partitions: &mut [(Work, PartitionRuntime)]) {
+        partitions.sort_by(|(a, _), (b, _)| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        let Some((topic, partition)) = lock(&self.fetch_rotation).get(mirror).cloned() else {
+            return;
+        };
+        let start = partitions.partition_point(|(w, _)| {
+            (w.topic.as_str(), w.partition) <= (topic.as_str(), partition)
+        });
+        partitions.rotate_left(start);
+    }
+
+    /// What a partition's answer leaves in its runtime: a high watermark learned ends a backoff and a
+    /// FAILED episode's count; a backoff waits `fetch_backoff_ms`; a failure moves it to FAILED.
+    fn fetch_done(
+        &self,
+        w: &Work,
+        outcome: Result<Fetched, FetchOutcome>,
+        now: i64,
+        report: &mut TickReport,
+    ) {
+        let done = match outcome {
+            Ok(fetched) => {
+                if let Some(hw) = fetched.high_watermark {
+                    self.update_runtime(w, |r| {
+                        r.source_high_watermark = Some(hw);
+                        r.not_before_ms = 0;
+                        r.failures = 0;
+                    });
+                }
+                Ok(())
+            }
+            Err(FetchOutcome::Backoff(msg)) => {
+                let until = now + self.settings.fetch_backoff_ms;
+                self.update_runtime(w, |r| r.not_before_ms = until);
+                report.errors.push((w.topic.clone(), w.partition, msg));
+                Ok(())
+            }
+            Err(FetchOutcome::Fail(e)) => self.fail(w, MirrorState::Mirroring, e, now, report),
+        };
+        if let Err(e) = done {
+            self.unrecorded_error(w, e, now, report);
+        }
+    }
+
+    /// The round's flush: the logs it appended to whose topic asks for a flush now (`flush.messages`,
+    /// `flush.ms`; Kafka's defaults never do) are flushed together, in one submission where the storage
+    /// syncs files together (io_uring), not one sync per partition. A failed flush is met again by each
+    /// log's own flush, so only the partitions whose log failed go to FAILED.
+    pub(super) fn flush_round(
+        &self,
+        appended: Vec<(Work, Arc<PartitionLog>)>,
+        now: i64,
+        report: &mut TickReport,
+    ) {
+        let due: Vec<_> = appended
+            .into_iter()
+            .filter(|(_, log)| log.flush_due())
+            .collect();
+        let logs: Vec<&PartitionLog> = due.iter().map(|(_, log)| log.as_ref()).collect();
+        if logs.is_empty() || PartitionLog::flush_many(&logs).is_ok() {
+            return;
+        }
+        for (w, log) in &due {
+            if let Err(e) = log.flush(log.log_end_offset()) {
+                self.fetch_done(w, Err(FetchOutcome::Fail(e.into())), now, report);
+            }
+        }
+    }
 }

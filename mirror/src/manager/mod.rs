@@ -35,7 +35,7 @@ use crate::source::MirrorSource;
 use crate::state::MirrorState;
 use crate::store::MIRROR_STATE_TOPIC;
 use crate::topics;
-use fetcher::{source_error, FetchOutcome};
+use fetcher::source_error;
 pub use group_sync::OffsetClamp;
 use resolver::Sources;
 use retry::{target_state, waiting};
@@ -118,6 +118,8 @@ pub struct TickReport {
     pub next_retry_ms: Option<i64>,
     /// Consumer-group offsets written to `__consumer_offsets` (commits and tombstones).
     pub offsets_synced: u64,
+    /// Source leader epochs learned by fencing (the partition fetches at it next round).
+    pub epochs_learned: u64,
     /// Synced offsets moved into the local log (the source committed beyond what is mirrored).
     pub offset_clamps: Vec<OffsetClamp>,
 }
@@ -129,6 +131,7 @@ impl TickReport {
             || self.batches_appended > 0
             || self.truncations > 0
             || self.offsets_synced > 0
+            || self.epochs_learned > 0
     }
 }
 
@@ -167,6 +170,9 @@ pub struct Manager {
     next_metadata_sync: Mutex<BTreeMap<String, i64>>,
     /// The consumer-group offset sync's schedule (`group_sync`).
     group_sync: Mutex<group_sync::GroupSyncState>,
+    /// Per mirror, the partition its last fetch round took records from last: the next round starts
+    /// after it (`fetcher::rotate`).
+    fetch_rotation: Mutex<BTreeMap<String, (String, i32)>>,
 }
 
 impl Manager {
@@ -178,6 +184,7 @@ impl Manager {
             sources: Sources::default(),
             next_metadata_sync: Mutex::new(BTreeMap::new()),
             group_sync: Mutex::new(Default::default()),
+            fetch_rotation: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -212,6 +219,7 @@ impl Manager {
     /// Forgets everything about `mirror` (it was deleted).
     pub(crate) fn forget_mirror(&self, mirror: &str) {
         lock(&self.runtime).retain(|_, rt| rt.mirror != mirror);
+        lock(&self.fetch_rotation).remove(mirror);
         self.sources.forget(mirror);
     }
 
@@ -350,6 +358,7 @@ impl Manager {
             all.errors.extend(r.errors);
             all.next_retry_ms = r.next_retry_ms;
             all.offsets_synced += r.offsets_synced;
+            all.epochs_learned += r.epochs_learned;
             all.offset_clamps.extend(r.offset_clamps);
             if !progressed {
                 break;
@@ -440,23 +449,22 @@ impl Manager {
         }
     }
 
-    /// The fetches of a round: one per MIRRORING partition that is due.
+    /// The fetches of a round (docs/mirroring.md, "The fetch round"): the due MIRRORING partitions
+    /// grouped by mirror, one `fetch_many` to each mirror's source (`fetcher::fetch_from`), then one
+    /// flush of the logs that need one.
     fn fetch_round(&self, fetch: Vec<(Work, PartitionRuntime)>, now: i64, report: &mut TickReport) {
+        let mut by_mirror: BTreeMap<String, Vec<(Work, PartitionRuntime)>> = BTreeMap::new();
         for (w, rt) in fetch {
-            let done = match self.fetch(&w, &rt, report) {
-                Ok(()) => Ok(()),
-                Err(FetchOutcome::Backoff(msg)) => {
-                    let until = now + self.settings.fetch_backoff_ms;
-                    self.update_runtime(&w, |r| r.not_before_ms = until);
-                    report.errors.push((w.topic.clone(), w.partition, msg));
-                    Ok(())
-                }
-                Err(FetchOutcome::Fail(e)) => self.fail(&w, MirrorState::Mirroring, e, now, report),
-            };
-            if let Err(e) = done {
-                self.unrecorded_error(&w, e, now, report);
-            }
+            by_mirror
+                .entry(w.key.mirror.clone())
+                .or_default()
+                .push((w, rt));
         }
+        let mut appended = Vec::new();
+        for (mirror, partitions) in by_mirror {
+            self.fetch_from(&mirror, partitions, now, report, &mut appended);
+        }
+        self.flush_round(appended, now, report);
     }
 
     /// The stops of a round (a failover): each STOPPING partition's steps, then STOPPED.
@@ -603,34 +611,6 @@ impl Manager {
                 r.unrecorded_until_ms = 0;
             }
         }
-    }
-
-    /// One fetch of a MIRRORING partition; what it learned of the source goes into the runtime.
-    fn fetch(
-        &self,
-        w: &Work,
-        rt: &PartitionRuntime,
-        report: &mut TickReport,
-    ) -> Result<(), FetchOutcome> {
-        let source = self.source(w).map_err(FetchOutcome::Fail)?;
-        let mut source_epoch = rt.source_epoch;
-        let fetched = fetcher::fetch_once(
-            &self.node,
-            source.as_ref(),
-            &self.settings,
-            w,
-            &mut source_epoch,
-            report,
-        );
-        self.update_runtime(w, |r| r.source_epoch = source_epoch);
-        if let Some(hw) = fetched?.high_watermark {
-            self.update_runtime(w, |r| {
-                r.source_high_watermark = Some(hw);
-                r.not_before_ms = 0;
-                r.failures = 0; // a successful fetch ends a FAILED episode's count
-            });
-        }
-        Ok(())
     }
 
     fn source(&self, w: &Work) -> Result<Arc<dyn MirrorSource>, Error> {
