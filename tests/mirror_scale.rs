@@ -6,12 +6,14 @@
 #[path = "mirror_support/mod.rs"]
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use klog::log::checkpoint::TopicId;
 use klog::log::format::ControlRecordType;
+use klog::log::io::{StdStorage, Storage, StorageFile};
 use klog::mirror::source::{
     FetchManyResponse, FetchRequest, FetchResponse, SourceError, SourceGroup, SourceTopic,
 };
@@ -216,10 +218,17 @@ fn a_thousand_partitions_converge_with_one_fetch_per_source_per_round_and_fail_o
     all_ok(b.remove_topics("mc", &c_topics).unwrap());
     let report = b.run_until_idle(20);
     assert!(report.errors.is_empty(), "{:?}", report.errors);
+    // One describe for all (`state_of` describes every partition each time).
+    let states: BTreeMap<(String, i32), Option<MirrorState>> = b
+        .describe()
+        .into_iter()
+        .map(|d| ((d.topic, d.partition), d.state))
+        .collect();
     for (source, topics) in [(&a, &a_topics), (&c, &c_topics)] {
         for t in topics {
             for p in 0..50 {
-                assert_eq!(state_of(&b, t, p), Some(MirrorState::Stopped), "{t}-{p}");
+                let state = states.get(&(t.clone(), p)).copied().flatten();
+                assert_eq!(state, Some(MirrorState::Stopped), "{t}-{p}");
                 let mirrored = batches(&source.log(t, p).unwrap());
                 let all = batches(&b.log(t, p).unwrap());
                 assert_eq!(all[..mirrored.len()], mirrored[..], "{t}-{p}");
@@ -310,4 +319,81 @@ fn rotation_reaches_every_partition_when_the_cap_runs_out() {
         (0..10).collect::<Vec<_>>(),
         "partitions that got data"
     );
+}
+
+/// The std backend, claiming to sync files together (as io_uring does), counting each `sync_files`
+/// call with the number of files it was given.
+#[derive(Debug, Default)]
+struct Gathering {
+    calls: Mutex<Vec<usize>>,
+}
+
+impl Storage for Gathering {
+    fn create(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
+        StdStorage.create(path)
+    }
+    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
+        StdStorage.open(path)
+    }
+    fn open_read(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
+        StdStorage.open_read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        StdStorage.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        StdStorage.remove(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        StdStorage.sync_dir(dir)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        StdStorage.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        StdStorage.create_dir_all(dir)
+    }
+    fn name(&self) -> &'static str {
+        "gathering"
+    }
+    fn lock_dir(&self, dir: &Path) -> std::io::Result<Option<std::fs::File>> {
+        StdStorage.lock_dir(dir)
+    }
+    fn sync_files(&self, files: &[Arc<dyn StorageFile>]) -> std::io::Result<()> {
+        self.calls.lock().unwrap().push(files.len());
+        files.iter().try_for_each(|f| f.sync())
+    }
+    fn syncs_together(&self) -> bool {
+        true
+    }
+}
+
+/// With `flush.messages=1` on the destination's topic, a round that appends to every partition syncs
+/// them all in one `sync_files` call at its end (one io_uring submission), not one sync per append,
+/// and leaves every log flushed to its end.
+#[test]
+fn a_round_flushes_the_partitions_that_need_it_together() {
+    let env = Env::new();
+    let (a, names) = source_with(&env, "a", "t", (1, 20), (2, 3));
+    let storage = Arc::new(Gathering::default());
+    let b = env.cluster_on(storage.clone(), "b");
+    let _source = link_counted(&b, "m", &a);
+    all_ok(b.add_topics("m", &names).unwrap());
+    b.alter_topic_configs("t0", &[("flush.messages".into(), Some("1".into()))])
+        .unwrap();
+    b.tick(); // PREPARING -> MIRRORING: nothing fetched yet
+    storage.calls.lock().unwrap().clear();
+    let report = b.tick();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.batches_appended, 40);
+    assert_eq!(
+        *storage.calls.lock().unwrap(),
+        [20],
+        "sync_files calls of the round, with their file counts"
+    );
+    for p in 0..20 {
+        let log = b.log("t0", p).unwrap();
+        assert_eq!(log.recovery_point(), log.log_end_offset(), "t0-{p}");
+    }
+    assert_converged(&b, &a, &names);
 }
