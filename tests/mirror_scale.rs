@@ -397,3 +397,111 @@ fn a_round_flushes_the_partitions_that_need_it_together() {
     }
     assert_converged(&b, &a, &names);
 }
+
+/// A fetch answer as comparable values.
+type Answer = Result<(i64, i64, i64, Option<(i32, i64)>, Vec<u8>), SourceError>;
+
+fn answer(r: Result<FetchResponse, SourceError>) -> Answer {
+    r.map(|r| {
+        (
+            r.high_watermark,
+            r.last_stable_offset,
+            r.log_start_offset,
+            r.diverging_epoch,
+            r.records,
+        )
+    })
+}
+
+/// `LocalSource::fetch_many` answers every partition as `fetch` does (records, fencing, unknown
+/// partitions, out of range), and within a budget only the first partition with records gets a batch
+/// beyond it; the partitions after the budget ran out are left out.
+#[test]
+fn local_fetch_many_answers_as_fetch_does_within_the_budget() {
+    let env = Env::new();
+    let (a, _) = source_with(&env, "a", "t", (1, 4), (3, 20));
+    assert_eq!(a.bump_leader_epoch("t0", 1, 0).unwrap(), 1);
+    let id = TopicId::parse(&a.topic("t0").unwrap().id).unwrap();
+    let source = a.as_source();
+    let request = |partition: i32, fetch_offset: i64| FetchRequest {
+        topic: "t0".into(),
+        topic_id: id,
+        partition,
+        fetch_offset,
+        last_fetched_epoch: None,
+        current_leader_epoch: 0,
+        max_bytes: 1 << 20,
+        isolation: klog::mirror::source::Isolation::ReadCommitted,
+    };
+    let requests = vec![
+        request(0, 0),
+        request(1, 0),  // fenced: the source leads at epoch 1
+        request(2, 99), // out of range
+        request(7, 0),  // no such partition
+        request(3, 20),
+    ];
+    let many: Vec<(usize, Answer)> = source
+        .fetch_many(&requests, 1 << 20)
+        .into_iter()
+        .map(|(i, r)| (i, answer(r)))
+        .collect();
+    let one_by_one: Vec<(usize, Answer)> = requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i, answer(source.fetch(r))))
+        .collect();
+    assert_eq!(many, one_by_one);
+    assert!(matches!(
+        many[1].1,
+        Err(SourceError::FencedLeaderEpoch { leader_epoch: 1 })
+    ));
+    assert_eq!(many[0].1.as_ref().unwrap().4.len(), {
+        let all = batches(&a.log("t0", 0).unwrap());
+        all.iter().map(|b| b.bytes.len()).sum::<usize>()
+    });
+
+    // A budget of half a batch: the first partition still gets one whole batch, the second none (its
+    // answer is empty), and nothing is asked after the budget is spent.
+    let batch_bytes = batches(&a.log("t0", 0).unwrap())[0].bytes.len();
+    let small = vec![request(0, 0), request(2, 0), request(3, 0)];
+    let cut = source.fetch_many(&small, batch_bytes / 2);
+    let sizes: Vec<(usize, usize)> = cut
+        .into_iter()
+        .map(|(i, r)| (i, r.unwrap().records.len()))
+        .collect();
+    assert_eq!(sizes, [(0, batch_bytes)]);
+    // A budget of one and a half batches: the first takes one batch, the second gets no part of a batch.
+    let cut = source.fetch_many(&small, batch_bytes + batch_bytes / 2);
+    let sizes: Vec<(usize, usize)> = cut
+        .into_iter()
+        .map(|(i, r)| (i, r.unwrap().records.len()))
+        .collect();
+    assert_eq!(sizes, [(0, batch_bytes), (1, 0), (2, 0)]);
+}
+
+/// A source whose partitions lead at a later epoch fences the first round's fetches: the round learns
+/// the epochs without asking again, and the next round fetches at them (one `fetch_many` each).
+#[test]
+fn fencing_is_retried_at_the_learned_epoch_next_round() {
+    let env = Env::new();
+    let (a, names) = source_with(&env, "a", "t", (1, 5), (1, 2));
+    for p in 0..5 {
+        a.bump_leader_epoch("t0", p, 0).unwrap();
+        a.bump_leader_epoch("t0", p, 0).unwrap();
+    }
+    let b = env.cluster("b");
+    let source = link_counted(&b, "m", &a);
+    all_ok(b.add_topics("m", &names).unwrap());
+    b.tick(); // PREPARING -> MIRRORING
+    source.take_round();
+    let fenced = b.tick();
+    assert!(fenced.errors.is_empty(), "{:?}", fenced.errors);
+    assert_eq!((fenced.epochs_learned, fenced.batches_appended), (5, 0));
+    assert!(fenced.progressed(), "learning an epoch is progress");
+    let round = source.take_round();
+    assert_eq!((round.fetch_manys, round.fetches), (1, 0));
+    let fetched = b.tick();
+    assert_eq!((fetched.epochs_learned, fetched.batches_appended), (0, 5));
+    assert_eq!(source.take_round().fetch_manys, 1);
+    assert_converged(&b, &a, &names);
+}
