@@ -10,8 +10,8 @@
 //! - one partition's failure moves only that partition to FAILED.
 
 //!
-//! Its parts: [`resolver`] (connecting each mirror to its source), `fetcher` (PREPARING and one fetch
-//! of a MIRRORING partition), `stopping` (the failover of a partition) and `group_sync` (the
+//! Its parts: [`resolver`] (connecting each mirror to its source), `fetcher` (PREPARING and the fetch
+//! round of the MIRRORING partitions: one `fetch_many` per source), `stopping` (the failover of a partition) and `group_sync` (the
 //! consumer-group offsets that ride along). It works on a
 //! [`Node`]; it knows sources only through [`MirrorSource`].
 
