@@ -31,9 +31,13 @@
 //! call runs at a time.
 
 mod admin;
+mod broker_fetch;
 mod brokers;
 mod fetch;
+mod fetch_many;
+mod fetch_session;
 mod groups;
+mod request_counts;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
@@ -46,11 +50,13 @@ use klog_log::checkpoint::TopicId;
 use crate::acl::AclBinding;
 use crate::kafka_wire::error_name;
 use crate::source::{
-    FetchRequest, FetchResponse, MirrorSource, SourceError, SourceGroup, SourceTopic,
+    FetchManyResponse, FetchRequest, FetchResponse, MirrorSource, SourceError, SourceGroup,
+    SourceTopic,
 };
 use brokers::Brokers;
 #[cfg(test)]
 use fetch::{classify, partition_result, PartitionFailure};
+pub use request_counts::RequestCounts;
 
 /// The scheme of a Kafka source.
 pub const KAFKA_SCHEME: &str = "kafka://";
@@ -124,6 +130,23 @@ impl KafkaSource {
         inner.fenced.clone()
     }
 
+    /// Every request this source sent, by API and broker address (the client's request log, counted).
+    pub fn request_counts(&self) -> RequestCounts {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.counts.clone()
+    }
+
+    /// Each source broker's KIP-227 fetch session, by address: (session id, the epoch its next fetch
+    /// carries). Id 0 or epoch 0: the next fetch there is full.
+    pub fn fetch_sessions(&self) -> BTreeMap<String, (i32, i32)> {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner
+            .sessions
+            .iter()
+            .map(|(address, s)| (address.clone(), (s.id(), s.epoch())))
+            .collect()
+    }
+
     fn with_inner<T>(&self, f: impl AsyncFnOnce(&mut Brokers) -> T) -> T {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         self.runtime.block_on(f(&mut inner))
@@ -184,6 +207,12 @@ impl MirrorSource for KafkaSource {
 
     fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError> {
         self.with_inner(async |inner| fetch::fetch(inner, request).await)
+    }
+
+    /// One Fetch per source leader carrying every partition it leads, in its incremental fetch
+    /// session, the leaders fetched concurrently (`fetch_many.rs`).
+    fn fetch_many(&self, requests: &[FetchRequest], max_bytes: usize) -> FetchManyResponse {
+        self.with_inner(async |inner| fetch_many::fetch_many(inner, requests, max_bytes).await)
     }
 
     fn list_offsets(
