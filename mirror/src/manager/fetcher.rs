@@ -8,7 +8,7 @@ use klog_log::partition_log::PartitionLog;
 use super::{MirrorSettings, TickReport, Work};
 use crate::error::Error;
 use crate::node::Node;
-use crate::source::{FetchRequest, Isolation, MirrorSource, SourceError};
+use crate::source::{FetchRequest, FetchResponse, Isolation, MirrorSource, SourceError};
 
 /// Why a fetch did not complete.
 pub(super) enum FetchOutcome {
@@ -73,34 +73,46 @@ pub(super) fn prepare(node: &Node, source: &dyn MirrorSource, w: &Work) -> Resul
     Ok(false)
 }
 
-/// One fetch for a MIRRORING partition. `source_epoch` is the source leader epoch we believe in; a
-/// fencing error updates it (and the fetch is retried once at the learned epoch).
-pub(super) fn fetch_once(
-    node: &Node,
+/// The fetch a MIRRORING partition sends now: from its log end, at the source epoch we believe in.
+pub(super) fn fetch_request(
+    log: &PartitionLog,
+    settings: &MirrorSettings,
+    w: &Work,
+    source_epoch: i32,
+) -> FetchRequest {
+    FetchRequest {
+        topic: w.topic.clone(),
+        topic_id: w.key.topic_id,
+        partition: w.partition,
+        fetch_offset: log.log_end_offset(),
+        last_fetched_epoch: log.latest_epoch(),
+        current_leader_epoch: source_epoch,
+        max_bytes: settings.fetch_max_bytes,
+        isolation: Isolation::ReadCommitted,
+    }
+}
+
+/// Takes what one fetch of a MIRRORING partition answered. `source_epoch` is the source leader epoch
+/// we believe in; a fencing error updates it (and the fetch is sent again at once, alone, at the
+/// learned epoch).
+pub(super) fn take_fetched(
     source: &dyn MirrorSource,
     settings: &MirrorSettings,
     w: &Work,
+    log: &PartitionLog,
+    answer: Result<FetchResponse, SourceError>,
     source_epoch: &mut i32,
     report: &mut TickReport,
 ) -> Result<Fetched, FetchOutcome> {
-    let log = partition_log(node, w).map_err(FetchOutcome::Fail)?;
+    let mut answer = answer;
     let response = loop {
-        let request = FetchRequest {
-            topic: w.topic.clone(),
-            topic_id: w.key.topic_id,
-            partition: w.partition,
-            fetch_offset: log.log_end_offset(),
-            last_fetched_epoch: log.latest_epoch(),
-            current_leader_epoch: *source_epoch,
-            max_bytes: settings.fetch_max_bytes,
-            isolation: Isolation::ReadCommitted,
-        };
-        match source.fetch(&request) {
+        match answer {
             Ok(r) => break r,
             Err(SourceError::FencedLeaderEpoch { leader_epoch })
                 if leader_epoch != *source_epoch =>
             {
                 *source_epoch = leader_epoch;
+                answer = source.fetch(&fetch_request(log, settings, w, *source_epoch));
             }
             Err(SourceError::UnknownLeaderEpoch) => {
                 // Our idea of the source epoch is ahead of the source's metadata: rediscover it.
@@ -111,7 +123,7 @@ pub(super) fn fetch_once(
                 )));
             }
             Err(SourceError::OffsetOutOfRange) => {
-                out_of_range(source, w, &log, report)?;
+                out_of_range(source, w, log, report)?;
                 return Ok(Fetched {
                     high_watermark: None,
                 });

@@ -25,13 +25,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use klog_log::checkpoint::TopicId;
-use klog_log::partition_log::WriteMode;
+use klog_log::partition_log::{PartitionLog, WriteMode};
 
 use crate::error::Error;
 use crate::metadata::{DesiredState, TopicMeta};
 use crate::node::{lock, Node};
 use crate::records::{MirrorKey, MirrorRecord, PartitionStateValue};
-use crate::source::MirrorSource;
+use crate::source::{FetchRequest, FetchResponse, MirrorSource, SourceError};
 use crate::state::MirrorState;
 use crate::store::MIRROR_STATE_TOPIC;
 use crate::topics;
@@ -39,6 +39,10 @@ use fetcher::{source_error, FetchOutcome};
 pub use group_sync::OffsetClamp;
 use resolver::Sources;
 use retry::{target_state, waiting};
+
+/// The most a round's fetch from one mirror's source may bring (interim: the fetch-round rework
+/// bounds in-flight bytes across mirrors).
+const ROUND_MAX_BYTES: usize = 64 << 20;
 
 /// The mirroring knobs (KIP-1279 §6.3 names in the docs).
 #[derive(Debug, Clone)]
@@ -434,22 +438,73 @@ impl Manager {
         }
     }
 
-    /// The fetches of a round: one per MIRRORING partition that is due.
+    /// The fetches of a round: the due MIRRORING partitions of each mirror in one
+    /// [`MirrorSource::fetch_many`] (interim: the fetch-round rework replaces this), then each answer
+    /// taken as a single fetch's was. A partition the source left out of its answer waits for the
+    /// next round.
     fn fetch_round(&self, fetch: Vec<(Work, PartitionRuntime)>, now: i64, report: &mut TickReport) {
+        let mut by_mirror: BTreeMap<String, Vec<(Work, PartitionRuntime)>> = BTreeMap::new();
         for (w, rt) in fetch {
-            let done = match self.fetch(&w, &rt, report) {
-                Ok(()) => Ok(()),
-                Err(FetchOutcome::Backoff(msg)) => {
-                    let until = now + self.settings.fetch_backoff_ms;
-                    self.update_runtime(&w, |r| r.not_before_ms = until);
-                    report.errors.push((w.topic.clone(), w.partition, msg));
-                    Ok(())
+            by_mirror
+                .entry(w.key.mirror.clone())
+                .or_default()
+                .push((w, rt));
+        }
+        for (mirror, due) in by_mirror {
+            let source = match self.source_for(&mirror) {
+                Ok(s) => s,
+                Err(e) => {
+                    for (w, _) in due {
+                        let e = FetchOutcome::Fail(source_error(&mirror, e.clone()));
+                        self.fetched(&w, Err(e), now, report);
+                    }
+                    continue;
                 }
-                Err(FetchOutcome::Fail(e)) => self.fail(&w, MirrorState::Mirroring, e, now, report),
             };
-            if let Err(e) = done {
-                self.unrecorded_error(&w, e, now, report);
+            let mut asked = Vec::new();
+            for (w, rt) in due {
+                match fetcher::partition_log(&self.node, &w) {
+                    Ok(log) => asked.push((w, rt, log)),
+                    Err(e) => self.fetched(&w, Err(FetchOutcome::Fail(e)), now, report),
+                }
             }
+            let requests: Vec<FetchRequest> = asked
+                .iter()
+                .map(|(w, rt, log)| fetcher::fetch_request(log, &self.settings, w, rt.source_epoch))
+                .collect();
+            let budget = self
+                .settings
+                .fetch_max_bytes
+                .saturating_mul(requests.len())
+                .min(ROUND_MAX_BYTES);
+            for (i, answer) in source.fetch_many(&requests, budget) {
+                let (w, rt, log) = &asked[i];
+                let taken = self.take(w, rt, source.as_ref(), log, answer, report);
+                self.fetched(w, taken, now, report);
+            }
+        }
+    }
+
+    /// A partition's fetch ended: a backoff or FAILED when it did not complete.
+    fn fetched(
+        &self,
+        w: &Work,
+        taken: Result<(), FetchOutcome>,
+        now: i64,
+        report: &mut TickReport,
+    ) {
+        let done = match taken {
+            Ok(()) => Ok(()),
+            Err(FetchOutcome::Backoff(msg)) => {
+                let until = now + self.settings.fetch_backoff_ms;
+                self.update_runtime(w, |r| r.not_before_ms = until);
+                report.errors.push((w.topic.clone(), w.partition, msg));
+                Ok(())
+            }
+            Err(FetchOutcome::Fail(e)) => self.fail(w, MirrorState::Mirroring, e, now, report),
+        };
+        if let Err(e) = done {
+            self.unrecorded_error(w, e, now, report);
         }
     }
 
@@ -599,20 +654,23 @@ impl Manager {
         }
     }
 
-    /// One fetch of a MIRRORING partition; what it learned of the source goes into the runtime.
-    fn fetch(
+    /// A MIRRORING partition's fetch answer taken; what it learned of the source goes into the runtime.
+    fn take(
         &self,
         w: &Work,
         rt: &PartitionRuntime,
+        source: &dyn MirrorSource,
+        log: &PartitionLog,
+        answer: Result<FetchResponse, SourceError>,
         report: &mut TickReport,
     ) -> Result<(), FetchOutcome> {
-        let source = self.source(w).map_err(FetchOutcome::Fail)?;
         let mut source_epoch = rt.source_epoch;
-        let fetched = fetcher::fetch_once(
-            &self.node,
-            source.as_ref(),
+        let fetched = fetcher::take_fetched(
+            source,
             &self.settings,
             w,
+            log,
+            answer,
             &mut source_epoch,
             report,
         );
