@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kafka_protocol::messages::{ApiKey, FetchResponse as KafkaFetchResponse};
 use tokio::task::JoinSet;
 
 use super::broker_fetch::{BrokerFetch, BrokerFetched, FETCH_TOPIC_ID_VERSION};
@@ -212,8 +213,7 @@ async fn absorb(
         b.opened(&address, opened.as_ref().err());
     }
     for _ in 0..fetches_sent {
-        b.counts
-            .record(kafka_protocol::messages::ApiKey::Fetch as i16, &address);
+        b.counts.record(ApiKey::Fetch as i16, &address);
     }
     let broken = connection.is_none();
     b.check_in(&address, connection);
@@ -245,40 +245,68 @@ async fn absorb(
         }
         return;
     }
-    let index: BTreeMap<([u8; 16], i32), usize> = partitions
-        .iter()
-        .map(|(i, r)| ((r.topic_id.0, r.partition), *i))
-        .collect();
-    let by_name: BTreeMap<&str, [u8; 16]> = partitions
-        .iter()
-        .map(|(_, r)| (r.topic.as_str(), r.topic_id.0))
-        .collect();
-    for t in &response.responses {
-        let id = if version >= FETCH_TOPIC_ID_VERSION {
-            Some(*t.topic_id.as_bytes())
-        } else {
-            by_name.get(t.topic.0.as_str()).copied()
-        };
-        let Some(id) = id else { continue };
-        for p in &t.partitions {
-            // A partition we did not ask for is ignored.
-            let Some(&i) = index.get(&(id, p.partition_index)) else {
-                continue;
+    let at = Answered {
+        address: &address,
+        version,
+        partitions: &partitions,
+    };
+    at.map(b, requests, &response, answers, moved).await;
+}
+
+/// A broker's answer without a top-level error, and what it was asked.
+struct Answered<'a> {
+    address: &'a str,
+    version: i16,
+    partitions: &'a [(usize, FetchRequest)],
+}
+
+impl Answered<'_> {
+    /// Each partition's data or error; a partition the broker left out stays absent.
+    async fn map(
+        &self,
+        b: &mut Brokers,
+        requests: &[FetchRequest],
+        response: &KafkaFetchResponse,
+        answers: &mut Answers,
+        moved: &mut Moved,
+    ) {
+        let index: BTreeMap<([u8; 16], i32), usize> = self
+            .partitions
+            .iter()
+            .map(|(i, r)| ((r.topic_id.0, r.partition), *i))
+            .collect();
+        let by_name: BTreeMap<&str, [u8; 16]> = self
+            .partitions
+            .iter()
+            .map(|(_, r)| (r.topic.as_str(), r.topic_id.0))
+            .collect();
+        for t in &response.responses {
+            let id = if self.version >= FETCH_TOPIC_ID_VERSION {
+                Some(*t.topic_id.as_bytes())
+            } else {
+                by_name.get(t.topic.0.as_str()).copied()
             };
-            let req = &requests[i];
-            let what = format!("{}-{} at {address}", req.topic, req.partition);
-            match partition_result(p) {
-                Ok(r) => {
-                    answers.insert(i, Ok(r));
-                }
-                Err(PartitionFailure::NotLeader(named)) => {
-                    b.learn_leader(&req.topic, req.partition, named);
-                    let e = SourceError::Unavailable(format!("{what}: NOT_LEADER_OR_FOLLOWER"));
-                    moved.insert(i, (address.clone(), e));
-                }
-                Err(failure) => {
-                    let result = fetch_failure(b, req, &what, failure).await;
-                    answers.insert(i, result);
+            let Some(id) = id else { continue };
+            for p in &t.partitions {
+                // A partition we did not ask for is ignored.
+                let Some(&i) = index.get(&(id, p.partition_index)) else {
+                    continue;
+                };
+                let req = &requests[i];
+                let what = format!("{}-{} at {}", req.topic, req.partition, self.address);
+                match partition_result(p) {
+                    Ok(r) => {
+                        answers.insert(i, Ok(r));
+                    }
+                    Err(PartitionFailure::NotLeader(named)) => {
+                        b.learn_leader(&req.topic, req.partition, named);
+                        let e = SourceError::Unavailable(format!("{what}: NOT_LEADER_OR_FOLLOWER"));
+                        moved.insert(i, (self.address.to_owned(), e));
+                    }
+                    Err(failure) => {
+                        let result = fetch_failure(b, req, &what, failure).await;
+                        answers.insert(i, result);
+                    }
                 }
             }
         }
