@@ -5,7 +5,8 @@
 //!
 //! - The call's `max_bytes` is split evenly between the brokers fetched (each request's `MaxBytes`),
 //!   so the whole answer stays within it (plus one batch per broker, KIP-74); each request's own
-//!   `max_bytes` is its `PartitionMaxBytes`.
+//!   `max_bytes` is its `PartitionMaxBytes`. The isolation level is the first request's (the fetcher
+//!   asks every partition at one level).
 //! - Each partition's error is its own (mapped as a single [`fetch`](super::fetch::fetch) maps it):
 //!   it never fails the broker's other partitions.
 //! - A leader that moved is followed within the call, as a single fetch follows it: the partitions

@@ -20,6 +20,13 @@
 //!   still unknown or unreachable, a broken connection) as `Unavailable` after a metadata refresh,
 //!   which the manager retries with backoff. A connection that failed is retried no sooner than its
 //!   own backoff (100 ms doubling to 5 s).
+//! - A round's fetches (`fetch_many`, `fetch_many.rs`) go as ONE Fetch per source leader carrying
+//!   every partition it leads, in that broker's KIP-227 incremental fetch session
+//!   (`fetch_session.rs`: full first, then only what changed, forgotten partitions named), the
+//!   brokers fetched concurrently (`broker_fetch.rs`); partition errors stay per partition, and a
+//!   partition whose leader moved is fetched again within the call where it is led now.
+//! - Every request is counted per API and broker ([`KafkaSource::request_counts`]) and logged at
+//!   tracing `debug`: the client's request log.
 //! - Consumer-group offsets (`groups.rs`): ListGroups to every broker, then FindCoordinator and
 //!   OffsetFetch per classic or consumer group.
 //! - The metadata sync's DescribeConfigs (a topic's DYNAMIC_TOPIC_CONFIG entries) and DescribeAcls
@@ -28,7 +35,8 @@
 //!   truncates the local partition to 0 and mirrors it again from the source's log start.
 //!
 //! The trait is synchronous: the source owns a single-threaded tokio runtime and blocks on it; one
-//! call runs at a time.
+//! call runs at a time (inside a `fetch_many`, one task per broker, each owning that broker's
+//! connection and session while it runs).
 
 mod admin;
 mod broker_fetch;
