@@ -10,7 +10,9 @@
 //! - A klog `Cluster` mirroring all 300 converges byte for byte to the brokers' `.log` files, and no
 //!   round sends more Fetch requests than there are source brokers (exactly three once every partition
 //!   is MIRRORING), counted from the client's request log (`KafkaSource::request_counts`), every
-//!   fetch after a broker's first one incremental in that broker's one session.
+//!   fetch after a broker's first one incremental in that broker's one session; and from the source
+//!   side, each broker's own request log (`kafka.request.logger` at DEBUG) shows the same Fetch
+//!   requests.
 //!
 //! One cluster for the file, one test. Skips with one line without Java, unless `KLOG_REQUIRE_KAFKA=1`
 //! (CI), where it fails.
@@ -135,8 +137,20 @@ fn fetch_many_directly(bootstrap: &str, dirs: &[(String, i32, PathBuf)]) {
             isolation: Isolation::ReadCommitted,
         })
         .collect();
+    // For the record (printed, not asserted): what the same partitions cost one Fetch each.
+    let single = Instant::now();
+    for r in &requests {
+        source.fetch(r).unwrap();
+    }
+    let single = single.elapsed();
     let before = source.request_counts();
+    let many = Instant::now();
     let answer = source.fetch_many(&requests, 64 << 20);
+    let many = many.elapsed();
+    eprintln!(
+        "{} partitions from offset 0: one Fetch each {single:?}, fetch_many {many:?}",
+        requests.len()
+    );
     let sent = fetches_since(&before, &source.request_counts());
     assert_eq!(
         sent.len() as u64,
@@ -174,7 +188,12 @@ fn fetch_many_directly(bootstrap: &str, dirs: &[(String, i32, PathBuf)]) {
     source.fetch_many(&requests, 64 << 20);
     // Nothing changed since: an incremental fetch carrying no partition, and an empty answer.
     let before = source.request_counts();
+    let idle = Instant::now();
     let answer = source.fetch_many(&requests, 64 << 20);
+    eprintln!(
+        "an incremental fetch_many with no news: {:?}",
+        idle.elapsed()
+    );
     let sent = fetches_since(&before, &source.request_counts());
     assert!(
         sent.len() as u64 == BROKERS && sent.values().all(|&n| n == 1),
@@ -193,6 +212,51 @@ fn fetch_many_directly(bootstrap: &str, dirs: &[(String, i32, PathBuf)]) {
             "{broker}: the same session, two fetches on"
         );
     }
+}
+
+/// Turns on each broker's request log (`kafka.request.logger` at DEBUG, through Kafka's own
+/// `kafka-configs --entity-type broker-loggers`): a line per completed request in its log.
+fn request_log_on(kafka: &KraftCluster, bootstrap: &str) {
+    std::thread::scope(|s| {
+        for node in &kafka.nodes {
+            let id = node.id.to_string();
+            s.spawn(move || {
+                kafka_tools(&[
+                    "run",
+                    "org.apache.kafka.tools.ConfigCommand",
+                    "--bootstrap-server",
+                    bootstrap,
+                    "--entity-type",
+                    "broker-loggers",
+                    "--entity-name",
+                    &id,
+                    "--alter",
+                    "--add-config",
+                    "kafka.request.logger=DEBUG",
+                ])
+            });
+        }
+    });
+}
+
+/// The Fetch requests from klog a broker's request log shows (Fetch is API key 1).
+fn logged_fetches(log_file: &Path) -> u64 {
+    let text = std::fs::read_to_string(log_file).unwrap_or_default();
+    text.lines()
+        .filter(|l| {
+            l.contains("Completed request:")
+                && l.contains("\"clientId\":\"klog-mirror\"")
+                && l.contains("\"requestApiKey\":1,")
+        })
+        .count() as u64
+}
+
+/// A sample request-log line, for a failure message.
+fn sample_request_line(log_file: &Path) -> String {
+    let text = std::fs::read_to_string(log_file).unwrap_or_default();
+    text.lines()
+        .find(|l| l.contains("Completed request:"))
+        .map_or("none".to_owned(), |l| l.chars().take(600).collect())
 }
 
 struct Mirror {
@@ -269,6 +333,14 @@ fn hundreds_of_partitions_one_fetch_per_broker_per_round() {
     fetch_many_directly(&bootstrap, &dirs);
     phase("fetch_many directly");
 
+    request_log_on(&kafka, &bootstrap);
+    let logged_before: Vec<u64> = kafka
+        .nodes
+        .iter()
+        .map(|n| logged_fetches(n.log_file()))
+        .collect();
+    phase("request logs on");
+
     let m = Mirror::init(&root.join("klog"));
     m.cluster
         .create_mirror("m", &format!("kafka://{bootstrap}"))
@@ -328,6 +400,28 @@ fn hundreds_of_partitions_one_fetch_per_broker_per_round() {
         counts.by_broker("Fetch"),
         counts.total("Metadata")
     );
+    // The same count from the source side: each broker's request log shows exactly the Fetch
+    // requests the client counted for it (a line is written once its response is sent: wait for
+    // the last few).
+    let deadline = Instant::now() + CONVERGE;
+    for (node, before) in kafka.nodes.iter().zip(logged_before) {
+        let ours = counts.get("Fetch", &node.bootstrap());
+        loop {
+            let theirs = logged_fetches(node.log_file()) - before;
+            if theirs == ours {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {}: {theirs} Fetch requests from klog in its request log, {ours} counted by \
+                 the client; a line: {}",
+                node.id,
+                sample_request_line(node.log_file())
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    phase("request logs agree");
     for (t, p, dir) in &dirs {
         let ours = batches(&m.cluster.log(t, *p).unwrap());
         let theirs = kafka_batches(dir);
