@@ -61,6 +61,8 @@ struct Script {
     /// One-shot partition errors, with the CurrentLeader they carry.
     partition_errors: BTreeMap<(i32, i32), (i16, (i32, i32))>,
     fetches: Vec<Seen>,
+    /// Nodes that close the connection instead of answering their next fetch.
+    hang_ups: VecDeque<i32>,
 }
 
 impl Script {
@@ -182,7 +184,8 @@ impl Script {
     }
 }
 
-fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Bytes {
+/// The response to one request frame; `None`: hang up instead.
+fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Option<Bytes> {
     let header = decode_request_header_from_buffer(&mut frame).unwrap();
     let key = ApiKey::try_from(header.request_api_key).unwrap();
     let version = header.request_api_version;
@@ -211,12 +214,16 @@ fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Bytes {
         }
         ApiKey::Metadata => s.metadata().encode(&mut out, version).unwrap(),
         ApiKey::Fetch => {
+            if let Some(i) = s.hang_ups.iter().position(|n| *n == node) {
+                s.hang_ups.remove(i);
+                return None;
+            }
             let request = KafkaFetch::decode(&mut frame, version).unwrap();
             s.fetch(node, &request).encode(&mut out, version).unwrap();
         }
         other => panic!("the fake broker does not serve {other:?}"),
     }
-    out.freeze()
+    Some(out.freeze())
 }
 
 fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>, node: i32) {
@@ -227,7 +234,9 @@ fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>, node: i32) {
         }
         let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
         stream.read_exact(&mut body).unwrap();
-        let reply = respond(&script, node, Bytes::from(body));
+        let Some(reply) = respond(&script, node, Bytes::from(body)) else {
+            return;
+        };
         stream
             .write_all(&(reply.len() as i32).to_be_bytes())
             .unwrap();
@@ -452,4 +461,40 @@ fn a_moved_leader_is_fetched_again_at_once_where_it_is_led_now() {
         ),
         (vec![0], vec![])
     );
+}
+
+#[test]
+fn a_broken_connection_drops_the_brokers_session() {
+    let (source, script) = fake_cluster();
+    let requests = all_partitions();
+    source.fetch_many(&requests, 1 << 20);
+    script.lock().unwrap().hang_ups.push_back(1);
+    let answer = source.fetch_many(&requests, 1 << 20);
+    // Node 1's partitions fail naming it (its leader is still node 1); node 2 had no news.
+    assert_eq!(answered(&answer), [0, 2], "{answer:?}");
+    let node1 = address(&script, 1);
+    for (i, r) in &answer {
+        assert!(
+            matches!(r, Err(SourceError::Unavailable(m)) if m.contains(&node1)),
+            "partition {i}: {r:?}"
+        );
+    }
+    let sessions = source.fetch_sessions();
+    assert!(!sessions.contains_key(&node1), "{sessions:?}");
+    assert_eq!(sessions[&address(&script, 2)], (201, 2));
+    // The next fetch to node 1 opens a new connection and a new session: full.
+    let from = fetches(&script);
+    let answer = source.fetch_many(&requests, 1 << 20);
+    assert_eq!(answered(&answer), [0, 2]);
+    assert_all_ok(&answer);
+    let seen = &seen_since(&script, from)[&1];
+    assert_eq!(
+        (
+            seen[0].session_id,
+            seen[0].session_epoch,
+            seen[0].partitions.clone()
+        ),
+        (0, 0, vec![0, 2])
+    );
+    assert_eq!(source.fetch_sessions()[&node1], (102, 1));
 }

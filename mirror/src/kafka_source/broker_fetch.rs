@@ -103,10 +103,8 @@ impl BrokerFetch {
             let response = match conn.call(&request, version, limit).await {
                 Ok(r) => r,
                 Err(e) => {
+                    // A broken connection is not given back, and its session goes with it.
                     let kept = (!matches!(e, SourceError::Unavailable(_))).then_some(conn);
-                    if kept.is_none() {
-                        self.session = self.session.take().map(|_| FetchSession::default());
-                    }
                     return self.ended(kept, opened, sent, Err(e));
                 }
             };
