@@ -2,8 +2,8 @@
 //! (encoded with the kafka-protocol crate) and keep KIP-227 fetch sessions as a broker does: one Fetch
 //! per broker carrying the partitions it leads, full then incremental (only what changed, forgotten
 //! partitions named), a session the broker lost answered by a full fetch at once, one partition's
-//! error leaving the others of its broker alone, and a leader that moved fetched again within the
-//! call where it is led now. Real brokers prove the rest (`tests/kafka_mirror_scale.rs`); this runs
+//! error leaving the others of its broker alone, a leader that moved fetched again within the call
+//! where it is led now, and a broken connection dropping its broker's session. Real brokers prove the rest (`tests/kafka_mirror_scale.rs`); this runs
 //! without Java, and reaches what a real broker does not do on cue.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
