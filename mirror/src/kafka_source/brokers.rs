@@ -1,6 +1,7 @@
 //! The source cluster as one [`KafkaSource`](super::KafkaSource) sees it: connections to its brokers
-//! (each with its reconnect backoff), and the Metadata cache (cluster id, brokers, each topic's id and
-//! partition leaders) that routes every request to the partition's leader.
+//! (each with its reconnect backoff and its KIP-227 fetch session), the Metadata cache (cluster id,
+//! brokers, each topic's id and partition leaders) that routes every request to the partition's
+//! leader, and the count of every request sent.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -10,8 +11,10 @@ use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
 use kafka_protocol::protocol::Request;
 use klog_log::checkpoint::TopicId;
 
+use super::fetch_session::FetchSession;
+use super::request_counts::RequestCounts;
 use super::{broker_address, topic_name, PartitionLeader};
-use crate::kafka_wire::{error_name, Connection, CONTROL_RESPONSE_LIMIT};
+use crate::kafka_wire::{api_name, error_name, Connection, CONTROL_RESPONSE_LIMIT};
 use crate::source::SourceError;
 
 /// Metadata v10 added topic ids (v7 leader epochs, v2 the cluster id).
@@ -43,6 +46,10 @@ pub(super) struct Brokers {
     pub(super) topics: BTreeMap<String, TopicMetadata>,
     /// Every FENCED_LEADER_EPOCH whose CurrentLeader carried the epoch, as (sent, carried).
     pub(super) fenced: Vec<(i32, i32)>,
+    /// Each broker's incremental fetch session, by address (none yet: the next fetch is full).
+    pub(super) sessions: BTreeMap<String, FetchSession>,
+    /// Every request sent, by API and address.
+    pub(super) counts: RequestCounts,
 }
 
 impl Brokers {
@@ -56,6 +63,8 @@ impl Brokers {
             cluster_id: None,
             topics: BTreeMap::new(),
             fenced: Vec::new(),
+            sessions: BTreeMap::new(),
+            counts: RequestCounts::default(),
         }
     }
 
@@ -68,52 +77,105 @@ impl Brokers {
         limit: usize,
         build: impl FnOnce(i16) -> R,
     ) -> Result<(R::Response, i16), SourceError> {
-        if !self.connections.contains_key(address) {
-            if let Some((not_before, _)) = self.backoff.get(address) {
-                let now = Instant::now();
-                if now < *not_before {
-                    return Err(SourceError::Unavailable(format!(
-                        "{address}: not reconnecting for another {} ms after a failure",
-                        (*not_before - now).as_millis()
-                    )));
-                }
+        let mut conn = match self.check_out(address)? {
+            Some(c) => c,
+            None => {
+                let opened = Connection::open(address).await;
+                self.opened(address, opened.as_ref().err());
+                opened?
             }
-            match Connection::open(address).await {
-                Ok(c) => {
-                    self.backoff.remove(address);
-                    tracing::debug!(address, "connected to a source broker");
-                    self.connections.insert(address.to_owned(), c);
-                }
-                Err(e) => {
-                    let delay = self
-                        .backoff
-                        .get(address)
-                        .map_or(RECONNECT_BACKOFF_INITIAL, |b| {
-                            (b.1 * 2).min(RECONNECT_BACKOFF_MAX)
-                        });
-                    tracing::warn!(
-                        address,
-                        error = %e,
-                        backoff_ms = delay.as_millis() as u64,
-                        "connecting to a source broker failed"
-                    );
-                    self.backoff
-                        .insert(address.to_owned(), (Instant::now() + delay, delay));
-                    return Err(e);
-                }
+        };
+        let version = match conn.version::<R>(needed) {
+            Ok(v) => v,
+            Err(e) => {
+                self.check_in(address, Some(conn));
+                return Err(e);
             }
-        }
-        let conn = self.connections.get_mut(address).expect("connected above");
-        let version = conn.version::<R>(needed)?;
+        };
         let request = build(version);
+        self.counts.record(R::KEY, address);
+        tracing::debug!(
+            address,
+            api = api_name(R::KEY),
+            version,
+            "request to the source"
+        );
         match conn.call(&request, version, limit).await {
-            Ok(r) => Ok((r, version)),
+            Ok(r) => {
+                self.check_in(address, Some(conn));
+                Ok((r, version))
+            }
             Err(e) => {
                 if matches!(e, SourceError::Unavailable(_)) {
                     tracing::warn!(address, error = %e, "source broker connection dropped");
-                    self.connections.remove(address);
+                    self.check_in(address, None);
+                } else {
+                    self.check_in(address, Some(conn));
                 }
                 Err(e)
+            }
+        }
+    }
+
+    /// Takes `address`'s open connection out for a request (a concurrent fetch owns it meanwhile):
+    /// `None` when there is none and one may be opened now; `Unavailable` while a failed connect
+    /// backs off.
+    pub(super) fn check_out(&mut self, address: &str) -> Result<Option<Connection>, SourceError> {
+        if let Some(c) = self.connections.remove(address) {
+            return Ok(Some(c));
+        }
+        if let Some((not_before, _)) = self.backoff.get(address) {
+            let now = Instant::now();
+            if now < *not_before {
+                return Err(SourceError::Unavailable(format!(
+                    "{address}: not reconnecting for another {} ms after a failure",
+                    (*not_before - now).as_millis()
+                )));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The outcome of opening a connection to `address` (an ApiVersions request, counted): a failure
+    /// starts or doubles the address's backoff.
+    pub(super) fn opened(&mut self, address: &str, failure: Option<&SourceError>) {
+        self.counts.record(
+            kafka_protocol::messages::ApiKey::ApiVersions as i16,
+            address,
+        );
+        match failure {
+            None => {
+                self.backoff.remove(address);
+                tracing::debug!(address, "connected to a source broker");
+            }
+            Some(e) => {
+                let delay = self
+                    .backoff
+                    .get(address)
+                    .map_or(RECONNECT_BACKOFF_INITIAL, |b| {
+                        (b.1 * 2).min(RECONNECT_BACKOFF_MAX)
+                    });
+                tracing::warn!(
+                    address,
+                    error = %e,
+                    backoff_ms = delay.as_millis() as u64,
+                    "connecting to a source broker failed"
+                );
+                self.backoff
+                    .insert(address.to_owned(), (Instant::now() + delay, delay));
+            }
+        }
+    }
+
+    /// Returns a connection checked out; `None`: it broke, so it stays closed and the broker's fetch
+    /// session is dropped with it (the next fetch there starts a new one).
+    pub(super) fn check_in(&mut self, address: &str, conn: Option<Connection>) {
+        match conn {
+            Some(c) => {
+                self.connections.insert(address.to_owned(), c);
+            }
+            None => {
+                self.sessions.remove(address);
             }
         }
     }
@@ -225,11 +287,7 @@ impl Brokers {
         partition: i32,
         refresh: bool,
     ) -> Result<(String, PartitionLeader), SourceError> {
-        let known = self
-            .topics
-            .get(topic)
-            .is_some_and(|t| t.partitions.contains_key(&partition));
-        if refresh || !known {
+        if refresh || !self.knows(topic, partition) {
             let m = self.refresh(&[topic]).await?;
             if let Some(t) = m
                 .topics
@@ -245,6 +303,16 @@ impl Brokers {
                 }
             }
         }
+        self.cached_leader(topic, topic_id, partition)
+    }
+
+    /// The leader of a partition and its epoch as the cache knows them (no request).
+    pub(super) fn cached_leader(
+        &self,
+        topic: &str,
+        topic_id: TopicId,
+        partition: i32,
+    ) -> Result<(String, PartitionLeader), SourceError> {
         let gone = || {
             SourceError::UnknownTopicOrPartition(format!("{topic}-{partition} at {}", self.source))
         };
@@ -269,6 +337,13 @@ impl Brokers {
             ))
         })?;
         Ok((address, p))
+    }
+
+    /// Whether the cache knows `topic`'s `partition` (else a lookup needs Metadata first).
+    pub(super) fn knows(&self, topic: &str, partition: i32) -> bool {
+        self.topics
+            .get(topic)
+            .is_some_and(|t| t.partitions.contains_key(&partition))
     }
 
     /// Drops a topic's cached leaders so the next call asks Metadata.

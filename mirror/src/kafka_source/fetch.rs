@@ -9,17 +9,11 @@ use kafka_protocol::ResponseError;
 use klog_log::checkpoint::TopicId;
 use uuid::Uuid;
 
+use super::broker_fetch::{FETCH_MIN_VERSION, FETCH_RESPONSE_SLACK, FETCH_TOPIC_ID_VERSION};
 use super::brokers::Brokers;
 use super::{topic_name, PartitionLeader, NO_LEADER};
 use crate::kafka_wire::{error_name, CONTROL_RESPONSE_LIMIT};
 use crate::source::{FetchRequest, FetchResponse, Isolation, SourceError};
-
-/// Fetch v12 added `LastFetchedEpoch` and `DivergingEpoch`; v13 fetches by topic id.
-const FETCH_MIN_VERSION: i16 = 12;
-const FETCH_TOPIC_ID_VERSION: i16 = 13;
-/// A fetch response may exceed `max_bytes` by one batch (KIP-74: the first batch is always returned
-/// whole), up to the source's `max.message.bytes` (1 MiB by default), plus headers.
-const FETCH_RESPONSE_SLACK: usize = 2 << 20;
 
 /// How one fetch attempt at one broker ended, when it did not return data.
 pub(super) enum Attempt {

@@ -20,6 +20,13 @@
 //!   still unknown or unreachable, a broken connection) as `Unavailable` after a metadata refresh,
 //!   which the manager retries with backoff. A connection that failed is retried no sooner than its
 //!   own backoff (100 ms doubling to 5 s).
+//! - A round's fetches (`fetch_many`, `fetch_many.rs`) go as ONE Fetch per source leader carrying
+//!   every partition it leads, in that broker's KIP-227 incremental fetch session
+//!   (`fetch_session.rs`: full first, then only what changed, forgotten partitions named), the
+//!   brokers fetched concurrently (`broker_fetch.rs`); partition errors stay per partition, and a
+//!   partition whose leader moved is fetched again within the call where it is led now.
+//! - Every request is counted per API and broker ([`KafkaSource::request_counts`]) and logged at
+//!   tracing `debug`: the client's request log.
 //! - Consumer-group offsets (`groups.rs`): ListGroups to every broker, then FindCoordinator and
 //!   OffsetFetch per classic or consumer group.
 //! - The metadata sync's DescribeConfigs (a topic's DYNAMIC_TOPIC_CONFIG entries) and DescribeAcls
@@ -28,12 +35,17 @@
 //!   truncates the local partition to 0 and mirrors it again from the source's log start.
 //!
 //! The trait is synchronous: the source owns a single-threaded tokio runtime and blocks on it; one
-//! call runs at a time.
+//! call runs at a time (inside a `fetch_many`, one task per broker, each owning that broker's
+//! connection and session while it runs).
 
 mod admin;
+mod broker_fetch;
 mod brokers;
 mod fetch;
+mod fetch_many;
+mod fetch_session;
 mod groups;
+mod request_counts;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
@@ -46,11 +58,13 @@ use klog_log::checkpoint::TopicId;
 use crate::acl::AclBinding;
 use crate::kafka_wire::error_name;
 use crate::source::{
-    FetchRequest, FetchResponse, MirrorSource, SourceError, SourceGroup, SourceTopic,
+    FetchManyResponse, FetchRequest, FetchResponse, MirrorSource, SourceError, SourceGroup,
+    SourceTopic,
 };
 use brokers::Brokers;
 #[cfg(test)]
 use fetch::{classify, partition_result, PartitionFailure};
+pub use request_counts::RequestCounts;
 
 /// The scheme of a Kafka source.
 pub const KAFKA_SCHEME: &str = "kafka://";
@@ -124,6 +138,23 @@ impl KafkaSource {
         inner.fenced.clone()
     }
 
+    /// Every request this source sent, by API and broker address (the client's request log, counted).
+    pub fn request_counts(&self) -> RequestCounts {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.counts.clone()
+    }
+
+    /// Each source broker's KIP-227 fetch session, by address: (session id, the epoch its next fetch
+    /// carries). Id 0 or epoch 0: the next fetch there is full.
+    pub fn fetch_sessions(&self) -> BTreeMap<String, (i32, i32)> {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner
+            .sessions
+            .iter()
+            .map(|(address, s)| (address.clone(), (s.id(), s.epoch())))
+            .collect()
+    }
+
     fn with_inner<T>(&self, f: impl AsyncFnOnce(&mut Brokers) -> T) -> T {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         self.runtime.block_on(f(&mut inner))
@@ -184,6 +215,12 @@ impl MirrorSource for KafkaSource {
 
     fn fetch(&self, request: &FetchRequest) -> Result<FetchResponse, SourceError> {
         self.with_inner(async |inner| fetch::fetch(inner, request).await)
+    }
+
+    /// One Fetch per source leader carrying every partition it leads, in its incremental fetch
+    /// session, the leaders fetched concurrently (`fetch_many.rs`).
+    fn fetch_many(&self, requests: &[FetchRequest], max_bytes: usize) -> FetchManyResponse {
+        self.with_inner(async |inner| fetch_many::fetch_many(inner, requests, max_bytes).await)
     }
 
     fn list_offsets(
