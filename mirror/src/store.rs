@@ -1,6 +1,7 @@
 //! The `__mirror_state` store: N partitions of klog's own partition log holding `MirrorPartitionState`
 //! and `LastMirrorEpoch` records (KIP-1279 §4). A write is appended to the key's coordinator partition and
-//! flushed before it returns, so a state is on disk before its actions run. Opening replays every
+//! flushed before it returns, so a state is on disk before its actions run; a write of many keys is one
+//! batch per coordinator partition, all of them synced together. Opening replays every
 //! partition from its start; tombstones remove keys.
 //!
 //! Compaction: when a partition holds at least [`COMPACT_MIN_RECORDS`] records and four times as many as
@@ -139,7 +140,22 @@ impl MirrorStateStore {
     }
 
     /// Appends `records` (one batch per coordinator partition), flushes them, then updates the cache.
+    /// The first error of [`MirrorStateStore::write_partitions`], if any.
     pub fn write(&mut self, records: Vec<MirrorRecord>) -> Result<(), Error> {
+        self.write_partitions(records)
+            .into_values()
+            .collect::<Result<Vec<()>, Error>>()
+            .map(|_| ())
+    }
+
+    /// Appends `records` as one batch per coordinator partition, then syncs those partitions together
+    /// (one sync round however many partitions changed), then updates the cache of the batches that
+    /// are on disk. Returns each written partition's result: a key's record is persisted exactly when
+    /// its partition ([`MirrorStateStore::partition_of`]) is `Ok`.
+    pub fn write_partitions(
+        &mut self,
+        records: Vec<MirrorRecord>,
+    ) -> BTreeMap<u32, Result<(), Error>> {
         let n = self.partition_count();
         let mut by_partition: BTreeMap<u32, Vec<MirrorRecord>> = BTreeMap::new();
         for r in records {
@@ -148,20 +164,62 @@ impl MirrorStateStore {
                 .or_default()
                 .push(r);
         }
+        let mut results = BTreeMap::new();
+        let mut appended = Vec::new();
         for (p, records) in by_partition {
-            let first = self.append(p as usize, &records)?;
-            self.records[p as usize] += records.len() as u64;
-            for (i, r) in records.into_iter().enumerate() {
-                self.apply(r, first + i as i64);
+            match self.append_unsynced(p as usize, &records) {
+                Ok(first) => appended.push((p, first, records)),
+                Err(e) => {
+                    results.insert(p, Err(e));
+                }
             }
-            self.maybe_compact(p as usize)?;
         }
-        Ok(())
+        let synced: Vec<Result<(), Error>> = if self.sync {
+            let logs: Vec<&PartitionLog> = appended
+                .iter()
+                .map(|(p, _, _)| self.partitions[*p as usize].as_ref())
+                .collect();
+            PartitionLog::flush_each(&logs)
+                .into_iter()
+                .map(|r| r.map_err(Error::from))
+                .collect()
+        } else {
+            appended.iter().map(|_| Ok(())).collect()
+        };
+        for ((p, first, records), synced) in appended.into_iter().zip(synced) {
+            let result = synced.and_then(|()| self.applied(p as usize, first, records));
+            results.insert(p, result);
+        }
+        results
+    }
+
+    /// The `__mirror_state` partition holding `key`'s records.
+    pub fn partition_of(&self, key: &MirrorKey) -> u32 {
+        key.coordinator_partition(self.partition_count())
+    }
+
+    /// Takes a synced batch of partition `p` starting at `first` into the cache, then compacts if due.
+    fn applied(&mut self, p: usize, first: i64, records: Vec<MirrorRecord>) -> Result<(), Error> {
+        self.records[p] += records.len() as u64;
+        for (i, r) in records.into_iter().enumerate() {
+            self.apply(r, first + i as i64);
+        }
+        self.maybe_compact(p)
     }
 
     /// Appends `records` to partition `p` as one batch, synced (unless syncing is off); returns the first
     /// offset.
     fn append(&self, p: usize, records: &[MirrorRecord]) -> Result<i64, Error> {
+        let first = self.append_unsynced(p, records)?;
+        if self.sync {
+            let log = &self.partitions[p];
+            log.flush(log.log_end_offset())?;
+        }
+        Ok(first)
+    }
+
+    /// Appends `records` to partition `p` as one batch, not yet synced; returns the first offset.
+    fn append_unsynced(&self, p: usize, records: &[MirrorRecord]) -> Result<i64, Error> {
         let log = &self.partitions[p];
         let now = (self.now)();
         let mut b = BatchBuilder::new(Compression::None);
@@ -172,9 +230,6 @@ impl MirrorStateStore {
         let mut bytes = b.build()?;
         let info = log.append_as_leader(&mut bytes, 0)?;
         log.update_high_watermark(log.log_end_offset());
-        if self.sync {
-            log.flush(log.log_end_offset())?;
-        }
         Ok(info.first_offset)
     }
 
