@@ -166,3 +166,37 @@ fn a_batched_stop_survives_a_power_cut_at_every_storage_operation() {
         "the stop performs {crashed_runs} storage operations"
     );
 }
+
+/// One partition whose step fails in a batched stop (its log was closed under it: the cut and the
+/// barrier are refused) goes to FAILED from STOPPING with the LME it recorded; the others stop. After a
+/// restart its retry finishes the stop it began: one barrier, the same LME.
+#[test]
+fn a_partition_failing_in_a_batched_stop_fails_alone() {
+    let n = 10;
+    let env = Env::new();
+    let a = source(&env, n);
+    let b = mirrored(&env, Arc::new(StdStorage), &a, n);
+    b.log("t", 3).unwrap().close().unwrap();
+    all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+    let r = b.run_until_idle(100);
+    assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+    assert_eq!((r.errors[0].0.as_str(), r.errors[0].1), ("t", 3));
+    let failed = b
+        .describe()
+        .into_iter()
+        .find(|d| d.topic == "t" && d.partition == 3)
+        .unwrap();
+    assert_eq!(failed.state, Some(MirrorState::Failed));
+    let lme = a.log("t", 3).unwrap().latest_epoch().unwrap();
+    assert_eq!(failed.last_mirrored_epoch, Some(lme));
+    for p in (0..n).filter(|p| *p != 3) {
+        assert_eq!(state_of(&b, "t", p), Some(MirrorState::Stopped), "t-{p}");
+    }
+    drop(b);
+    let b = env.reopen(Arc::new(StdStorage), "b");
+    b.connect_source("m", Arc::new(a.as_source()));
+    env.clock.advance(b.settings().failed_retry_max_backoff_ms + 1);
+    let r = b.run_until_idle(100);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_stopped(&a, &b, n, "after the retry");
+}
