@@ -360,8 +360,10 @@ impl Drop for AppendInProgress<'_> {
 /// The longest a flush leader waits for appends under way before it syncs (a fraction of an fdatasync).
 const GATHER_MAX: std::time::Duration = std::time::Duration::from_micros(100);
 
-/// Threads [`PartitionLog::flush_each`] syncs on where the storage syncs one file at a time.
-pub const FLUSH_THREADS: usize = 8;
+/// Threads [`PartitionLog::flush_each`] syncs on where the storage syncs one file at a time. They wait
+/// on the disk, not the CPU, and ext4's journal commits the syncs in flight together: flushing 1,000
+/// logs took ~330 ms on 8 threads and ~50-80 ms on 32 on the 2-core test machine.
+pub const FLUSH_THREADS: usize = 32;
 
 /// `<topic>-<partition>` -> (topic, partition), under Kafka's naming rules; `None` for any other directory.
 pub fn parse_dir_name(dir: &Path) -> Option<(String, i32)> {
