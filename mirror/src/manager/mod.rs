@@ -168,6 +168,9 @@ pub struct Manager {
     group_sync: Mutex<group_sync::GroupSyncState>,
     /// Transitions decided but not yet written: written together by [`Manager::commit_transitions`].
     pending: Mutex<Vec<(Work, PartitionStateValue)>>,
+    /// Held for a whole tick: one tick's commit must never take (and not yet have written) another's
+    /// queued transitions while that one runs their actions.
+    ticking: Mutex<()>,
 }
 
 impl Manager {
@@ -180,6 +183,7 @@ impl Manager {
             next_metadata_sync: Mutex::new(BTreeMap::new()),
             group_sync: Mutex::new(Default::default()),
             pending: Mutex::new(Vec::new()),
+            ticking: Mutex::new(()),
         }
     }
 
@@ -246,6 +250,7 @@ impl Manager {
 
     /// One step for every mirror partition: apply desired-state changes, run due actions, fetch once.
     pub fn tick(&self) -> TickReport {
+        let _one_tick = lock(&self.ticking);
         let mut report = TickReport::default();
         let now = self.node.clock.now_ms();
         // `__mirror_state` takes every transition: a partition of it that failed a write is reopened
@@ -261,8 +266,7 @@ impl Manager {
         for w in self.work() {
             if let Some((target, entering)) = self.plan(&w, now) {
                 if let Some(value) = entering {
-                    self.transition(&w, value, &mut report)
-                        .expect("a transition is only queued here");
+                    self.queue(&w, value);
                 }
                 due.push((w, target));
             }
@@ -537,17 +541,22 @@ impl Manager {
         value
     }
 
-    /// Queues `value` for the next [`Manager::commit_transitions`], which persists it before anything
-    /// it implies happens (the write mode, the state's actions). Always `Ok`: a failed write is met by
-    /// the commit, which backs the partition off.
+    /// Queues `value` for the next [`Manager::commit_transitions`] ([`Manager::queue`]). Always `Ok`: a
+    /// failed write is met by the commit, which backs the partition off.
     fn transition(
         &self,
         w: &Work,
         value: PartitionStateValue,
         _report: &mut TickReport,
     ) -> Result<(), Error> {
-        lock(&self.pending).push((w.clone(), value));
+        self.queue(w, value);
         Ok(())
+    }
+
+    /// Queues `value` for the next [`Manager::commit_transitions`], which persists it before anything
+    /// it implies happens (the write mode, the state's actions).
+    fn queue(&self, w: &Work, value: PartitionStateValue) {
+        lock(&self.pending).push((w.clone(), value));
     }
 
     /// Writes every queued transition in one `__mirror_state` write (a batch per partition of it, all

@@ -50,6 +50,9 @@ pub(super) fn stop_many(
     settings: &MirrorSettings,
     works: &[&Work],
 ) -> Vec<Result<bool, Error>> {
+    if works.is_empty() {
+        return Vec::new();
+    }
     let mut out: Vec<Option<Result<bool, Error>>> = works.iter().map(|_| None).collect();
     let mut stops = Vec::with_capacity(works.len());
     for (index, w) in works.iter().enumerate() {
