@@ -146,8 +146,9 @@ fn a_batched_stop_survives_a_power_cut_at_every_storage_operation() {
     power_cut_at_every_operation(20, SimStorage::new);
 }
 
-/// The same (fewer partitions: every chunk write is an operation) with the direct write path io_uring uses, where the logs' syncs go in one batch
-/// (`Storage::sync_files`) and a power cut lands each write of a batch in flight whole, torn or not at all.
+/// The same (with fewer partitions: every chunk write is an operation) on the direct write path io_uring
+/// uses, where the logs' syncs go in one batch (`Storage::sync_files`) and a power cut lands each write
+/// of a batch in flight whole, torn or not at all.
 #[test]
 fn a_batched_stop_with_syncs_together_survives_a_power_cut_at_every_storage_operation() {
     power_cut_at_every_operation(6, |k| SimStorage::new(k).with_direct_writes());
