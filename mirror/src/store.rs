@@ -402,6 +402,92 @@ mod tests {
         MirrorStateStore::open(vec![Arc::new(log)], Arc::new(|| 1_700_000_000_000)).unwrap()
     }
 
+    /// A store of `partitions` partitions on `storage`.
+    fn open_many(storage: &Arc<dyn Storage>, partitions: usize) -> MirrorStateStore {
+        let logs = (0..partitions)
+            .map(|p| {
+                let config = klog_log::config::LogConfig::from_pairs([
+                    "retention.ms=-1",
+                    "segment.bytes=65536",
+                ])
+                .unwrap();
+                let dir = format!("/sim/__mirror_state-{p}");
+                let (log, _) = PartitionLog::open_with_clock(
+                    Arc::clone(storage),
+                    Path::new(&dir),
+                    config,
+                    OpenOptions::default(),
+                    Arc::new(ManualClock::new(1_700_000_000_000)),
+                )
+                .unwrap();
+                Arc::new(log)
+            })
+            .collect();
+        MirrorStateStore::open(logs, Arc::new(|| 1_700_000_000_000)).unwrap()
+    }
+
+    /// A write of many keys over every partition, the power cut at each of its storage operations in
+    /// turn: a partition reported written holds its records after the crash (they were synced before
+    /// the write returned), and the cache changed exactly for the partitions reported written.
+    #[test]
+    fn a_write_of_many_partitions_reports_each_partition_durable_or_not() {
+        let keys: Vec<MirrorKey> = (0..12).map(key).collect();
+        let mut crashed = 0;
+        for k in 1.. {
+            let sim = Arc::new(SimStorage::new(k));
+            let storage: Arc<dyn Storage> = sim.clone();
+            let mut store = open_many(&storage, 3);
+            let before: Vec<_> = keys
+                .iter()
+                .map(|k| MirrorRecord::State(k.clone(), state(MirrorState::Mirroring)))
+                .collect();
+            store.write(before).unwrap();
+            let start = sim.ops();
+            sim.power_off_at(start + k);
+            let after = keys
+                .iter()
+                .map(|k| MirrorRecord::State(k.clone(), state(MirrorState::Stopping)))
+                .collect();
+            let written = store.write_partitions(after);
+            let finished = sim.ops() < start + k;
+            assert_eq!(written.len(), 3, "k={k}: every partition holds some key");
+            let ok = |key: &MirrorKey| written[&store.partition_of(key)].is_ok();
+            for key in &keys {
+                let expect = if ok(key) {
+                    MirrorState::Stopping
+                } else {
+                    MirrorState::Mirroring
+                };
+                assert_eq!(store.state(key).unwrap().value.state, expect, "k={k}");
+            }
+            let reported: Vec<bool> = keys.iter().map(|key| ok(key)).collect();
+            drop(store);
+            sim.crash(true);
+            sim.clear_faults();
+            let store = open_many(&storage, 3);
+            for (key, ok) in keys.iter().zip(reported) {
+                let now = store.state(key).unwrap().value.state;
+                if ok {
+                    assert_eq!(
+                        now,
+                        MirrorState::Stopping,
+                        "k={k}: a reported write was lost"
+                    );
+                } else {
+                    assert!(
+                        matches!(now, MirrorState::Mirroring | MirrorState::Stopping),
+                        "k={k}: {now:?}"
+                    );
+                }
+            }
+            if finished {
+                break;
+            }
+            crashed += 1;
+        }
+        assert!(crashed >= 3, "{crashed}");
+    }
+
     fn state(s: MirrorState) -> Option<PartitionStateValue> {
         Some(PartitionStateValue::new(s))
     }
