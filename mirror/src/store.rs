@@ -460,7 +460,7 @@ mod tests {
                 };
                 assert_eq!(store.state(key).unwrap().value.state, expect, "k={k}");
             }
-            let reported: Vec<bool> = keys.iter().map(|key| ok(key)).collect();
+            let reported: Vec<bool> = keys.iter().map(ok).collect();
             drop(store);
             sim.crash(true);
             sim.clear_faults();
