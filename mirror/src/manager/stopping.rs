@@ -82,6 +82,25 @@ pub(super) fn stop_many(
     bump_epochs(node, &mut stops, &mut out);
     // 4, 5. Truncate to the local LSO (no transaction stays open across the barrier), then the barrier
     //    through the leader path (STOPPING admits exactly this append).
+    cut_and_barrier_all(node, &mut stops, &mut out);
+    // 6. The barriers made durable, every log in one flush.
+    if settings.fsync {
+        flush_all(&mut stops, &mut out);
+    }
+    for s in &stops {
+        out[s.index] = Some(Ok(s.truncated));
+    }
+    out.into_iter()
+        .map(|r| r.expect("every stop ends with a result"))
+        .collect()
+}
+
+/// Steps 4 and 5 of every stop, on [`parallel`] threads.
+fn cut_and_barrier_all(
+    node: &Node,
+    stops: &mut Vec<Stop<'_>>,
+    out: &mut [Option<Result<bool, Error>>],
+) {
     let source_ids: Vec<Option<String>> = {
         let meta = lock(&node.meta);
         stops
@@ -93,23 +112,13 @@ pub(super) fn stop_many(
             })
             .collect()
     };
-    let each = parallel(&stops, |i, s| {
+    let each = parallel(stops, |i, s| {
         cut_and_barrier(node, s, source_ids[i].as_deref())
     });
-    settle(&mut stops, &mut out, each, |s, truncated| {
+    settle(stops, out, each, |s, truncated| {
         s.truncated = truncated;
         None
     });
-    // 6. The barriers made durable, every log in one flush.
-    if settings.fsync {
-        flush_all(&mut stops, &mut out);
-    }
-    for s in &stops {
-        out[s.index] = Some(Ok(s.truncated));
-    }
-    out.into_iter()
-        .map(|r| r.expect("every stop ends with a result"))
-        .collect()
 }
 
 /// Keeps the stops whose step succeeded (`next` may finish one with a result), records the others'
