@@ -1804,25 +1804,26 @@ impl PartitionLog {
 
     /// Flushes every log to its log end offset and returns each log's own result (a failover of many
     /// partitions, where one partition's failed sync must fail only that partition). Where the storage
-    /// syncs files together their `.log`s go in one call, as [`PartitionLog::flush_many`]; otherwise the
-    /// flushes run on up to [`FLUSH_THREADS`] threads: an `fdatasync` waits on the disk, not the CPU, and
-    /// a disk (and its journal) takes many at once in about the time of one.
+    /// syncs files together their `.log`s go in one call first, as in [`PartitionLog::flush_many`]; then
+    /// the logs' own flushes (what is left: indexes, new segments' directories, or on other storages
+    /// everything) run on up to [`FLUSH_THREADS`] threads: an `fdatasync` waits on the disk, not the
+    /// CPU, and a disk (and its journal) takes many at once in about the time of one.
     pub fn flush_each(logs: &[&PartitionLog]) -> Vec<Result<(), Error>> {
         let Some(first) = logs.first() else {
             return Vec::new();
         };
-        if first.storage.syncs_together() || logs.len() == 1 {
-            if first.storage.syncs_together() {
-                let files: Vec<_> = logs
-                    .iter()
-                    .filter(|l| !l.read_only && !l.is_closed())
-                    .filter(|l| l.recovery_point() < l.log_end_offset())
-                    .flat_map(|l| l.segments_to_sync())
-                    .map(|seg| seg.log_file())
-                    .collect();
-                let _ = first.storage.sync_files(&files); // each log's flush meets a failure again
-            }
-            return logs.iter().map(|l| l.flush(l.log_end_offset())).collect();
+        if first.storage.syncs_together() {
+            let files: Vec<_> = logs
+                .iter()
+                .filter(|l| !l.read_only && !l.is_closed())
+                .filter(|l| l.recovery_point() < l.log_end_offset())
+                .flat_map(|l| l.segments_to_sync())
+                .map(|seg| seg.log_file())
+                .collect();
+            let _ = first.storage.sync_files(&files); // each log's flush meets a failure again
+        }
+        if logs.len() == 1 {
+            return vec![first.flush(first.log_end_offset())];
         }
         let chunk = logs.len().div_ceil(FLUSH_THREADS);
         std::thread::scope(|scope| {
