@@ -174,18 +174,9 @@ fn a_thousand_partitions_converge_with_one_fetch_per_source_per_round_and_fail_o
     let env = Env::new();
     let (a, a_topics) = source_with(&env, "a", "a", (10, 50), (2, 2));
     let (c, c_topics) = source_with(&env, "c", "c", (10, 50), (2, 2));
-    // The shape of the rounds and the failover's outcome are what this test checks, not the syncs'
-    // crash-safety (tested where it is built: the STOPPING crash simulations), so they are off here, as
-    // in the benchmark of what they cost. With them on, one partition at a time, the test spent 85 s
-    // (12 s of it on the CPU) on a shared disk, against 62 s off: most of what remains is the stop of
-    // 1,000 partitions one by one (28 s), which batched STOPPING shortens.
-    let b = with_settings(
-        env.cluster("b"),
-        MirrorSettings {
-            fsync: false,
-            ..MirrorSettings::default()
-        },
-    );
+    // With every sync on, as a mirror runs: the states of a pass are written together and the failover
+    // syncs all partitions at once, so 1,000 partitions cost seconds, not a sync each.
+    let b = env.cluster("b");
     let from_a = link_counted(&b, "ma", &a);
     let from_c = link_counted(&b, "mc", &c);
     all_ok(b.add_topics("ma", &a_topics).unwrap());

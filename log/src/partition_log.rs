@@ -360,6 +360,11 @@ impl Drop for AppendInProgress<'_> {
 /// The longest a flush leader waits for appends under way before it syncs (a fraction of an fdatasync).
 const GATHER_MAX: std::time::Duration = std::time::Duration::from_micros(100);
 
+/// Threads [`PartitionLog::flush_each`] syncs on where the storage syncs one file at a time. They wait
+/// on the disk, not the CPU, and ext4's journal commits the syncs in flight together: flushing 1,000
+/// logs took ~330 ms on 8 threads and ~50-80 ms on 32 on the 2-core test machine.
+pub const FLUSH_THREADS: usize = 32;
+
 /// `<topic>-<partition>` -> (topic, partition), under Kafka's naming rules; `None` for any other directory.
 pub fn parse_dir_name(dir: &Path) -> Option<(String, i32)> {
     partition_dir_name(dir).ok()
@@ -1817,6 +1822,51 @@ impl PartitionLog {
             log.flush(log.log_end_offset())?;
         }
         Ok(())
+    }
+
+    /// Flushes every log to its log end offset and returns each log's own result (a failover of many
+    /// partitions, where one partition's failed sync must fail only that partition). Where the storage
+    /// syncs files together their `.log`s go in one call first, as in [`PartitionLog::flush_many`]; then
+    /// the logs' own flushes (what is left: indexes, new segments' directories, or on other storages
+    /// everything) run on up to [`FLUSH_THREADS`] threads: an `fdatasync` waits on the disk, not the
+    /// CPU, and a disk (and its journal) takes many at once in about the time of one.
+    pub fn flush_each(logs: &[&PartitionLog]) -> Vec<Result<(), Error>> {
+        let Some(first) = logs.first() else {
+            return Vec::new();
+        };
+        if first.storage.syncs_together() {
+            let files: Vec<_> = logs
+                .iter()
+                .filter(|l| !l.read_only && !l.is_closed())
+                .filter(|l| l.recovery_point() < l.log_end_offset())
+                .flat_map(|l| l.segments_to_sync())
+                .map(|seg| seg.log_file())
+                .collect();
+            let _ = first.storage.sync_files(&files); // each log's flush meets a failure again
+        }
+        if logs.len() == 1 {
+            return vec![first.flush(first.log_end_offset())];
+        }
+        let chunk = logs.len().div_ceil(FLUSH_THREADS);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = logs
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|l| l.flush(l.log_end_offset()))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| match h.join() {
+                    Ok(results) => results,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                })
+                .collect()
+        })
     }
 
     /// The segments a flush to the log end syncs: from the one holding the recovery point, and any

@@ -362,6 +362,36 @@ impl Node {
         .map(|e| e.expect("always changed"))
     }
 
+    /// Leader elections of many partitions at once (a failover): each `(topic, partition, min)` epoch
+    /// goes up by one and at least to `min`, all in one metadata write (one file sync, not one per
+    /// partition). Returns the new epochs in order; an unknown partition refuses the whole change.
+    pub fn bump_leader_epochs(&self, bumps: &[(&str, i32, i32)]) -> Result<Vec<i32>, Error> {
+        if bumps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut guard = lock(&self.meta);
+        let mut meta = guard.clone();
+        let mut epochs = Vec::with_capacity(bumps.len());
+        for &(topic, partition, min) in bumps {
+            let e = meta
+                .topics
+                .get_mut(topic)
+                .ok_or_else(|| unknown_topic(topic))?
+                .leader_epochs
+                .get_mut(partition as usize)
+                .ok_or_else(|| {
+                    Error::mirror(
+                        MirrorError::UnknownTopicOrPartition,
+                        format!("{topic}-{partition} does not exist"),
+                    )
+                })?;
+            *e = (*e + 1).max(min);
+            epochs.push(*e);
+        }
+        self.save_meta(&mut guard, meta)?;
+        Ok(epochs)
+    }
+
     /// Changes one topic's metadata and persists it. `change` returns `None` for "nothing changed"
     /// (nothing is written then).
     pub(crate) fn update_topic<T>(

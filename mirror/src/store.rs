@@ -1,6 +1,7 @@
 //! The `__mirror_state` store: N partitions of klog's own partition log holding `MirrorPartitionState`
 //! and `LastMirrorEpoch` records (KIP-1279 §4). A write is appended to the key's coordinator partition and
-//! flushed before it returns, so a state is on disk before its actions run. Opening replays every
+//! flushed before it returns, so a state is on disk before its actions run; a write of many keys is one
+//! batch per coordinator partition, all of them synced together. Opening replays every
 //! partition from its start; tombstones remove keys.
 //!
 //! Compaction: when a partition holds at least [`COMPACT_MIN_RECORDS`] records and four times as many as
@@ -139,7 +140,22 @@ impl MirrorStateStore {
     }
 
     /// Appends `records` (one batch per coordinator partition), flushes them, then updates the cache.
+    /// The first error of [`MirrorStateStore::write_partitions`], if any.
     pub fn write(&mut self, records: Vec<MirrorRecord>) -> Result<(), Error> {
+        self.write_partitions(records)
+            .into_values()
+            .collect::<Result<Vec<()>, Error>>()
+            .map(|_| ())
+    }
+
+    /// Appends `records` as one batch per coordinator partition, then syncs those partitions together
+    /// (one sync round however many partitions changed), then updates the cache of the batches that
+    /// are on disk. Returns each written partition's result: a key's record is persisted exactly when
+    /// its partition ([`MirrorStateStore::partition_of`]) is `Ok`.
+    pub fn write_partitions(
+        &mut self,
+        records: Vec<MirrorRecord>,
+    ) -> BTreeMap<u32, Result<(), Error>> {
         let n = self.partition_count();
         let mut by_partition: BTreeMap<u32, Vec<MirrorRecord>> = BTreeMap::new();
         for r in records {
@@ -148,20 +164,62 @@ impl MirrorStateStore {
                 .or_default()
                 .push(r);
         }
+        let mut results = BTreeMap::new();
+        let mut appended = Vec::new();
         for (p, records) in by_partition {
-            let first = self.append(p as usize, &records)?;
-            self.records[p as usize] += records.len() as u64;
-            for (i, r) in records.into_iter().enumerate() {
-                self.apply(r, first + i as i64);
+            match self.append_unsynced(p as usize, &records) {
+                Ok(first) => appended.push((p, first, records)),
+                Err(e) => {
+                    results.insert(p, Err(e));
+                }
             }
-            self.maybe_compact(p as usize)?;
         }
-        Ok(())
+        let synced: Vec<Result<(), Error>> = if self.sync {
+            let logs: Vec<&PartitionLog> = appended
+                .iter()
+                .map(|(p, _, _)| self.partitions[*p as usize].as_ref())
+                .collect();
+            PartitionLog::flush_each(&logs)
+                .into_iter()
+                .map(|r| r.map_err(Error::from))
+                .collect()
+        } else {
+            appended.iter().map(|_| Ok(())).collect()
+        };
+        for ((p, first, records), synced) in appended.into_iter().zip(synced) {
+            let result = synced.and_then(|()| self.applied(p as usize, first, records));
+            results.insert(p, result);
+        }
+        results
+    }
+
+    /// The `__mirror_state` partition holding `key`'s records.
+    pub fn partition_of(&self, key: &MirrorKey) -> u32 {
+        key.coordinator_partition(self.partition_count())
+    }
+
+    /// Takes a synced batch of partition `p` starting at `first` into the cache, then compacts if due.
+    fn applied(&mut self, p: usize, first: i64, records: Vec<MirrorRecord>) -> Result<(), Error> {
+        self.records[p] += records.len() as u64;
+        for (i, r) in records.into_iter().enumerate() {
+            self.apply(r, first + i as i64);
+        }
+        self.maybe_compact(p)
     }
 
     /// Appends `records` to partition `p` as one batch, synced (unless syncing is off); returns the first
     /// offset.
     fn append(&self, p: usize, records: &[MirrorRecord]) -> Result<i64, Error> {
+        let first = self.append_unsynced(p, records)?;
+        if self.sync {
+            let log = &self.partitions[p];
+            log.flush(log.log_end_offset())?;
+        }
+        Ok(first)
+    }
+
+    /// Appends `records` to partition `p` as one batch, not yet synced; returns the first offset.
+    fn append_unsynced(&self, p: usize, records: &[MirrorRecord]) -> Result<i64, Error> {
         let log = &self.partitions[p];
         let now = (self.now)();
         let mut b = BatchBuilder::new(Compression::None);
@@ -172,9 +230,6 @@ impl MirrorStateStore {
         let mut bytes = b.build()?;
         let info = log.append_as_leader(&mut bytes, 0)?;
         log.update_high_watermark(log.log_end_offset());
-        if self.sync {
-            log.flush(log.log_end_offset())?;
-        }
         Ok(info.first_offset)
     }
 
@@ -345,6 +400,92 @@ mod tests {
         )
         .unwrap();
         MirrorStateStore::open(vec![Arc::new(log)], Arc::new(|| 1_700_000_000_000)).unwrap()
+    }
+
+    /// A store of `partitions` partitions on `storage`.
+    fn open_many(storage: &Arc<dyn Storage>, partitions: usize) -> MirrorStateStore {
+        let logs = (0..partitions)
+            .map(|p| {
+                let config = klog_log::config::LogConfig::from_pairs([
+                    "retention.ms=-1",
+                    "segment.bytes=65536",
+                ])
+                .unwrap();
+                let dir = format!("/sim/__mirror_state-{p}");
+                let (log, _) = PartitionLog::open_with_clock(
+                    Arc::clone(storage),
+                    Path::new(&dir),
+                    config,
+                    OpenOptions::default(),
+                    Arc::new(ManualClock::new(1_700_000_000_000)),
+                )
+                .unwrap();
+                Arc::new(log)
+            })
+            .collect();
+        MirrorStateStore::open(logs, Arc::new(|| 1_700_000_000_000)).unwrap()
+    }
+
+    /// A write of many keys over every partition, the power cut at each of its storage operations in
+    /// turn: a partition reported written holds its records after the crash (they were synced before
+    /// the write returned), and the cache changed exactly for the partitions reported written.
+    #[test]
+    fn a_write_of_many_partitions_reports_each_partition_durable_or_not() {
+        let keys: Vec<MirrorKey> = (0..12).map(key).collect();
+        let mut crashed = 0;
+        for k in 1.. {
+            let sim = Arc::new(SimStorage::new(k));
+            let storage: Arc<dyn Storage> = sim.clone();
+            let mut store = open_many(&storage, 3);
+            let before: Vec<_> = keys
+                .iter()
+                .map(|k| MirrorRecord::State(k.clone(), state(MirrorState::Mirroring)))
+                .collect();
+            store.write(before).unwrap();
+            let start = sim.ops();
+            sim.power_off_at(start + k);
+            let after = keys
+                .iter()
+                .map(|k| MirrorRecord::State(k.clone(), state(MirrorState::Stopping)))
+                .collect();
+            let written = store.write_partitions(after);
+            let finished = sim.ops() < start + k;
+            assert_eq!(written.len(), 3, "k={k}: every partition holds some key");
+            let ok = |key: &MirrorKey| written[&store.partition_of(key)].is_ok();
+            for key in &keys {
+                let expect = if ok(key) {
+                    MirrorState::Stopping
+                } else {
+                    MirrorState::Mirroring
+                };
+                assert_eq!(store.state(key).unwrap().value.state, expect, "k={k}");
+            }
+            let reported: Vec<bool> = keys.iter().map(ok).collect();
+            drop(store);
+            sim.crash(true);
+            sim.clear_faults();
+            let store = open_many(&storage, 3);
+            for (key, ok) in keys.iter().zip(reported) {
+                let now = store.state(key).unwrap().value.state;
+                if ok {
+                    assert_eq!(
+                        now,
+                        MirrorState::Stopping,
+                        "k={k}: a reported write was lost"
+                    );
+                } else {
+                    assert!(
+                        matches!(now, MirrorState::Mirroring | MirrorState::Stopping),
+                        "k={k}: {now:?}"
+                    );
+                }
+            }
+            if finished {
+                break;
+            }
+            crashed += 1;
+        }
+        assert!(crashed >= 3, "{crashed}");
     }
 
     fn state(s: MirrorState) -> Option<PartitionStateValue> {

@@ -458,3 +458,57 @@ fn auto_resolves_per_workload_and_explicit_backends_stay() {
         assert_eq!(storage.name(), expected, "{w:?}");
     }
 }
+
+/// Logs flushed by `flush_each` on a storage that syncs one file at a time (so on threads): each log
+/// gets its own result, a log that failed a write fails alone, and every other log's flush is durable.
+#[test]
+fn flush_each_reports_each_log_and_a_failed_log_fails_alone() {
+    use crate::format::{BatchBuilder, Compression};
+    use crate::partition_log::{OpenOptions, PartitionLog};
+    let sim = SimStorage::new(5);
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let dir = |p: usize| PathBuf::from(format!("/each/t-{p}"));
+    let open = |p: usize, options: OpenOptions| {
+        let config = crate::config::LogConfig::default();
+        PartitionLog::open(storage.clone(), &dir(p), config, options)
+            .unwrap()
+            .0
+    };
+    let append = |log: &PartitionLog, p: usize| {
+        let mut b = BatchBuilder::new(Compression::None);
+        b.append(0, None, Some(&pattern(100, p as u8)), &[])
+            .unwrap();
+        log.append_as_leader(&mut b.build().unwrap(), 0)
+    };
+    let logs: Vec<PartitionLog> = (0..20).map(|p| open(p, OpenOptions::default())).collect();
+    for (p, log) in logs.iter().enumerate() {
+        if p == 7 {
+            sim.inject(sim.ops() + 1, Fault::Eio);
+            assert!(
+                append(log, p).is_err(),
+                "the injected fault fails the append"
+            );
+        } else {
+            append(log, p).unwrap();
+        }
+    }
+    let results = PartitionLog::flush_each(&logs.iter().collect::<Vec<_>>());
+    assert_eq!(results.len(), 20);
+    for (p, r) in results.iter().enumerate() {
+        assert_eq!(r.is_err(), p == 7, "partition {p}: {r:?}");
+    }
+    drop(logs);
+    sim.crash(true);
+    for p in (0..20).filter(|p| *p != 7) {
+        let options = OpenOptions {
+            recovery_point: 1,
+            log_start_offset: 0,
+            clean_shutdown: false,
+        };
+        assert_eq!(
+            open(p, options).log_end_offset(),
+            1,
+            "partition {p} after the crash"
+        );
+    }
+}

@@ -4,7 +4,11 @@
 //!
 //! Rules it keeps:
 //! - a state is persisted to `__mirror_state` before its actions run; on open every partition re-runs
-//!   the actions of its recorded state;
+//!   the actions of its recorded state. The states of a tick are written in two batches (one
+//!   `__mirror_state` write each, synced once, whatever the partition count): first every desired-state
+//!   change of the pass (their actions run after it), then every state the actions lead to
+//!   (PREPARING -> MIRRORING, PAUSING -> PAUSED, STOPPING -> STOPPED, FAILED), whose own actions wait
+//!   for that write;
 //! - no lock of this cluster is held while a source is called (a source may be another cluster that is
 //!   fetching from this one);
 //! - one partition's failure moves only that partition to FAILED.
@@ -152,6 +156,7 @@ struct Round {
     stop: Vec<Work>,
 }
 
+#[derive(Clone)]
 pub(crate) struct Work {
     pub(crate) topic: String,
     pub(crate) partition: i32,
@@ -173,6 +178,11 @@ pub struct Manager {
     /// Per mirror, the partition its last fetch round took records from last: the next round starts
     /// after it (`fetcher::rotate`).
     fetch_rotation: Mutex<BTreeMap<String, (String, i32)>>,
+    /// Transitions decided but not yet written: written together by [`Manager::commit_transitions`].
+    pending: Mutex<Vec<(Work, PartitionStateValue)>>,
+    /// Held for a whole tick: one tick's commit must never take (and not yet have written) another's
+    /// queued transitions while that one runs their actions.
+    ticking: Mutex<()>,
 }
 
 impl Manager {
@@ -185,6 +195,8 @@ impl Manager {
             next_metadata_sync: Mutex::new(BTreeMap::new()),
             group_sync: Mutex::new(Default::default()),
             fetch_rotation: Mutex::new(BTreeMap::new()),
+            pending: Mutex::new(Vec::new()),
+            ticking: Mutex::new(()),
         }
     }
 
@@ -252,6 +264,7 @@ impl Manager {
 
     /// One step for every mirror partition: apply desired-state changes, run due actions, fetch once.
     pub fn tick(&self) -> TickReport {
+        let _one_tick = lock(&self.ticking);
         let mut report = TickReport::default();
         let now = self.node.clock.now_ms();
         // `__mirror_state` takes every transition: a partition of it that failed a write is reopened
@@ -262,9 +275,23 @@ impl Manager {
                 .push((MIRROR_STATE_TOPIC.to_owned(), -1, e.to_string()));
         }
         self.sync_metadata(now, &mut report);
-        let mut round = Round::default();
+        // The desired-state changes of every partition, persisted in one write before any action.
+        let mut due = Vec::new();
         for w in self.work() {
-            match self.step(&w, now, &mut report) {
+            if let Some((target, entering)) = self.plan(&w, now) {
+                if let Some(value) = entering {
+                    self.queue(&w, value);
+                }
+                due.push((w, target));
+            }
+        }
+        let unrecorded = self.commit_transitions(now, &mut report);
+        let mut round = Round::default();
+        for (w, target) in due {
+            if unrecorded.contains(&(w.topic.clone(), w.partition)) {
+                continue; // its new state is not on disk: none of its actions run
+            }
+            match self.step(&w, target, now, &mut report) {
                 Ok(Step::Done) => {}
                 Ok(Step::Fetch(rt)) => round.fetch.push((w, rt)),
                 Ok(Step::Stop) => round.stop.push(w),
@@ -275,6 +302,8 @@ impl Manager {
         // of the round, then the stops.
         self.fetch_round(round.fetch, now, &mut report);
         self.stop_round(round.stop, now, &mut report);
+        // The states the actions led to, in one write.
+        self.commit_transitions(now, &mut report);
         // After the steps: a partition that reached MIRRORING this tick takes its offsets now.
         self.sync_group_offsets(now, &mut report);
         report.next_retry_ms = self.next_retry_ms(now);
@@ -391,33 +420,47 @@ impl Manager {
         }
     }
 
-    /// A partition's step: its desired-state change, then its state's actions, or (MIRRORING's fetch,
-    /// STOPPING's stop) what the round does for it together with the others.
-    fn step(&self, w: &Work, now: i64, report: &mut TickReport) -> Result<Step, Error> {
+    /// A partition's plan for this tick: the state whose actions are due, with the value to record
+    /// first when that is a desired-state change; `None` when nothing is due.
+    fn plan(&self, w: &Work, now: i64) -> Option<(MirrorState, Option<PartitionStateValue>)> {
         use MirrorState::*;
         let rt = self.runtime_of(w);
         if waiting(now, rt.unrecorded_until_ms, &self.settings) {
-            return Ok(Step::Done); // the backoff rule holds for an error no state could record, too
+            return None; // the backoff rule holds for an error no state could record, too
         }
         let current = w.stored.as_ref().map_or(Unknown, |(v, _)| v.state);
-        let Some(target) = target_state(w, current, now, &self.settings) else {
-            return Ok(Step::Done);
-        };
+        let target = target_state(w, current, now, &self.settings)?;
         if target != current {
             if !current.can_transition_to(target) {
-                return Ok(Step::Done); // "Skipping invalid transition"
+                return None; // "Skipping invalid transition"
             }
-            self.transition(w, self.entering(w, current, target), report)?;
-        } else if rt.entered && matches!(target, Paused | Stopped) {
-            return Ok(Step::Done);
-        } else if waiting(now, rt.not_before_ms, &self.settings) {
+            return Some((target, Some(self.entering(w, current, target))));
+        }
+        if rt.entered && matches!(target, Paused | Stopped) {
+            return None;
+        }
+        if waiting(now, rt.not_before_ms, &self.settings) {
             // One backoff rule: a state whose action failed (and could not even record FAILED, or is
             // backing off a fetch) runs it again only when due.
-            return Ok(Step::Done);
+            return None;
         }
         // Otherwise the state's actions run: every tick for MIRRORING (one fetch), and once after open
         // for a recorded state being re-entered (no rewrite: PREPARING truncates again, STOPPING redoes
         // its idempotent steps).
+        Some((target, None))
+    }
+
+    /// A partition's step, its state `target` recorded: the state's actions, or (MIRRORING's fetch,
+    /// STOPPING's stop) what the round does for it together with the others.
+    fn step(
+        &self,
+        w: &Work,
+        target: MirrorState,
+        now: i64,
+        report: &mut TickReport,
+    ) -> Result<Step, Error> {
+        use MirrorState::*;
+        let rt = self.runtime_of(w);
         // A write of this partition failed earlier (a full disk): reopen it with recovery first.
         self.node.heal_partition(&w.topic, w.partition)?;
         self.update_runtime(w, |r| r.entered = true);
@@ -467,23 +510,26 @@ impl Manager {
         self.flush_round(appended, now, report);
     }
 
-    /// The stops of a round (a failover): each STOPPING partition's steps, then STOPPED.
+    /// The stops of a round (a failover): the STOPPING partitions' steps, each step for all of them
+    /// together ([`stopping::stop_many`]), then STOPPED.
     fn stop_round(&self, stop: Vec<Work>, now: i64, report: &mut TickReport) {
         use MirrorState::*;
-        for w in stop {
-            let done = match stopping::stop(&self.node, &self.settings, &w) {
+        let works: Vec<&Work> = stop.iter().collect();
+        let results = stopping::stop_many(&self.node, &self.settings, &works);
+        for (w, result) in stop.iter().zip(results) {
+            let done = match result {
                 Ok(truncated) => {
                     report.truncations += truncated as u64;
-                    self.update_runtime(&w, |r| {
+                    self.update_runtime(w, |r| {
                         r.failures = 0;
                         r.not_before_ms = 0;
                     });
-                    self.transition(&w, self.entering(&w, Stopping, Stopped), report)
+                    self.transition(w, self.entering(w, Stopping, Stopped), report)
                 }
-                Err(e) => self.fail(&w, Stopping, e, now, report),
+                Err(e) => self.fail(w, Stopping, e, now, report),
             };
             if let Err(e) = done {
-                self.unrecorded_error(&w, e, now, report);
+                self.unrecorded_error(w, e, now, report);
             }
         }
     }
@@ -509,15 +555,65 @@ impl Manager {
         value
     }
 
-    /// Persists `value` before anything else happens, then sets the write mode it implies.
+    /// Queues `value` for the next [`Manager::commit_transitions`] ([`Manager::queue`]). Always `Ok`: a
+    /// failed write is met by the commit, which backs the partition off.
     fn transition(
         &self,
         w: &Work,
         value: PartitionStateValue,
-        report: &mut TickReport,
+        _report: &mut TickReport,
     ) -> Result<(), Error> {
-        let (from, to) = (value.previous, value.state);
-        lock(&self.node.store).write(vec![MirrorRecord::State(w.key.clone(), Some(value))])?;
+        self.queue(w, value);
+        Ok(())
+    }
+
+    /// Queues `value` for the next [`Manager::commit_transitions`], which persists it before anything
+    /// it implies happens (the write mode, the state's actions).
+    fn queue(&self, w: &Work, value: PartitionStateValue) {
+        lock(&self.pending).push((w.clone(), value));
+    }
+
+    /// Writes every queued transition in one `__mirror_state` write (a batch per partition of it, all
+    /// synced together), then sets the write modes they imply. Returns the partitions whose state could
+    /// not be written: they back off as for any unrecorded error, and nothing of the new state runs.
+    fn commit_transitions(
+        &self,
+        now: i64,
+        report: &mut TickReport,
+    ) -> std::collections::BTreeSet<(String, i32)> {
+        let pending = std::mem::take(&mut *lock(&self.pending));
+        let mut unrecorded = std::collections::BTreeSet::new();
+        if pending.is_empty() {
+            return unrecorded;
+        }
+        let records = pending
+            .iter()
+            .map(|(w, v)| MirrorRecord::State(w.key.clone(), Some(v.clone())))
+            .collect();
+        let (written, partitions): (BTreeMap<u32, Result<(), Error>>, Vec<u32>) = {
+            let mut store = lock(&self.node.store);
+            let written = store.write_partitions(records);
+            let partitions = pending.iter().map(|(w, _)| store.partition_of(&w.key));
+            (written, partitions.collect())
+        };
+        for ((w, value), p) in pending.into_iter().zip(partitions) {
+            if let Some(Err(e)) = written.get(&p) {
+                self.back_off_unrecorded(&w, now);
+                report.errors.push((
+                    w.topic.clone(),
+                    w.partition,
+                    format!("recording {} failed: {e}", value.state),
+                ));
+                unrecorded.insert((w.topic.clone(), w.partition));
+                continue;
+            }
+            self.recorded(&w, value.previous, value.state, report);
+        }
+        unrecorded
+    }
+
+    /// What follows a persisted transition of `w` from `from` to `to`: the write mode it implies.
+    fn recorded(&self, w: &Work, from: MirrorState, to: MirrorState, report: &mut TickReport) {
         tracing::info!(key = ?w.key, %from, %to, "mirror partition state transition");
         self.update_runtime(w, |r| r.unrecorded = 0);
         if let Some(log) = self.node.log(&w.topic, w.partition) {
@@ -530,7 +626,6 @@ impl Manager {
         report
             .transitions
             .push((w.topic.clone(), w.partition, from, to));
-        Ok(())
     }
 
     /// FAILED from `previous` (the state whose action failed), with the next retry time persisted

@@ -1,10 +1,18 @@
-//! STOPPING (KIP-1279 §1.4, in the corrected order): the failover of one partition. The LME is
+//! STOPPING (KIP-1279 §1.4, in the corrected order): the failover of mirror partitions. The LME is
 //! recorded, the leader epoch bumped above it, the log truncated to its LSO, and a MIRROR_PID_RESET
 //! barrier appended and flushed. Every step is idempotent by what this stop recorded, so re-running it
 //! after a crash or a failure ends in the same state.
+//!
+//! A failover stops many partitions together, step by step across them, so each step's syncs are paid
+//! once, not once per partition: one flush of every log, one `__mirror_state` write of every LME, one
+//! metadata write of every epoch bump, the truncations and barriers, one flush of every log. Each
+//! partition still goes through its steps in order, and a partition whose step fails leaves the others
+//! to go on without it.
+
+use std::sync::Arc;
 
 use klog_log::format::{AnyBatch, BatchBuilder, Batches, ControlRecordType};
-use klog_log::partition_log::PartitionLog;
+use klog_log::partition_log::{PartitionLog, FLUSH_THREADS};
 use klog_log::validator::AppendOrigin;
 
 use super::fetcher::partition_log;
@@ -14,7 +22,21 @@ use crate::node::{lock, Node};
 use crate::records::MirrorRecord;
 use crate::state::MirrorState;
 
-/// Runs the stop of `w`. Returns whether the LSO truncation removed anything.
+/// One partition's stop between steps.
+struct Stop<'a> {
+    /// Its place in the caller's list (where its result goes).
+    index: usize,
+    w: &'a Work,
+    log: Arc<PartitionLog>,
+    /// This stop's LME, once recorded.
+    lme: i32,
+    /// The leader epoch the barrier is written at, once bumped.
+    epoch: i32,
+    truncated: bool,
+}
+
+/// Runs the stops of `works` together. Returns, per partition in order, whether the LSO truncation
+/// removed anything, or the error that stopped that partition's stop.
 ///
 /// Each step is skipped by what this stop recorded, never by what the log happens to end with (a log
 /// mirrored back from a cluster that failed over ends with that cluster's barrier, possibly at our
@@ -23,50 +45,240 @@ use crate::state::MirrorState;
 /// - the epoch bump is done when the leader epoch is above that LME;
 /// - the barrier is done when the log ends with a MIRROR_PID_RESET above that LME: when the LME was
 ///   recorded every batch of the log was at or below it, and STOPPING admits no append but ours.
-pub(super) fn stop(node: &Node, settings: &MirrorSettings, w: &Work) -> Result<bool, Error> {
+pub(super) fn stop_many(
+    node: &Node,
+    settings: &MirrorSettings,
+    works: &[&Work],
+) -> Vec<Result<bool, Error>> {
+    if works.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<Option<Result<bool, Error>>> = works.iter().map(|_| None).collect();
+    let mut stops = Vec::with_capacity(works.len());
+    for (index, w) in works.iter().enumerate() {
+        match partition_log(node, w) {
+            Ok(log) => stops.push(Stop {
+                index,
+                w,
+                log,
+                lme: -1,
+                epoch: 0,
+                truncated: false,
+            }),
+            Err(e) => out[index] = Some(Err(e)),
+        }
+    }
     // 1. The fetcher is stopped: ours only runs inside tick, and the state is no longer MIRRORING.
     //    What it appended (or an earlier attempt of this stop) is made durable first.
-    let log = partition_log(node, w)?;
     if settings.fsync {
-        log.flush(log.log_end_offset())?;
+        flush_all(&mut stops, &mut out);
     }
     // 2. LME: the latest epoch before the bump (-1: none), recorded once per stop.
-    let lme = match recorded_lme(node, w) {
-        Some(lme) => lme,
-        None => record_lme(node, w, &log)?,
-    };
-    if barrier_above(&log, lme)? {
-        return Ok(false); // this stop's barrier is written (and flushed by step 1)
+    record_lmes(node, &mut stops, &mut out);
+    // A stop whose barrier is written (and flushed by step 1) is done.
+    let each = stops.iter().map(|s| barrier_above(&s.log, s.lme)).collect();
+    settle(&mut stops, &mut out, each, |_, done| done.then_some(false));
+    // 3. Bump the leader epochs above the LMEs, to draw the line for a future failback.
+    bump_epochs(node, &mut stops, &mut out);
+    // 4, 5. Truncate to the local LSO (no transaction stays open across the barrier), then the barrier
+    //    through the leader path (STOPPING admits exactly this append).
+    cut_and_barrier_all(node, &mut stops, &mut out);
+    // 6. The barriers made durable, every log in one flush.
+    if settings.fsync {
+        flush_all(&mut stops, &mut out);
     }
-    // 3. Bump the leader epoch above the LME, to draw the line for a future failback.
-    let epoch_now = node.leader_epoch(&w.topic, w.partition).unwrap_or(0);
-    let epoch = if epoch_now <= lme {
-        node.bump_leader_epoch(&w.topic, w.partition, lme + 1)?
-    } else {
-        epoch_now
+    for s in &stops {
+        out[s.index] = Some(Ok(s.truncated));
+    }
+    out.into_iter()
+        .map(|r| r.expect("every stop ends with a result"))
+        .collect()
+}
+
+/// Steps 4 and 5 of every stop, on [`parallel`] threads.
+fn cut_and_barrier_all(
+    node: &Node,
+    stops: &mut Vec<Stop<'_>>,
+    out: &mut [Option<Result<bool, Error>>],
+) {
+    let source_ids: Vec<Option<String>> = {
+        let meta = lock(&node.meta);
+        stops
+            .iter()
+            .map(|s| {
+                meta.mirrors
+                    .get(&s.w.key.mirror)
+                    .and_then(|m| m.source_cluster_id.clone())
+            })
+            .collect()
     };
-    // 4. Truncate to the local LSO: no transaction stays open across the barrier.
+    let each = parallel(stops, |i, s| {
+        cut_and_barrier(node, s, source_ids[i].as_deref())
+    });
+    settle(stops, out, each, |s, truncated| {
+        s.truncated = truncated;
+        None
+    });
+}
+
+/// Keeps the stops whose step succeeded (`next` may finish one with a result), records the others'
+/// errors.
+fn settle<T>(
+    stops: &mut Vec<Stop<'_>>,
+    out: &mut [Option<Result<bool, Error>>],
+    each: Vec<Result<T, Error>>,
+    mut next: impl FnMut(&mut Stop<'_>, T) -> Option<bool>,
+) {
+    assert_eq!(stops.len(), each.len(), "one result per stop");
+    let mut kept = Vec::with_capacity(stops.len());
+    for (mut s, r) in std::mem::take(stops).into_iter().zip(each) {
+        match r.map(|v| next(&mut s, v)) {
+            Ok(None) => kept.push(s),
+            Ok(Some(done)) => out[s.index] = Some(Ok(done)),
+            Err(e) => out[s.index] = Some(Err(e)),
+        }
+    }
+    *stops = kept;
+}
+
+/// Every log flushed to its end, together ([`PartitionLog::flush_each`]).
+fn flush_all(stops: &mut Vec<Stop<'_>>, out: &mut [Option<Result<bool, Error>>]) {
+    let logs: Vec<&PartitionLog> = stops.iter().map(|s| s.log.as_ref()).collect();
+    let each = PartitionLog::flush_each(&logs)
+        .into_iter()
+        .map(|r| r.map_err(Error::from))
+        .collect();
+    settle(stops, out, each, |_, ()| None);
+}
+
+/// The LME of every stop: the one it recorded, or (none yet) its log's latest epoch, recorded for all
+/// of them in one `__mirror_state` write: per partition the LastMirrorEpoch record (when there is an
+/// epoch: a lookup of none answers -1 anyway) and the STOPPING record again, now carrying it, in one
+/// batch, so either both are on disk or neither.
+fn record_lmes(node: &Node, stops: &mut Vec<Stop<'_>>, out: &mut [Option<Result<bool, Error>>]) {
+    let mut records = Vec::new();
+    let mut each = Vec::with_capacity(stops.len());
+    for s in stops.iter_mut() {
+        if let Some(lme) = recorded_lme(node, s.w) {
+            s.lme = lme;
+            each.push(Ok(false));
+            continue;
+        }
+        each.push(lme_records(node, s.w, &s.log).map(|(lme, mut rs)| {
+            s.lme = lme;
+            records.append(&mut rs);
+            true
+        }));
+    }
+    let written = lock(&node.store).write_partitions(records);
+    let store = lock(&node.store);
+    let each = stops
+        .iter()
+        .zip(each)
+        .map(|(s, r)| match r {
+            Ok(true) => match written.get(&store.partition_of(&s.w.key)) {
+                Some(Err(e)) => Err(shared(s.w, "recording the last mirrored epoch", e)),
+                _ => Ok(()),
+            },
+            other => other.map(|_| ()),
+        })
+        .collect();
+    drop(store);
+    settle(stops, out, each, |_, ()| None);
+}
+
+/// Bumps, in one metadata write, the leader epoch of every stop whose epoch is not yet above its LME.
+fn bump_epochs(node: &Node, stops: &mut Vec<Stop<'_>>, out: &mut [Option<Result<bool, Error>>]) {
+    let mut bumps = Vec::new();
+    for s in stops.iter_mut() {
+        s.epoch = node.leader_epoch(&s.w.topic, s.w.partition).unwrap_or(0);
+        if s.epoch <= s.lme {
+            bumps.push((s.w.topic.as_str(), s.w.partition, s.lme + 1));
+        }
+    }
+    let each = match node.bump_leader_epochs(&bumps) {
+        Ok(_) => {
+            for s in stops.iter_mut() {
+                s.epoch = node.leader_epoch(&s.w.topic, s.w.partition).unwrap_or(0);
+            }
+            stops.iter().map(|_| Ok(())).collect()
+        }
+        Err(e) => stops
+            .iter()
+            .map(|s| {
+                if s.epoch > s.lme {
+                    Ok(())
+                } else {
+                    Err(shared(s.w, "the leader epoch bump", &e))
+                }
+            })
+            .collect(),
+    };
+    settle(stops, out, each, |_, ()| None);
+}
+
+/// A failure of a write shared by many stops, as each of them meets it: an I/O error (retried as
+/// one) naming the partition and the step.
+fn shared(w: &Work, step: &str, e: &Error) -> Error {
+    Error::io(
+        std::path::Path::new(&format!("{}-{}", w.topic, w.partition)),
+        std::io::Error::other(format!("{step} failed: {e}")),
+    )
+}
+
+/// Steps 4 and 5 of one stop: the cut to the LSO, then the barrier (not yet flushed). Returns whether
+/// the cut removed anything.
+fn cut_and_barrier(
+    node: &Node,
+    s: &Stop<'_>,
+    source_cluster_id: Option<&str>,
+) -> Result<bool, Error> {
+    let log = &s.log;
     let lso = log.last_stable_offset();
     let truncated = lso < log.log_end_offset();
     if truncated {
         log.truncate_to(lso)?;
     }
-    tracing::info!(key = ?w.key, lme, epoch, lso, "failover: epoch bumped, log cut to the LSO");
-    // 5. The barrier, through the leader path (STOPPING admits exactly this append), then flushed.
-    let source_cluster_id = lock(&node.meta)
-        .mirrors
-        .get(&w.key.mirror)
-        .and_then(|m| m.source_cluster_id.clone());
+    tracing::info!(key = ?s.w.key, lme = s.lme, epoch = s.epoch, lso, "failover: epoch bumped, log cut to the LSO");
     if let Some(id) = source_cluster_id {
-        let mut barrier = BatchBuilder::mirror_pid_reset(&id, node.clock.now_ms())?.build()?;
-        log.append_as_leader_with_origin(&mut barrier, epoch, AppendOrigin::Coordinator)?;
+        let mut barrier = BatchBuilder::mirror_pid_reset(id, node.clock.now_ms())?.build()?;
+        log.append_as_leader_with_origin(&mut barrier, s.epoch, AppendOrigin::Coordinator)?;
         log.update_high_watermark(log.log_end_offset());
-        tracing::info!(key = ?w.key, epoch, "failover: MIRROR_PID_RESET barrier written");
-    }
-    if settings.fsync {
-        log.flush(log.log_end_offset())?;
+        tracing::info!(key = ?s.w.key, epoch = s.epoch, "failover: MIRROR_PID_RESET barrier written");
     }
     Ok(truncated)
+}
+
+/// `f` over every item on up to [`FLUSH_THREADS`] threads, results in order: each barrier's first
+/// append at a new epoch syncs its `leader-epoch-checkpoint`, and those syncs wait on the disk, not
+/// the CPU.
+fn parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
+    if items.len() <= 1 {
+        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
+    }
+    let chunk = items.len().div_ceil(FLUSH_THREADS);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .enumerate()
+            .map(|(c, part)| {
+                scope.spawn(move || {
+                    part.iter()
+                        .enumerate()
+                        .map(|(i, t)| f(c * chunk + i, t))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(results) => results,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
 }
 
 /// The LME the stop in progress on `w` recorded, as `__mirror_state` holds it now (STOPPING, or FAILED
@@ -98,13 +310,15 @@ fn recorded_lme(node: &Node, w: &Work) -> Option<i32> {
         .map(|l| l.value)
 }
 
-/// Records the LME (the log's latest epoch, -1 if it has none) as one `__mirror_state` batch: the
-/// LastMirrorEpoch record (when there is an epoch: a lookup of none answers -1 anyway) and the STOPPING
-/// record again, now carrying it. Either both are on disk or neither.
-fn record_lme(node: &Node, w: &Work, log: &PartitionLog) -> Result<i32, Error> {
+/// The records that record `w`'s LME (its log's latest epoch, -1 if it has none): the LastMirrorEpoch
+/// record when there is an epoch, then its STOPPING record carrying the LME. Returns the LME with them.
+fn lme_records(
+    node: &Node,
+    w: &Work,
+    log: &PartitionLog,
+) -> Result<(i32, Vec<MirrorRecord>), Error> {
     let lme = log.latest_epoch().unwrap_or(-1);
-    let mut store = lock(&node.store);
-    let mut stopping = store
+    let mut stopping = lock(&node.store)
         .state(&w.key)
         .map(|s| s.value.clone())
         .filter(|v| v.state == MirrorState::Stopping)
@@ -115,8 +329,7 @@ fn record_lme(node: &Node, w: &Work, log: &PartitionLog) -> Result<i32, Error> {
         records.push(MirrorRecord::LastMirrorEpoch(w.key.clone(), Some(lme)));
     }
     records.push(MirrorRecord::State(w.key.clone(), Some(stopping)));
-    store.write(records)?;
-    Ok(lme)
+    Ok((lme, records))
 }
 
 /// Whether the log ends with a MIRROR_PID_RESET barrier at an epoch above `lme`.
