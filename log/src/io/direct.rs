@@ -73,14 +73,14 @@ pub trait ChunkDevice: Send + Sync + std::fmt::Debug + Sized + 'static {
 
 /// A heap buffer aligned to [`ALIGN`], zeroed beyond what it holds: a vector one block longer than
 /// needed, used from its first aligned byte (it never reallocates, so the start stays aligned).
-struct AlignedBuf {
+pub(super) struct AlignedBuf {
     bytes: Vec<u8>,
     start: usize,
     cap: usize,
 }
 
 impl AlignedBuf {
-    fn new(cap: usize) -> Self {
+    pub(super) fn new(cap: usize) -> Self {
         let cap = align_up(cap.max(1) as u64) as usize;
         let bytes = vec![0u8; cap + ALIGN as usize];
         let start = bytes.as_ptr().align_offset(ALIGN as usize);
@@ -88,17 +88,17 @@ impl AlignedBuf {
         AlignedBuf { bytes, start, cap }
     }
 
-    fn as_slice(&self) -> &[u8] {
+    pub(super) fn as_slice(&self) -> &[u8] {
         &self.bytes[self.start..self.start + self.cap]
     }
 
-    fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub(super) fn as_mut_slice(&mut self) -> &mut [u8] {
         &mut self.bytes[self.start..self.start + self.cap]
     }
 }
 
-/// Zeros to fill with, shared by every file.
-fn zeros() -> &'static [u8] {
+/// Zeros to fill with, shared by every file (and registered with every ring that writes, `fixed.rs`).
+pub(super) fn zeros() -> &'static [u8] {
     static ZEROS: std::sync::OnceLock<AlignedBuf> = std::sync::OnceLock::new();
     &ZEROS.get_or_init(|| AlignedBuf::new(FILL_PIECE)).as_slice()[..FILL_PIECE]
 }

@@ -6,6 +6,8 @@
 //! (in memory, with a live and a durable image and fault injection, for deterministic crash tests).
 
 mod direct;
+#[cfg(target_os = "linux")]
+mod fixed;
 mod lock;
 mod read_only;
 mod sim;
@@ -17,12 +19,14 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[cfg(target_os = "linux")]
+pub use fixed::Registration;
 pub(crate) use lock::posix_lock_holder;
 pub use read_only::ReadOnlyStorage;
 pub use sim::{Fault, SimStorage};
 pub use std_fs::StdStorage;
 #[cfg(target_os = "linux")]
-pub use uring::{direct_io_supported, uring_available, UringStorage};
+pub use uring::{direct_io_supported, uring_available, uring_registration, UringStorage};
 
 /// io_uring is Linux only.
 #[cfg(not(target_os = "linux"))]

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 
 use super::direct::{self, ChunkDevice, ChunkWrite, TailFile};
+use super::fixed::{FileKey, Registered, Registration};
 use super::{StdStorage, Storage, StorageFile};
 
 /// Linux moves at most this many bytes in one read or write (`MAX_RW_COUNT`); larger buffers go in pieces.
@@ -31,10 +32,38 @@ const MAX_RW_BYTES: usize = 0x7fff_f000;
 /// Operations in flight at once: a call has two (a write linked to an fdatasync), a batch of the direct
 /// write path up to this many (more go in several submissions).
 const RING_ENTRIES: u32 = 128;
+const _: () = assert!(
+    RING_ENTRIES < super::fixed::FILE_SLOTS,
+    "a round never replaces a fixed-file slot it uses itself"
+);
 
 thread_local! {
     /// This thread's ring; `None` until its first I/O, and again after a ring had to be discarded.
-    static RING: RefCell<Option<IoUring>> = const { RefCell::new(None) };
+    static RING: RefCell<Option<Ring>> = const { RefCell::new(None) };
+}
+
+/// A thread's ring, and what it registered for the direct write path (on its first batch of writes:
+/// threads that only read register nothing).
+struct Ring {
+    // Declared first, so dropped first: the kernel lets go of the registered buffers before they are freed.
+    ring: IoUring,
+    registered: Option<Registered>,
+}
+
+impl Ring {
+    /// The ring, and its registered buffers and files (registered now if this is the first time).
+    fn parts(&mut self) -> (&mut IoUring, &mut Registered) {
+        let registered = self
+            .registered
+            .get_or_insert_with(|| Registered::register(&self.ring.submitter()));
+        (&mut self.ring, registered)
+    }
+}
+
+/// What this thread's ring registers for the direct write path (registering it now if it has not yet):
+/// whether the kernel took the buffers and the fixed-file table, or refused them (`fixed.rs`).
+pub fn uring_registration() -> io::Result<Registration> {
+    with_ring(|ring| (Ok(ring.parts().1.state()), true))
 }
 
 /// Checks that this process may use io_uring for reads, writes and fsync: it builds a ring and probes
@@ -286,6 +315,8 @@ struct DirectDev {
     path: PathBuf,
     /// The file system took `O_DIRECT`.
     direct: bool,
+    /// `write`'s identity in the fixed-file tables of rings.
+    key: FileKey,
 }
 
 impl DirectDev {
@@ -312,7 +343,52 @@ impl DirectDev {
             read,
             path: path.to_owned(),
             direct,
+            key: FileKey::new(),
         })
+    }
+
+    /// A write of `bytes` in the current round of `ring`: from registered memory and a fixed file where
+    /// the ring has them (`fixed.rs`), else from `bytes` and the descriptor.
+    fn round_write_entry(
+        &self,
+        ring: &IoUring,
+        registered: &mut Registered,
+        w: &ChunkWrite<'_, Self>,
+    ) -> io::Result<squeue::Entry> {
+        let offset = checked_offset(w.position)?;
+        let flags = if w.dsync { libc::RWF_DSYNC } else { 0 };
+        let len = w.bytes.len() as u32;
+        let buffer = registered.buffer(w.bytes);
+        let slot = registered.file(&ring.submitter(), &self.key, self.write.as_raw_fd());
+        macro_rules! write_to {
+            ($file:expr) => {
+                match buffer {
+                    Some((at, index)) => opcode::WriteFixed::new($file, at, len, index)
+                        .offset(offset)
+                        .rw_flags(flags)
+                        .build(),
+                    None => opcode::Write::new($file, w.bytes.as_ptr(), len)
+                        .offset(offset)
+                        .rw_flags(flags)
+                        .build(),
+                }
+            };
+        }
+        Ok(match slot {
+            Some(slot) => write_to!(types::Fixed(slot)),
+            None => write_to!(types::Fd(self.write.as_raw_fd())),
+        })
+    }
+
+    /// An fdatasync in the current round of `ring`, of the fixed file where the ring has it.
+    fn round_sync_entry(&self, ring: &IoUring, registered: &mut Registered) -> squeue::Entry {
+        let fd = self.write.as_raw_fd();
+        match registered.file(&ring.submitter(), &self.key, fd) {
+            Some(slot) => opcode::Fsync::new(types::Fixed(slot)),
+            None => opcode::Fsync::new(types::Fd(fd)),
+        }
+        .flags(types::FsyncFlags::DATASYNC)
+        .build()
     }
 
     fn write_entry(&self, bytes: &[u8], position: u64, dsync: bool) -> io::Result<squeue::Entry> {
@@ -340,56 +416,47 @@ impl DirectDev {
 }
 
 impl ChunkDevice for DirectDev {
-    /// Every write in one submission (at most `RING_ENTRIES` at a time), all in flight together.
+    /// Every write in one submission (at most `RING_ENTRIES` at a time), all in flight together, from
+    /// registered buffers and fixed files where the ring has them.
     fn write_batch(writes: &[ChunkWrite<'_, Self>]) -> Vec<io::Result<()>> {
-        let entries: io::Result<Vec<_>> = writes
-            .iter()
-            .map(|w| w.dev.write_entry(w.bytes, w.position, w.dsync))
-            .collect();
-        let results = match entries.and_then(complete_many) {
-            Ok(r) => r,
-            Err(e) => return writes.iter().map(|_| Err(copy_error(&e))).collect(),
-        };
-        writes
-            .iter()
-            .zip(results)
-            .map(|(w, res)| match res {
-                n if n >= 0 && n as usize == w.bytes.len() => Ok(()),
-                n if n > 0 => {
-                    w.dev
-                        .finish_write(&w.bytes[n as usize..], w.position + n as u64, w.dsync)
-                }
-                e if retryable(e) => w.dev.finish_write(w.bytes, w.position, w.dsync),
-                0 => Err(io::ErrorKind::WriteZero.into()),
-                e => Err(io::Error::from_raw_os_error(-e)),
-            })
-            .collect()
+        let mut results = Vec::with_capacity(writes.len());
+        for part in writes.chunks(RING_ENTRIES as usize) {
+            let round = run_round(|ring, registered| {
+                part.iter()
+                    .map(|w| w.dev.round_write_entry(ring, registered, w))
+                    .collect()
+            });
+            match round {
+                // Outside the ring: finishing a short write runs operations of its own.
+                Ok(r) => results.extend(part.iter().zip(r).map(|(w, res)| finish(w, res))),
+                Err(e) => results.extend(part.iter().map(|_| Err(copy_error(&e)))),
+            }
+        }
+        results
     }
 
     /// Every fdatasync in one submission.
     fn sync_batch(devs: &[&Self]) -> Vec<io::Result<()>> {
-        let entries = devs
-            .iter()
-            .map(|d| {
-                opcode::Fsync::new(types::Fd(d.write.as_raw_fd()))
-                    .flags(types::FsyncFlags::DATASYNC)
-                    .build()
-            })
-            .collect();
-        match complete_many(entries) {
-            Ok(results) => results
-                .into_iter()
-                .zip(devs)
-                .map(|(res, d)| match res {
+        let mut results = Vec::with_capacity(devs.len());
+        for part in devs.chunks(RING_ENTRIES as usize) {
+            let round = run_round(|ring, registered| {
+                Ok(part
+                    .iter()
+                    .map(|d| d.round_sync_entry(ring, registered))
+                    .collect())
+            });
+            match round {
+                Ok(r) => results.extend(part.iter().zip(r).map(|(d, res)| match res {
                     0 => Ok(()),
                     // Interrupted before it ran: run it again on its own. A failed fdatasync is
                     // never retried (the kernel may have dropped the pages it could not write).
                     e if retryable(e) => d.read.sync_data(),
                     e => Err(io::Error::from_raw_os_error(-e)),
-                })
-                .collect(),
-            Err(e) => devs.iter().map(|_| Err(copy_error(&e))).collect(),
+                })),
+                Err(e) => results.extend(part.iter().map(|_| Err(copy_error(&e)))),
+            }
         }
+        results
     }
 
     fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
@@ -413,6 +480,36 @@ impl ChunkDevice for DirectDev {
     fn path(&self) -> Option<&Path> {
         Some(&self.path)
     }
+}
+
+/// A completed write of the direct path: done, finished piece by piece (short or interrupted), or failed.
+fn finish(w: &ChunkWrite<'_, DirectDev>, res: i32) -> io::Result<()> {
+    match res {
+        n if n >= 0 && n as usize == w.bytes.len() => Ok(()),
+        n if n > 0 => w
+            .dev
+            .finish_write(&w.bytes[n as usize..], w.position + n as u64, w.dsync),
+        e if retryable(e) => w.dev.finish_write(w.bytes, w.position, w.dsync),
+        0 => Err(io::ErrorKind::WriteZero.into()),
+        e => Err(io::Error::from_raw_os_error(-e)),
+    }
+}
+
+/// One round on this thread's ring: `build` makes its entries (at most [`RING_ENTRIES`]) with the
+/// ring's registered buffers and files, which stay the round's until every entry has completed.
+fn run_round(
+    build: impl FnOnce(&IoUring, &mut Registered) -> io::Result<Vec<squeue::Entry>>,
+) -> io::Result<Vec<i32>> {
+    with_ring(|ring| {
+        let (ring, registered) = ring.parts();
+        registered.begin_round(&ring.submitter());
+        let mut entries = match build(ring, registered) {
+            Ok(entries) => entries,
+            Err(e) => return (Err(e), true),
+        };
+        let (result, keep) = submit_and_reap(ring, &mut entries);
+        (result.map(|(results, _)| results), keep)
+    })
 }
 
 fn copy_error(e: &io::Error) -> io::Error {
@@ -458,7 +555,8 @@ struct Completed<const N: usize> {
 
 /// Runs `entries` on this thread's ring (made on first use) and waits for all of them.
 fn complete<const N: usize>(mut entries: [squeue::Entry; N]) -> io::Result<Completed<N>> {
-    let (results, in_one_submission) = with_ring(|ring| submit_and_reap(ring, &mut entries))?;
+    let (results, in_one_submission) =
+        with_ring(|ring| submit_and_reap(&mut ring.ring, &mut entries))?;
     let mut fixed = [0i32; N];
     fixed.copy_from_slice(&results);
     Ok(Completed {
@@ -467,25 +565,18 @@ fn complete<const N: usize>(mut entries: [squeue::Entry; N]) -> io::Result<Compl
     })
 }
 
-/// Runs any number of independent operations, at most [`RING_ENTRIES`] in flight at once (one submission
-/// each), and returns their results in order.
-fn complete_many(mut entries: Vec<squeue::Entry>) -> io::Result<Vec<i32>> {
-    let mut results = Vec::with_capacity(entries.len());
-    for part in entries.chunks_mut(RING_ENTRIES as usize) {
-        results.extend(with_ring(|ring| submit_and_reap(ring, part))?.0);
-    }
-    Ok(results)
-}
-
 /// Runs `f` on this thread's ring; a ring that `f` says is unusable is dropped.
-fn with_ring<T>(f: impl FnOnce(&mut IoUring) -> (io::Result<T>, bool)) -> io::Result<T> {
+fn with_ring<T>(f: impl FnOnce(&mut Ring) -> (io::Result<T>, bool)) -> io::Result<T> {
     RING.try_with(|slot| {
         let mut slot = slot
             .try_borrow_mut()
             .map_err(|_| io::Error::other("this thread's io_uring is already in use"))?;
         let mut ring = match slot.take() {
             Some(ring) => ring,
-            None => new_ring()?,
+            None => Ring {
+                ring: new_ring()?,
+                registered: None,
+            },
         };
         let (result, keep) = f(&mut ring);
         if keep {
