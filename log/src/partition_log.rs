@@ -758,6 +758,12 @@ impl PartitionLog {
                 for later in &segments[i + 1..] {
                     self.delete_after_cut(later, reason.clone(), report, recovered)?;
                 }
+                // Durable before anything is appended: appends take the deleted segments' offsets, and a
+                // crash that brought those segments back behind a synced append would leave no gap for
+                // the next open to find.
+                if i < last_index {
+                    self.storage.sync_dir(&self.dir).at(&self.dir)?;
+                }
                 break;
             }
         }

@@ -783,10 +783,10 @@ impl LogSegment {
         let size = self.log_file().len().at(&self.log_path_of())?;
         self.size.store(size, Ordering::Release);
         let mut state = self.state();
-        // Synced at once: stale entries past a cut that came back after a crash would fail the next open's
-        // sanity check, and that path (rebuild in `open_segment`) skips the gap check of recovery.
-        state.offset_index.file().reset()?;
-        state.time_index.file().reset()?;
+        // Rebuilt over the old files, synced by the next flush (`IndexFile::rebuild` says why that is
+        // safe): an unclean open that cuts nothing then syncs nothing.
+        state.offset_index.file().rebuild()?;
+        state.time_index.file().rebuild()?;
         state.txn_index.truncate_to(i64::MIN)?;
         state.max_timestamp_so_far = Some((-1, -1));
         // The pass counts from 0 like Kafka's local `lastIndexEntry`; the segment's own counter is left as
