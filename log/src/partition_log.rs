@@ -521,6 +521,35 @@ impl PartitionLog {
         map.range(floor..).map(|(_, s)| s.clone()).collect()
     }
 
+    /// The segment holding `offset` (the first one when `offset` is below every base).
+    fn segment_floor(&self, offset: i64) -> Option<Arc<LogSegment>> {
+        let map = self.segments.read().expect("segments lock poisoned");
+        map.range(..=offset)
+            .next_back()
+            .or_else(|| map.iter().next())
+            .map(|(_, s)| s.clone())
+    }
+
+    /// The segment after the one based at `base`.
+    fn segment_after(&self, base: i64) -> Option<Arc<LogSegment>> {
+        self.segments
+            .read()
+            .expect("segments lock poisoned")
+            .range((Excluded(base), Unbounded))
+            .next()
+            .map(|(_, s)| s.clone())
+    }
+
+    /// The base offset of the segment after the one based at `base`.
+    fn next_base_offset(&self, base: i64) -> Option<i64> {
+        self.segments
+            .read()
+            .expect("segments lock poisoned")
+            .range((Excluded(base), Unbounded))
+            .next()
+            .map(|(b, _)| *b)
+    }
+
     fn segment_list(&self) -> Vec<Arc<LogSegment>> {
         self.segments
             .read()
@@ -1400,14 +1429,25 @@ impl PartitionLog {
         if start_offset >= bound {
             return Ok(info(SegmentBytes::Owned(Vec::new()), start_offset));
         }
-        for seg in self.segments_from(start_offset) {
+        let mut next = self.segment_floor(start_offset);
+        while let Some(seg) = next.take() {
             let Some(found) = seg.translate_offset(start_offset, 0)? else {
+                next = self.segment_after(seg.base_offset());
                 continue;
             };
             let start = found.position as u64;
-            let max_position = match seg.translate_offset(bound, 0)? {
-                Some(p) if p.last_offset >= bound && bound < leo => p.position as u64,
-                _ => seg.size(),
+            // The bound needs a lookup only when it falls inside this segment: at the log end or at a
+            // later segment's base, every batch here is below it.
+            let bound_beyond = bound >= leo
+                || self
+                    .next_base_offset(seg.base_offset())
+                    .is_some_and(|n| n <= bound);
+            let max_position = match bound_beyond {
+                true => seg.size(),
+                false => match seg.translate_offset(bound, 0)? {
+                    Some(p) if p.last_offset >= bound => p.position as u64,
+                    _ => seg.size(),
+                },
             };
             if start >= max_position {
                 return Ok(info(SegmentBytes::Owned(Vec::new()), start_offset));
