@@ -2282,6 +2282,8 @@ struct RecoveredBatches {
     kept: usize,
     /// What recovering a segment whose indexes were rebuilt at load found (recovery acts on it later).
     rebuilt: BTreeMap<i64, crate::segment::SegmentRecovery>,
+    /// The read buffer every segment's recovery reuses.
+    buf: Vec<u8>,
 }
 
 /// About 64 MiB of summaries: a 1 GiB unclean log of 16 KiB batches needs ~65,000.
@@ -2292,7 +2294,7 @@ impl RecoveredBatches {
     fn recover(&mut self, seg: &LogSegment) -> Result<crate::segment::SegmentRecovery, Error> {
         let mut summaries = Vec::new();
         let mut over_budget = self.kept >= RECOVERED_SUMMARIES_MAX;
-        let recovery = seg.recover_with(&mut |batch| {
+        let recovery = seg.recover_through(&mut self.buf, &mut |batch| {
             if over_budget {
                 return;
             }

@@ -807,6 +807,16 @@ impl LogSegment {
         &self,
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
     ) -> Result<SegmentRecovery, Error> {
+        self.recover_through(&mut Vec::new(), on_batch)
+    }
+
+    /// [`LogSegment::recover_with`], reading through `buf`: a caller recovering many segments passes the
+    /// same buffer to each, so it is allocated, zeroed and faulted in once per open, not per segment.
+    pub fn recover_through(
+        &self,
+        buf: &mut Vec<u8>,
+        on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
+    ) -> Result<SegmentRecovery, Error> {
         let size = self.log_file().len().at(&self.log_path_of())?;
         self.size.store(size, Ordering::Release);
         let mut state = self.state();
@@ -830,7 +840,6 @@ impl LogSegment {
         // error) and is completed by the next read. The last read decides the segment's tail.
         // `buf[..filled]` is live; the buffer is zeroed only when it grows (a batch larger than a chunk),
         // not on every read.
-        let mut buf = Vec::new();
         let mut filled = 0usize;
         let (mut buf_start, mut read_to) = (0u64, 0u64);
         let tail = loop {
