@@ -193,3 +193,48 @@ fn a_read_from_a_mapped_sealed_segment_needs_no_pread() {
     drop(log);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Reads bounded inside a segment (a high watermark, a last stable offset) end at the last whole batch
+/// below the bound, whether the headers come from the map or from `pread`s.
+#[test]
+fn a_bound_inside_a_segment_ends_the_read_at_the_batch_below_it() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("read-io-bound-t-0");
+    let _ = std::fs::remove_dir_all(&dir);
+    let std_storage = Arc::new(CountingStorage {
+        inner: StdStorage,
+        log_reads: Arc::default(),
+    });
+    let sim_storage = Arc::new(CountingStorage {
+        inner: SimStorage::new(6),
+        log_reads: Arc::default(),
+    });
+    let on_std = fill(&std_storage, &dir);
+    let on_sim = fill(&sim_storage, &PathBuf::from("/sim/read-io/t-1"));
+    for log in [&on_std, &on_sim] {
+        let leo = log.log_end_offset();
+        for pass in 0..2 {
+            // The second pass reads sealed segments of the std log through their maps.
+            for start in (0..leo).step_by(37) {
+                let bound = (start + 1 + (start * 7) % 90).min(leo);
+                let info = log.read(start, 1 << 20, Some(bound), false).unwrap();
+                let mut last = None;
+                for b in Batches::new(info.records.as_slice()) {
+                    last = Some(b.unwrap().last_offset());
+                }
+                let ctx = format!("pass {pass}, read from {start} bounded at {bound}");
+                match last {
+                    // Whole batches, none reaching the bound.
+                    Some(last) => {
+                        assert!(last < bound, "{ctx}: a batch ends at {last}");
+                        assert_eq!(info.next_offset, last + 1, "{ctx}");
+                    }
+                    // Nothing below the bound but the batch holding `start`, which reaches it.
+                    None => assert_eq!(info.next_offset, start, "{ctx}"),
+                }
+            }
+        }
+    }
+    on_std.close().unwrap();
+    drop(on_std);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
