@@ -52,6 +52,9 @@ pub struct IndexFile<E> {
     data: Data,
     /// Bytes of `data` that are in the file.
     persisted: usize,
+    /// The file's length while it still holds bytes of entries no longer in `data` (an index being rebuilt
+    /// over its old file): `flush` trims what its write does not cover. 0 otherwise.
+    stale_len: usize,
     max_entries: usize,
     _entry: PhantomData<E>,
 }
@@ -85,6 +88,7 @@ impl<E: IndexEntry> IndexFile<E> {
             file: Some(file),
             data: Data::Memory(Vec::new()),
             persisted: 0,
+            stale_len: 0,
             max_entries: max_index_bytes / E::SIZE,
             _entry: PhantomData,
         })
@@ -108,6 +112,7 @@ impl<E: IndexEntry> IndexFile<E> {
             file: Some(file),
             data: Data::Memory(bytes),
             persisted,
+            stale_len: 0,
             max_entries: max_index_bytes / E::SIZE,
             _entry: PhantomData,
         })
@@ -121,6 +126,7 @@ impl<E: IndexEntry> IndexFile<E> {
             file: None,
             data: Data::Unloaded,
             persisted: 0,
+            stale_len: 0,
             max_entries: max_index_bytes / E::SIZE,
             _entry: PhantomData,
         }
@@ -236,19 +242,24 @@ impl<E: IndexEntry> IndexFile<E> {
         Ok(())
     }
 
-    /// Writes entries not yet in the file (no sync).
+    /// Writes entries not yet in the file (no sync); after a [`IndexFile::rebuild`], trims the old
+    /// entries the new ones do not cover.
     pub fn flush(&mut self) -> Result<(), Error> {
         let bytes = self.data.bytes();
-        if self.persisted >= bytes.len() {
-            return Ok(());
+        if self.persisted < bytes.len() {
+            let file = self
+                .file
+                .as_ref()
+                .expect("data is loaded when not persisted");
+            file.write_at(&bytes[self.persisted..], self.persisted as u64)
+                .at(&self.path)?;
+            self.persisted = bytes.len();
         }
-        let file = self
-            .file
-            .as_ref()
-            .expect("data is loaded when not persisted");
-        file.write_at(&bytes[self.persisted..], self.persisted as u64)
-            .at(&self.path)?;
-        self.persisted = bytes.len();
+        if self.stale_len > self.persisted {
+            let file = self.file.as_ref().expect("loaded by rebuild");
+            file.set_len(self.persisted as u64).at(&self.path)?;
+        }
+        self.stale_len = 0;
         Ok(())
     }
 
@@ -261,8 +272,19 @@ impl<E: IndexEntry> IndexFile<E> {
         Ok(())
     }
 
-    /// Replaces every entry (used when an index is rebuilt from its `.log`).
-    pub fn reset(&mut self) -> Result<(), Error> {
-        self.truncate_entries(0)
+    /// Starts rebuilding the entries from the `.log` (recovery): the entries in memory are dropped, the
+    /// file is left as it is and overwritten from its start by the next `flush`, which trims the old
+    /// entries the new ones do not reach. Nothing is synced, and the file is neither emptied nor
+    /// reallocated: an index rebuilt by recovery belongs to a segment at or after the recovery point,
+    /// which every unclean open rescans (rebuilding the index again whatever reached the disk), and the
+    /// flush that moves the recovery point past the segment syncs its indexes first
+    /// (`LogSegment::flush` of a sealed segment).
+    pub fn rebuild(&mut self) -> Result<(), Error> {
+        self.ensure_loaded()?;
+        self.stale_len = self.stale_len.max(self.persisted);
+        self.persisted = 0;
+        // A map of the old file is dropped before the file is written (see `ensure_loaded`).
+        self.data = Data::Memory(Vec::new());
+        Ok(())
     }
 }

@@ -526,6 +526,35 @@ impl PartitionLog {
         map.range(floor..).map(|(_, s)| s.clone()).collect()
     }
 
+    /// The segment holding `offset` (the first one when `offset` is below every base).
+    fn segment_floor(&self, offset: i64) -> Option<Arc<LogSegment>> {
+        let map = self.segments.read().expect("segments lock poisoned");
+        map.range(..=offset)
+            .next_back()
+            .or_else(|| map.iter().next())
+            .map(|(_, s)| s.clone())
+    }
+
+    /// The segment after the one based at `base`.
+    fn segment_after(&self, base: i64) -> Option<Arc<LogSegment>> {
+        self.segments
+            .read()
+            .expect("segments lock poisoned")
+            .range((Excluded(base), Unbounded))
+            .next()
+            .map(|(_, s)| s.clone())
+    }
+
+    /// The base offset of the segment after the one based at `base`.
+    fn next_base_offset(&self, base: i64) -> Option<i64> {
+        self.segments
+            .read()
+            .expect("segments lock poisoned")
+            .range((Excluded(base), Unbounded))
+            .next()
+            .map(|(b, _)| *b)
+    }
+
     fn segment_list(&self) -> Vec<Arc<LogSegment>> {
         self.segments
             .read()
@@ -762,6 +791,12 @@ impl PartitionLog {
                 seg.make_active();
                 for later in &segments[i + 1..] {
                     self.delete_after_cut(later, reason.clone(), report, recovered)?;
+                }
+                // Durable before anything is appended: appends take the deleted segments' offsets, and a
+                // crash that brought those segments back behind a synced append would leave no gap for
+                // the next open to find.
+                if i < last_index {
+                    self.storage.sync_dir(&self.dir).at(&self.dir)?;
                 }
                 break;
             }
@@ -1411,14 +1446,25 @@ impl PartitionLog {
         if start_offset >= bound {
             return Ok(info(SegmentBytes::Owned(Vec::new()), start_offset));
         }
-        for seg in self.segments_from(start_offset) {
+        let mut next = self.segment_floor(start_offset);
+        while let Some(seg) = next.take() {
             let Some(found) = seg.translate_offset(start_offset, 0)? else {
+                next = self.segment_after(seg.base_offset());
                 continue;
             };
             let start = found.position as u64;
-            let max_position = match seg.translate_offset(bound, 0)? {
-                Some(p) if p.last_offset >= bound && bound < leo => p.position as u64,
-                _ => seg.size(),
+            // The bound needs a lookup only when it falls inside this segment: at the log end or at a
+            // later segment's base, every batch here is below it.
+            let bound_beyond = bound >= leo
+                || self
+                    .next_base_offset(seg.base_offset())
+                    .is_some_and(|n| n <= bound);
+            let max_position = match bound_beyond {
+                true => seg.size(),
+                false => match seg.translate_offset(bound, 0)? {
+                    Some(p) if p.last_offset >= bound => p.position as u64,
+                    _ => seg.size(),
+                },
             };
             if start >= max_position {
                 return Ok(info(SegmentBytes::Owned(Vec::new()), start_offset));
@@ -2308,6 +2354,8 @@ struct RecoveredBatches {
     kept: usize,
     /// What recovering a segment whose indexes were rebuilt at load found (recovery acts on it later).
     rebuilt: BTreeMap<i64, crate::segment::SegmentRecovery>,
+    /// The read buffer every segment's recovery reuses.
+    buf: Vec<u8>,
 }
 
 /// About 64 MiB of summaries: a 1 GiB unclean log of 16 KiB batches needs ~65,000.
@@ -2318,7 +2366,7 @@ impl RecoveredBatches {
     fn recover(&mut self, seg: &LogSegment) -> Result<crate::segment::SegmentRecovery, Error> {
         let mut summaries = Vec::new();
         let mut over_budget = self.kept >= RECOVERED_SUMMARIES_MAX;
-        let recovery = seg.recover_with(&mut |batch| {
+        let recovery = seg.recover_through(&mut self.buf, &mut |batch| {
             if over_budget {
                 return;
             }

@@ -448,8 +448,27 @@ impl LogSegment {
     /// data or where no batch can be. The magic byte (at 16 in every format) decides the layout: a v2
     /// batch's last offset is `base + last_offset_delta`; a legacy (v0/v1) entry's is its own offset (a
     /// compressed wrapper carries its last inner offset), and it may be shorter than a v2 header.
-    fn header_at(&self, position: u64) -> Result<Option<(i64, i64, u32)>, Error> {
-        let bytes = self.read_bytes(position, RECORD_BATCH_OVERHEAD)?;
+    /// The header comes from `map` (a sealed segment's) when given, else from one `pread` into the stack.
+    fn header_at(
+        &self,
+        position: u64,
+        map: Option<&memmap2::Mmap>,
+    ) -> Result<Option<(i64, i64, u32)>, Error> {
+        let end = position
+            .saturating_add(RECORD_BATCH_OVERHEAD as u64)
+            .min(self.size());
+        let want = end.saturating_sub(position) as usize;
+        let mut header = [0u8; RECORD_BATCH_OVERHEAD];
+        let bytes = match map {
+            Some(map) if end as usize <= map.len() => &map[position as usize..end as usize],
+            _ => {
+                let n = self
+                    .log_file()
+                    .read_at(&mut header[..want], position)
+                    .map_err(|e| Error::io(&self.log_path_of(), e))?;
+                &header[..n]
+            }
+        };
         if bytes.len() < HEADER_SIZE_UP_TO_MAGIC {
             return Ok(None);
         }
@@ -467,16 +486,24 @@ impl LogSegment {
     }
 
     /// Kafka's `translateOffset`: the first batch whose last offset is >= `offset`, scanning from the index.
+    /// A sealed segment already mapped (by a read) is scanned in its map; nothing is mapped here, so a
+    /// lookup alone (truncation, the producer-state replay) never makes a later truncation copy the file.
     pub fn translate_offset(
         &self,
         offset: i64,
         start_position: u64,
     ) -> Result<Option<BatchPosition>, Error> {
-        let indexed = self.state().offset_index.lookup(offset)?.1 as u64;
+        let (indexed, map) = {
+            let mut state = self.state();
+            let indexed = state.offset_index.lookup(offset)?.1 as u64;
+            (indexed, state.mapped.clone())
+        };
+        // `make_active` drops the map, but a map taken just before stays valid: it is never shrunk.
+        let map = map.filter(|_| !self.active.load(Ordering::Acquire));
         let mut position = indexed.max(start_position);
         let size = self.size();
         while position < size {
-            let Some((_, last, batch_size)) = self.header_at(position)? else {
+            let Some((_, last, batch_size)) = self.header_at(position, map.as_deref())? else {
                 return Ok(None);
             };
             if last >= offset {
@@ -780,13 +807,23 @@ impl LogSegment {
         &self,
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
     ) -> Result<SegmentRecovery, Error> {
+        self.recover_through(&mut Vec::new(), on_batch)
+    }
+
+    /// [`LogSegment::recover_with`], reading through `buf`: a caller recovering many segments passes the
+    /// same buffer to each, so it is allocated, zeroed and faulted in once per open, not per segment.
+    pub fn recover_through(
+        &self,
+        buf: &mut Vec<u8>,
+        on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
+    ) -> Result<SegmentRecovery, Error> {
         let size = self.log_file().len().at(&self.log_path_of())?;
         self.size.store(size, Ordering::Release);
         let mut state = self.state();
-        // Synced at once: stale entries past a cut that came back after a crash would fail the next open's
-        // sanity check, and that path (rebuild in `open_segment`) skips the gap check of recovery.
-        state.offset_index.file().reset()?;
-        state.time_index.file().reset()?;
+        // Rebuilt over the old files, synced by the next flush (`IndexFile::rebuild` says why that is
+        // safe): an unclean open that cuts nothing then syncs nothing.
+        state.offset_index.file().rebuild()?;
+        state.time_index.file().rebuild()?;
         state.txn_index.truncate_to(i64::MIN)?;
         state.max_timestamp_so_far = Some((-1, -1));
         // The pass counts from 0 like Kafka's local `lastIndexEntry`; the segment's own counter is left as
@@ -803,7 +840,6 @@ impl LogSegment {
         // error) and is completed by the next read. The last read decides the segment's tail.
         // `buf[..filled]` is live; the buffer is zeroed only when it grows (a batch larger than a chunk),
         // not on every read.
-        let mut buf = Vec::new();
         let mut filled = 0usize;
         let (mut buf_start, mut read_to) = (0u64, 0u64);
         let tail = loop {

@@ -1,0 +1,240 @@
+//! What a read by offset costs in I/O: the `.log` reads (`pread`s) of `PartitionLog::read` of one batch,
+//! counted through a storage that wraps the real one.
+//!
+//! A read by offset finds the batch through the index (Kafka's `translateOffset`: the index names the
+//! last batch ending at or below the offset, so a lookup of an offset inside a batch reads that batch's
+//! header and then the next one's) and returns its bytes. Up to the log end there is no second lookup:
+//! the bound is past every batch of the segment. A sealed segment that is already
+//! memory-mapped (its first read maps it) is read through the map, headers included: no `pread` at all.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use klog_log::config::LogConfig;
+use klog_log::format::{BatchBuilder, Batches, Compression};
+use klog_log::io::{SimStorage, StdStorage, Storage, StorageFile};
+use klog_log::partition_log::{OpenOptions, PartitionLog};
+
+/// Counts `read_at` calls on `.log` files.
+#[derive(Debug)]
+struct CountingStorage<S> {
+    inner: S,
+    log_reads: Arc<AtomicU64>,
+}
+
+#[derive(Debug)]
+struct CountingFile {
+    inner: Arc<dyn StorageFile>,
+    counter: Option<Arc<AtomicU64>>,
+}
+
+impl StorageFile for CountingFile {
+    fn read_at(&self, buf: &mut [u8], position: u64) -> std::io::Result<usize> {
+        if let Some(c) = &self.counter {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        self.inner.read_at(buf, position)
+    }
+    fn write_at(&self, buf: &[u8], position: u64) -> std::io::Result<()> {
+        self.inner.write_at(buf, position)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.inner.sync()
+    }
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn os_path(&self) -> Option<&Path> {
+        self.inner.os_path()
+    }
+}
+
+impl<S: Storage> CountingStorage<S> {
+    fn wrap(&self, path: &Path, inner: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
+        let is_log = path.extension().is_some_and(|e| e == "log");
+        Arc::new(CountingFile {
+            inner,
+            counter: is_log.then(|| self.log_reads.clone()),
+        })
+    }
+}
+
+impl<S: Storage> Storage for CountingStorage<S> {
+    fn create(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
+        Ok(self.wrap(path, self.inner.create(path)?))
+    }
+    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
+        Ok(self.wrap(path, self.inner.open(path)?))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+    fn lock_dir(&self, dir: &Path) -> std::io::Result<Option<std::fs::File>> {
+        self.inner.lock_dir(dir)
+    }
+}
+
+const BATCHES: i64 = 400;
+const RECORDS: i64 = 4;
+
+/// Segments of about 25 batches; `index.interval.bytes` of 1 puts an index entry at every batch but a
+/// segment's first, so a lookup walks one header.
+fn config() -> LogConfig {
+    LogConfig::from_pairs(["segment.bytes=16384", "index.interval.bytes=1"]).unwrap()
+}
+
+fn fill<S: Storage + 'static>(storage: &Arc<CountingStorage<S>>, dir: &Path) -> PartitionLog {
+    let dyn_storage: Arc<dyn Storage> = storage.clone();
+    let (log, _) = PartitionLog::open(dyn_storage, dir, config(), OpenOptions::default()).unwrap();
+    for i in 0..BATCHES {
+        let mut b = BatchBuilder::new(Compression::None);
+        for r in 0..RECORDS {
+            b.append(
+                1_700_000_000_000 + i,
+                None,
+                Some(format!("value {i} {r} {}", "x".repeat(100)).as_bytes()),
+                &[],
+            )
+            .unwrap();
+        }
+        log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+    }
+    log.update_high_watermark(log.log_end_offset());
+    assert!(log.segment_base_offsets().len() >= 10);
+    log
+}
+
+/// Reads one batch at `offset` (an offset inside it) up to the log end; returns the `.log` reads it took.
+fn reads_of_one_read<S: Storage>(
+    log: &PartitionLog,
+    storage: &CountingStorage<S>,
+    offset: i64,
+) -> u64 {
+    let before = storage.log_reads.load(Ordering::Relaxed);
+    let info = log.read(offset, 1, None, true).unwrap();
+    let batch = Batches::new(info.records.as_slice())
+        .next()
+        .unwrap()
+        .unwrap();
+    assert!(batch.base_offset() <= offset && offset <= batch.last_offset());
+    storage.log_reads.load(Ordering::Relaxed) - before
+}
+
+/// Batches in the middle of sealed segments, and in the active one (not the segments' first batches,
+/// which have no index entry).
+fn offsets(log: &PartitionLog) -> Vec<i64> {
+    let bases = log.segment_base_offsets();
+    bases
+        .iter()
+        .map(|b| b + 3 * RECORDS + 2)
+        .filter(|o| *o < log.log_end_offset())
+        .collect()
+}
+
+#[test]
+fn a_read_by_offset_reads_two_headers_and_the_batch() {
+    let storage = Arc::new(CountingStorage {
+        inner: SimStorage::new(5),
+        log_reads: Arc::default(),
+    });
+    let log = fill(&storage, &PathBuf::from("/sim/read-io/t-0"));
+    for offset in offsets(&log) {
+        assert_eq!(
+            reads_of_one_read(&log, &storage, offset),
+            3,
+            "reads of .log files for a read at offset {offset}"
+        );
+    }
+}
+
+#[test]
+fn a_read_from_a_mapped_sealed_segment_needs_no_pread() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("read-io-t-0");
+    let _ = std::fs::remove_dir_all(&dir);
+    let storage = Arc::new(CountingStorage {
+        inner: StdStorage,
+        log_reads: Arc::default(),
+    });
+    let log = fill(&storage, &dir);
+    let sealed: Vec<i64> = offsets(&log)
+        .into_iter()
+        .filter(|o| log.segment_base_offsets().last().is_some_and(|a| o < a))
+        .collect();
+    for &offset in &sealed {
+        reads_of_one_read(&log, &storage, offset); // maps the segment
+    }
+    for &offset in &sealed {
+        assert_eq!(
+            reads_of_one_read(&log, &storage, offset),
+            0,
+            "preads for a read at offset {offset} of a mapped sealed segment"
+        );
+    }
+    log.close().unwrap();
+    drop(log);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Reads bounded inside a segment (a high watermark, a last stable offset) end at the last whole batch
+/// below the bound, whether the headers come from the map or from `pread`s.
+#[test]
+fn a_bound_inside_a_segment_ends_the_read_at_the_batch_below_it() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("read-io-bound-t-0");
+    let _ = std::fs::remove_dir_all(&dir);
+    let std_storage = Arc::new(CountingStorage {
+        inner: StdStorage,
+        log_reads: Arc::default(),
+    });
+    let sim_storage = Arc::new(CountingStorage {
+        inner: SimStorage::new(6),
+        log_reads: Arc::default(),
+    });
+    let on_std = fill(&std_storage, &dir);
+    let on_sim = fill(&sim_storage, &PathBuf::from("/sim/read-io/t-1"));
+    for log in [&on_std, &on_sim] {
+        let leo = log.log_end_offset();
+        for pass in 0..2 {
+            // The second pass reads sealed segments of the std log through their maps.
+            for start in (0..leo).step_by(37) {
+                let bound = (start + 1 + (start * 7) % 90).min(leo);
+                let info = log.read(start, 1 << 20, Some(bound), false).unwrap();
+                let mut last = None;
+                for b in Batches::new(info.records.as_slice()) {
+                    last = Some(b.unwrap().last_offset());
+                }
+                let ctx = format!("pass {pass}, read from {start} bounded at {bound}");
+                match last {
+                    // Whole batches, none reaching the bound.
+                    Some(last) => {
+                        assert!(last < bound, "{ctx}: a batch ends at {last}");
+                        assert_eq!(info.next_offset, last + 1, "{ctx}");
+                    }
+                    // Nothing below the bound but the batch holding `start`, which reaches it.
+                    None => assert_eq!(info.next_offset, start, "{ctx}"),
+                }
+            }
+        }
+    }
+    on_std.close().unwrap();
+    drop(on_std);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,298 @@
+//! What an unclean open syncs, counted through the simulated storage, and that what it leaves unsynced
+//! is safe at a crash.
+//!
+//! Why an unclean open that cuts nothing needs no sync at all, whatever the number of segments it
+//! rescans: it changes no byte of a `.log`, and everything else it writes is derived (the `.index`,
+//! `.timeindex` and `.txnindex` it rebuilds). The recovery point stays where the checkpoint had it, so a
+//! crash before the next flush sends the next open through the same rescan, which rebuilds those indexes
+//! again from the `.log` whatever reached the disk of them. The first flush after the open syncs every
+//! rebuilt index (the segments are sealed with their indexes marked unsynced) before the recovery point
+//! can pass them. Kafka's `LogLoader` syncs nothing while it recovers either (its indexes are flushed at
+//! the next `flush` or close). What does need a sync is a cut: truncation is durable at once, so cut
+//! batches never come back (one sync of the cut `.log`, and one of the directory when later segments
+//! were deleted).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use klog_log::config::LogConfig;
+use klog_log::format::{BatchBuilder, Compression};
+use klog_log::io::{SimStorage, Storage, StorageFile};
+use klog_log::partition_log::{OpenOptions, PartitionLog};
+use klog_log::segment::LogSegment;
+
+/// Syncs by the kind of file (its extension, or `dir` for a directory sync).
+type Syncs = Arc<Mutex<BTreeMap<String, usize>>>;
+
+/// `SimStorage` counting every `sync` and `sync_dir`.
+#[derive(Debug)]
+struct CountingStorage {
+    inner: SimStorage,
+    syncs: Syncs,
+}
+
+#[derive(Debug)]
+struct CountingFile {
+    inner: Arc<dyn StorageFile>,
+    kind: String,
+    syncs: Syncs,
+}
+
+fn count(syncs: &Syncs, kind: &str) {
+    *syncs.lock().unwrap().entry(kind.to_owned()).or_default() += 1;
+}
+
+impl StorageFile for CountingFile {
+    fn read_at(&self, buf: &mut [u8], position: u64) -> std::io::Result<usize> {
+        self.inner.read_at(buf, position)
+    }
+    fn write_at(&self, buf: &[u8], position: u64) -> std::io::Result<()> {
+        self.inner.write_at(buf, position)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        count(&self.syncs, &self.kind);
+        self.inner.sync()
+    }
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn os_path(&self) -> Option<&Path> {
+        self.inner.os_path()
+    }
+}
+
+impl CountingStorage {
+    fn wrap(&self, path: &Path, inner: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
+        // `00000000000000000000.snapshot.tmp` counts as a `.snapshot`.
+        let name = path.file_name().unwrap().to_string_lossy();
+        let kind = name.split('.').nth(1).unwrap_or("").to_owned();
+        Arc::new(CountingFile {
+            inner,
+            kind,
+            syncs: self.syncs.clone(),
+        })
+    }
+
+    fn take(&self) -> BTreeMap<String, usize> {
+        std::mem::take(&mut *self.syncs.lock().unwrap())
+    }
+}
+
+impl Storage for CountingStorage {
+    fn create(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
+        Ok(self.wrap(path, self.inner.create(path)?))
+    }
+    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
+        Ok(self.wrap(path, self.inner.open(path)?))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        count(&self.syncs, "dir");
+        self.inner.sync_dir(dir)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+    fn lock_dir(&self, dir: &Path) -> std::io::Result<Option<std::fs::File>> {
+        self.inner.lock_dir(dir)
+    }
+}
+
+const PRODUCERS: i64 = 3;
+const BATCHES: i64 = 1200;
+
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 8 << 10,
+        index_interval_bytes: 512,
+        ..LogConfig::default()
+    }
+}
+
+fn unclean(recovery_point: i64) -> OpenOptions {
+    OpenOptions {
+        recovery_point,
+        log_start_offset: 0,
+        clean_shutdown: false,
+    }
+}
+
+/// A partition of many small segments (each with index entries) from idempotent producers, flushed and
+/// closed; returns its log end offset.
+fn build(storage: &Arc<CountingStorage>, dir: &Path) -> i64 {
+    let dyn_storage: Arc<dyn Storage> = storage.clone();
+    let (log, _) = PartitionLog::open(dyn_storage, dir, config(), OpenOptions::default()).unwrap();
+    let mut sequences = [0i32; PRODUCERS as usize];
+    for i in 0..BATCHES {
+        let pid = i % PRODUCERS;
+        let seq = &mut sequences[pid as usize];
+        let mut b = BatchBuilder::new(Compression::None).producer(1000 + pid, 0, *seq);
+        for r in 0..3 {
+            b.append(
+                1_700_000_000_000 + i,
+                Some(b"key"),
+                Some(format!("value {i} {r}").as_bytes()),
+                &[],
+            )
+            .unwrap();
+        }
+        *seq += 3;
+        let mut bytes = b.build().unwrap();
+        log.append_as_leader(&mut bytes, 0).unwrap();
+    }
+    let leo = log.log_end_offset();
+    log.flush(leo).unwrap();
+    log.close().unwrap();
+    leo
+}
+
+fn fresh() -> (Arc<CountingStorage>, PathBuf, i64) {
+    let storage = Arc::new(CountingStorage {
+        inner: SimStorage::new(11),
+        syncs: Arc::default(),
+    });
+    let dir = PathBuf::from("/sim/recovery-syncs/t-0");
+    let leo = build(&storage, &dir);
+    (storage, dir, leo)
+}
+
+fn open(storage: &Arc<CountingStorage>, dir: &Path, options: OpenOptions) -> PartitionLog {
+    let dyn_storage: Arc<dyn Storage> = storage.clone();
+    let (log, _) = PartitionLog::open(dyn_storage, dir, config(), options).unwrap();
+    log
+}
+
+/// Every segment's offset-index entries, and its `.log` bytes.
+type Contents = (Vec<(i64, Vec<(i64, u32)>)>, Vec<Vec<u8>>);
+
+fn contents(log: &PartitionLog) -> Contents {
+    let mut entries = Vec::new();
+    let mut bytes = Vec::new();
+    for base in log.segment_base_offsets() {
+        let seg = log.segment(base).unwrap();
+        bytes.push(seg.read_bytes(0, seg.size() as usize).unwrap());
+        entries.push((base, seg.offset_index_entries().unwrap()));
+    }
+    (entries, bytes)
+}
+
+fn assert_same(got: Contents, expected: &Contents) {
+    assert_eq!(got.0, expected.0, "offset index entries");
+    assert!(got.1 == expected.1, "the .log bytes differ");
+}
+
+#[test]
+fn an_unclean_open_that_cuts_nothing_syncs_nothing() {
+    let (storage, dir, leo) = fresh();
+    let segments = open(&storage, &dir, OpenOptions::default())
+        .segment_base_offsets()
+        .len();
+    assert!(segments >= 10, "{segments} segments");
+    storage.take();
+    let log = open(&storage, &dir, unclean(0));
+    assert_eq!(log.log_end_offset(), leo);
+    let syncs = storage.take();
+    assert_eq!(
+        syncs,
+        BTreeMap::new(),
+        "syncs of an unclean open rescanning {segments} segments, cutting nothing"
+    );
+}
+
+/// Cuts the last `n` bytes of the `.log` of the segment at `base`.
+fn tear(storage: &CountingStorage, dir: &Path, base: i64, n: usize) {
+    let path = LogSegment::log_path(dir, base);
+    let mut bytes = storage.inner.live_bytes(&path).unwrap();
+    bytes.truncate(bytes.len() - n);
+    storage.inner.corrupt(&path, bytes).unwrap();
+}
+
+#[test]
+fn a_cut_in_the_last_segment_syncs_the_cut_log_once() {
+    let (storage, dir, leo) = fresh();
+    let bases = open(&storage, &dir, OpenOptions::default()).segment_base_offsets();
+    tear(&storage, &dir, *bases.last().unwrap(), 7);
+    storage.take();
+    let log = open(&storage, &dir, unclean(0));
+    assert!(log.log_end_offset() < leo);
+    assert_eq!(storage.take(), BTreeMap::from([("log".to_owned(), 1)]));
+}
+
+/// A cut in a middle segment deletes every later segment: the cut `.log` is synced, and the directory
+/// once, so the deleted segments cannot come back behind the appends that take their offsets.
+#[test]
+fn a_cut_in_a_middle_segment_syncs_the_cut_log_and_the_directory_once() {
+    let (storage, dir, leo) = fresh();
+    let bases = open(&storage, &dir, OpenOptions::default()).segment_base_offsets();
+    tear(&storage, &dir, bases[bases.len() / 2], 7);
+    storage.take();
+    let log = open(&storage, &dir, unclean(0));
+    assert!(log.log_end_offset() < leo);
+    assert_eq!(log.segment_base_offsets(), bases[..=bases.len() / 2]);
+    assert_eq!(
+        storage.take(),
+        BTreeMap::from([("dir".to_owned(), 1), ("log".to_owned(), 1)])
+    );
+}
+
+/// The unsynced rebuild is safe: a crash right after the unclean open (nothing it wrote durable) leaves
+/// a log whose next unclean open finds the same bytes and rebuilds the same indexes.
+#[test]
+fn a_crash_after_an_unsynced_rebuild_recovers_the_same_log() {
+    let (storage, dir, _) = fresh();
+    let log = open(&storage, &dir, unclean(0));
+    let expected = contents(&log);
+    drop(log);
+    storage.inner.crash(true);
+    let log = open(&storage, &dir, unclean(0));
+    assert_same(contents(&log), &expected);
+}
+
+/// The flush after an unclean open makes the rebuilt indexes durable before the recovery point passes
+/// them. Each `.index` starts sparser than the rebuild makes it (its first entry only: valid, so only a
+/// rescan replaces it); after the flush and a crash, an open trusting the flushed recovery point (no
+/// rescan of the sealed segments) must find the rebuilt entries, not the sparse ones.
+#[test]
+fn the_flush_after_an_unclean_open_syncs_the_rebuilt_indexes() {
+    let (storage, dir, leo) = fresh();
+    for base in open(&storage, &dir, OpenOptions::default()).segment_base_offsets() {
+        let index = LogSegment::index_path(&dir, base);
+        let mut bytes = storage.inner.live_bytes(&index).unwrap();
+        bytes.truncate(8);
+        storage.inner.corrupt(&index, bytes).unwrap();
+    }
+    let log = open(&storage, &dir, unclean(0));
+    let expected = contents(&log);
+    assert!(
+        expected.0.iter().all(|(_, entries)| entries.len() > 1),
+        "the rebuild adds entries to every segment"
+    );
+    log.flush(leo).unwrap();
+    assert_eq!(log.recovery_point(), leo);
+    drop(log);
+    storage.inner.crash(true);
+    let dyn_storage: Arc<dyn Storage> = storage.clone();
+    let (log, report) = PartitionLog::open(dyn_storage, &dir, config(), unclean(leo)).unwrap();
+    assert_eq!(report.rebuilt_indexes, Vec::<i64>::new());
+    assert_eq!(
+        report.recovered_segments.len(),
+        1,
+        "only the active segment"
+    );
+    assert_same(contents(&log), &expected);
+}
