@@ -255,56 +255,44 @@ pub struct ManyRun {
     pub failover: Option<Duration>,
 }
 
-/// Mirrors the `layout` topics into a new cluster at `root` until idle, then, with `failover`, fails
-/// all of them over at once. `source` is an open source cluster in this process, or `None` to read the
-/// cluster root `source_root` from disk (a separate process). PREPARING (per partition: the LME
-/// lookup and its state writes) is done before the clock starts, without syncs, as it is not part of
-/// the copy rate nor of the failover; the cluster is then reopened with syncs on for the timed part.
+/// Mirrors the `layout` topics of `source` into a new cluster at `root` until idle, then, with
+/// `failover`, fails all of them over at once. PREPARING (per partition: the LME lookup and its state
+/// writes) is done before the clock starts and without syncs, as it is part of neither the copy rate
+/// nor the failover; syncs are then turned on for the timed part. The cluster is left open (its
+/// caller drops it: closing a thousand partitions is no part of any figure and takes long).
 pub fn mirror_many_run(
     storage: &Arc<dyn Storage>,
     root: &Path,
-    source_root: &Path,
-    source: Option<&Arc<Cluster>>,
+    source: &Arc<Cluster>,
     layout: &[(String, i32)],
     failover: bool,
-) -> anyhow::Result<ManyRun> {
+) -> anyhow::Result<(Cluster, ManyRun)> {
     let topics: Vec<String> = layout.iter().map(|(t, _)| t.clone()).collect();
     let partitions: usize = layout.iter().map(|(_, n)| *n as usize).sum();
-    {
-        let c = new_cluster(storage, root, false)?;
-        c.create_mirror("bench", &source_root.display().to_string())?;
-        if let Some(s) = source {
-            c.connect_source("bench", Arc::new(s.as_source()));
-        }
-        for (t, r) in c.add_topics("bench", &topics)? {
-            r.map_err(|e| anyhow::anyhow!("adding {t} to the mirror: {e}"))?;
-        }
-        prepare_all(&c, partitions)?;
-        c.close()?;
+    let c = new_cluster(storage, root, false)?;
+    c.create_mirror("bench", &source.root().display().to_string())?;
+    c.connect_source("bench", Arc::new(source.as_source()));
+    for (t, r) in c.add_topics("bench", &topics)? {
+        r.map_err(|e| anyhow::anyhow!("adding {t} to the mirror: {e}"))?;
     }
-    let c = Cluster::open(Arc::clone(storage), Arc::new(SystemClock), root)?
-        .with_settings(MirrorSettings::default());
-    if let Some(s) = source {
-        c.connect_source("bench", Arc::new(s.as_source()));
-    }
+    prepare_all(&c, partitions)?;
+    let c = c.with_settings(MirrorSettings::default());
     let started = Instant::now();
     let report = c.run_until_idle(usize::MAX);
     let mirror = started.elapsed();
     anyhow::ensure!(report.errors.is_empty(), "mirroring: {:?}", report.errors);
-    if let Some(s) = source {
-        caught_up(&c, s, layout)?;
-    }
+    caught_up(&c, source, layout)?;
     let failover = if failover {
         Some(failover_all(&c, &topics, partitions)?)
     } else {
         None
     };
-    c.close()?;
-    Ok(ManyRun {
+    let run = ManyRun {
         mirror,
         bytes: report.bytes_appended,
         failover,
-    })
+    };
+    Ok((c, run))
 }
 
 /// Ticks until every one of the `partitions` mirror partitions is MIRRORING.

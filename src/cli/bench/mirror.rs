@@ -21,6 +21,9 @@ use super::{alternate, mb_per_s, BackendChoice, BenchArgs, Ctx, Report, Row, Ser
 use crate::cli::bench_mirror;
 
 pub(super) const MIRROR_ROW: &str = "mirror (fetch + append_as_mirror)";
+/// At most this many rounds of the cluster-scale run: each builds two clusters of `--partitions`
+/// partitions per backend, which takes far longer than the timed parts.
+const MANY_ROUNDS: usize = 2;
 /// The cluster-scale row (its partition count is in the report's title and details).
 pub(super) const MANY_ROW: &str = "mirror of every partition (Cluster ticks until idle)";
 /// The cluster-scale row's bound: the same bytes produced into the same partitions.
@@ -169,73 +172,74 @@ struct ManySeries {
 fn partitions(ctx: &Ctx, batches: &[Vec<u8>]) -> anyhow::Result<Report> {
     let n = ctx.args.partitions;
     let layout = bench_mirror::partition_layout(n);
-    let per_partition = (batches.len() / n).max(1);
+    let per_partition = batches_per_partition(ctx.args);
     let batches = &batches[..per_partition.min(batches.len())];
     let bytes = batches.iter().map(|b| b.len() as u64).sum::<u64>() * n as u64;
     let nb = ctx.backends.len();
+    // Every cluster of this part stays until its end: ext4 scans past recently deleted inodes when it
+    // allocates new ones, so removing a thousand partitions right before creating the next thousand
+    // makes the setup between runs many times slower (the timed parts are not affected).
+    let dir = ctx.scratch.join("mirror-many");
     let mut sources = Vec::new();
     for b in &ctx.backends {
         ctx.progress
             .say(&format!("source of {n} partitions ({})", b.name));
-        let root = ctx.scratch.join(format!("mirror-many-source-{}", b.name));
-        let (source, _) = bench_mirror::append_many_run(&b.storage, &root, &layout, batches)?;
-        sources.push((root, source));
+        let root = dir.join(format!("source-{}", b.name));
+        sources.push(bench_mirror::append_many_run(&b.storage, &root, &layout, batches)?.0);
     }
     let mut series = vec![ManySeries::default(); nb];
     let mut runs = 0;
-    for round in 0..ctx.rounds() {
+    let rounds = ctx.rounds().min(MANY_ROUNDS);
+    for round in 0..rounds {
         let slots: Vec<usize> = (0..2 * nb).collect();
         for &slot in alternate(round, &slots) {
             runs += 1;
-            let root = ctx.scratch.join(format!("mirror-many-run-{runs}"));
+            let root = dir.join(format!("run-{runs}"));
             let (i, b) = (slot / 2, &ctx.backends[slot / 2]);
+            let step = |what: &str| {
+                ctx.progress.say(&format!(
+                    "round {}: {what} {n} partitions ({})",
+                    round + 1,
+                    b.name
+                ))
+            };
             if slot % 2 == 0 {
-                ctx.progress.say(&format!(
-                    "round {}: leader append into {n} partitions ({})",
-                    round + 1,
-                    b.name
-                ));
+                step("leader append into");
                 let (c, t) = bench_mirror::append_many_run(&b.storage, &root, &layout, batches)?;
-                c.close()?;
+                drop(c);
                 series[i].leader.push(mb_per_s(bytes, t));
-            } else {
-                ctx.progress.say(&format!(
-                    "round {}: mirror and failover of {n} partitions ({})",
-                    round + 1,
-                    b.name
-                ));
-                let (source_root, source) = &sources[i];
-                let run = bench_mirror::mirror_many_run(
-                    &b.storage,
-                    &root,
-                    source_root,
-                    Some(source),
-                    &layout,
-                    true,
-                )?;
-                anyhow::ensure!(
-                    run.bytes == bytes,
-                    "mirrored {} of {bytes} bytes",
-                    run.bytes
-                );
-                series[i].mirror.push(mb_per_s(bytes, run.mirror));
-                let failover = run.failover.map_or(f64::NAN, |d| d.as_secs_f64());
-                series[i].failover_s.push(failover);
+                continue;
             }
-            std::fs::remove_dir_all(&root).ok();
+            // The failover of all of them once per backend, after the last round's mirror.
+            let failover = round + 1 == rounds;
+            step(if failover {
+                "mirror and failover of"
+            } else {
+                "mirror of"
+            });
+            let (c, run) =
+                bench_mirror::mirror_many_run(&b.storage, &root, &sources[i], &layout, failover)?;
+            drop(c);
+            anyhow::ensure!(
+                run.bytes == bytes,
+                "mirrored {} of {bytes} bytes",
+                run.bytes
+            );
+            series[i].mirror.push(mb_per_s(bytes, run.mirror));
+            if let Some(d) = run.failover {
+                series[i].failover_s.push(d.as_secs_f64());
+            }
         }
     }
-    for (_, s) in &sources {
-        s.close()?;
-    }
+    // No cluster of this part is closed: closing rewrites the log directory's checkpoints once per
+    // partition, which at a thousand partitions takes far longer than anything measured here.
+    drop(sources);
     ctx.progress.say(&format!(
         "peak RSS of the mirror ({})",
         ctx.backends[0].name
     ));
-    let rss = rss(ctx, &sources[0].0, &layout)?;
-    for (root, _) in &sources {
-        std::fs::remove_dir_all(root).ok();
-    }
+    let rss = rss(ctx, &dir)?;
+    std::fs::remove_dir_all(&dir).ok();
     Ok(many_report(
         ctx,
         &layout,
@@ -302,21 +306,28 @@ fn many_report(
     report
 }
 
+/// Batches in each partition of the cluster-scale run: `--mirror-bytes` in all, at least one each.
+fn batches_per_partition(args: &BenchArgs) -> usize {
+    let per_batch = (RECORDS * (VALUE + 40)) as u64;
+    let count = (args.mirror_bytes / per_batch).max(1) as usize;
+    (count / args.partitions).max(1)
+}
+
 /// The mirror's peak RSS at a tenth of the topics and at all of them, each in a child process on the
 /// first backend, and the per-partition cost: the difference over the difference in partitions.
-fn rss(ctx: &Ctx, source_root: &Path, layout: &[(String, i32)]) -> anyhow::Result<Value> {
-    let small = (layout.len() / 10).max(1);
+fn rss(ctx: &Ctx, dir: &Path) -> anyhow::Result<Value> {
+    let topics = bench_mirror::partition_layout(ctx.args.partitions).len();
+    let small = (topics / 10).max(1);
     let mut counts = vec![small];
-    if layout.len() > small {
-        counts.push(layout.len());
+    if topics > small {
+        counts.push(topics);
     }
     let mut runs = Vec::new();
     for topics in counts {
-        let dir = ctx.scratch.join(format!("mirror-rss-{topics}"));
+        // Beside the other clusters of the run, removed with them (see `partitions`).
+        let dir = dir.join(format!("rss-{topics}"));
         std::fs::create_dir_all(&dir)?;
-        let child = rss_run(ctx, source_root, &dir, topics);
-        std::fs::remove_dir_all(&dir).ok();
-        runs.push(child?);
+        runs.push(rss_run(ctx, &dir, topics)?);
     }
     let kib = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
     let per_partition = match runs.as_slice() {
@@ -334,16 +345,16 @@ fn rss(ctx: &Ctx, source_root: &Path, layout: &[(String, i32)]) -> anyhow::Resul
 }
 
 /// Runs this binary as the memory measurement's child; returns the JSON line it printed.
-fn rss_run(ctx: &Ctx, source_root: &Path, dir: &Path, topics: usize) -> anyhow::Result<Value> {
+fn rss_run(ctx: &Ctx, dir: &Path, topics: usize) -> anyhow::Result<Value> {
     let exe = std::env::current_exe().context("finding this binary to re-run it")?;
     let out = std::process::Command::new(&exe)
         .arg("bench")
         .arg("mirror")
         .args(["--backend", ctx.backends[0].name])
         .args(["--partitions", &ctx.args.partitions.to_string()])
+        .args(["--mirror-bytes", &ctx.args.mirror_bytes.to_string()])
         .args(["--mirror-rss-topics", &topics.to_string()])
         .arg("--mirror-rss-child")
-        .arg(source_root)
         .arg("--dir")
         .arg(dir)
         .output()
@@ -361,9 +372,11 @@ fn rss_run(ctx: &Ctx, source_root: &Path, dir: &Path, topics: usize) -> anyhow::
         .with_context(|| format!("the memory measurement's child printed `{line}`, not JSON"))
 }
 
-/// The child: mirrors the first `--mirror-rss-topics` topics of the `--partitions` layout from the
-/// closed cluster root `source` into `--dir`, then prints its peak RSS.
-pub(super) fn rss_child(args: &BenchArgs, source: &Path) -> anyhow::Result<ExitCode> {
+/// The child: builds a source cluster of the first `--mirror-rss-topics` topics of the `--partitions`
+/// layout in `--dir` (the parent's batches per partition), mirrors it into another, then prints its
+/// peak RSS. The source is in this process too (a local source is read in the mirror's process), so
+/// the figure holds the source's partitions' state as well as the mirror's.
+pub(super) fn rss_child(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let dir = args
         .dir
         .as_ref()
@@ -378,8 +391,11 @@ pub(super) fn rss_child(args: &BenchArgs, source: &Path) -> anyhow::Result<ExitC
         .take(args.mirror_rss_topics.max(1))
         .collect();
     let partitions: i32 = layout.iter().map(|(_, n)| n).sum();
-    let run =
-        bench_mirror::mirror_many_run(&storage, &dir.join("dest"), source, None, &layout, false)?;
+    let batches = bench_mirror::build_batches(batches_per_partition(args), RECORDS, VALUE);
+    let (source, _) =
+        bench_mirror::append_many_run(&storage, &dir.join("source"), &layout, &batches)?;
+    let (_mirror, run) =
+        bench_mirror::mirror_many_run(&storage, &dir.join("dest"), &source, &layout, false)?;
     let peak = bench_mirror::peak_rss_kib()?;
     outln!(
         "{}",

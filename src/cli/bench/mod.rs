@@ -163,9 +163,9 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1000)]
     partitions: usize,
     /// The memory measurement's child: mirrors the first --mirror-rss-topics topics of the
-    /// --partitions layout from the cluster root SOURCE into --dir, then prints its peak RSS as JSON.
-    #[arg(long, value_name = "SOURCE", hide = true)]
-    mirror_rss_child: Option<PathBuf>,
+    /// --partitions layout from a source it builds in --dir, then prints its peak RSS as JSON.
+    #[arg(long, hide = true)]
+    mirror_rss_child: bool,
     /// How many topics the memory measurement's child mirrors.
     #[arg(long, hide = true, default_value_t = 1)]
     mirror_rss_topics: usize,
@@ -889,8 +889,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.partitions == 0 {
         bail!("--partitions must be at least 1");
     }
-    if let Some(source) = &args.mirror_rss_child {
-        return mirror::rss_child(args, source);
+    if args.mirror_rss_child {
+        return mirror::rss_child(args);
     }
     let workloads = if args.workloads.is_empty() {
         Workload::DEFAULT.to_vec()
