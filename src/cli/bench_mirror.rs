@@ -217,38 +217,53 @@ pub fn partition_layout(partitions: usize) -> Vec<(String, i32)> {
 
 /// Leader-appends `batches` to every partition of `layout` in a new cluster at `root`, round-robin
 /// over the partitions (batch 0 of every partition, then batch 1, ...: a producer spreading over
-/// partitions); returns the cluster and the time the appends took (setup excluded). Every partition
-/// gets the same batches, so each producer's sequences start at 0 in each partition.
+/// partitions); returns the cluster and the time the appends after the first `untimed` rounds took
+/// (setup excluded). Every partition gets the same batches, so each producer's sequences start at 0
+/// in each partition. A partition's first append writes its leader-epoch checkpoint (synced), once
+/// in its life: `untimed` 1 keeps that out of a steady-state rate.
 pub fn append_many_run(
     storage: &Arc<dyn Storage>,
     root: &Path,
     layout: &[(String, i32)],
     batches: &[Vec<u8>],
+    untimed: usize,
 ) -> anyhow::Result<(Arc<Cluster>, Duration)> {
     let c = new_cluster(storage, root, true)?;
     for (topic, partitions) in layout {
         c.create_topic(topic, *partitions, None, &[])?;
     }
     let mut buf = Vec::new();
+    let untimed = untimed.min(batches.len());
+    produce_round_robin(&c, layout, &batches[..untimed], &mut buf)?;
     let started = Instant::now();
+    produce_round_robin(&c, layout, &batches[untimed..], &mut buf)?;
+    Ok((Arc::new(c), started.elapsed()))
+}
+
+fn produce_round_robin(
+    c: &Cluster,
+    layout: &[(String, i32)],
+    batches: &[Vec<u8>],
+    buf: &mut Vec<u8>,
+) -> anyhow::Result<()> {
     for b in batches {
         for (topic, partitions) in layout {
             for p in 0..*partitions {
                 buf.clear();
                 buf.extend_from_slice(b);
-                c.produce(topic, p, &mut buf)?;
+                c.produce(topic, p, buf)?;
             }
         }
     }
-    Ok((Arc::new(c), started.elapsed()))
+    Ok(())
 }
 
 /// What one cluster-scale mirror run measured.
 #[derive(Debug, Clone, Copy)]
 pub struct ManyRun {
-    /// From every partition MIRRORING to caught up (ticks until idle).
+    /// From every partition MIRRORING with its first batch mirrored to caught up (ticks until idle).
     pub mirror: Duration,
-    /// Bytes the fetches appended.
+    /// Bytes the timed fetches appended (all but each partition's first batch).
     pub bytes: u64,
     /// From the RemoveTopicsFromMirror request for every topic to every partition STOPPED (barrier
     /// written, and flushed when the cluster syncs), if asked for.
@@ -276,7 +291,7 @@ pub fn mirror_many_run(
         r.map_err(|e| anyhow::anyhow!("adding {t} to the mirror: {e}"))?;
     }
     prepare_all(&c, partitions)?;
-    let c = c.with_settings(MirrorSettings::default());
+    let c = first_batches(c, partitions)?.with_settings(MirrorSettings::default());
     let started = Instant::now();
     let report = c.run_until_idle(usize::MAX);
     let mirror = started.elapsed();
@@ -313,6 +328,25 @@ fn prepare_all(c: &Cluster, partitions: usize) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// One tick of one-byte fetches (a fetch returns at least one batch): every partition's first batch,
+/// whose append writes the partition's leader-epoch checkpoint (synced), once in its life, as the
+/// leader append's first round does (`append_many_run`'s `untimed`).
+fn first_batches(c: Cluster, partitions: usize) -> anyhow::Result<Cluster> {
+    let c = c.with_settings(MirrorSettings {
+        fetch_max_bytes: 1,
+        fsync: false,
+        ..MirrorSettings::default()
+    });
+    let r = c.tick();
+    anyhow::ensure!(r.errors.is_empty(), "first batches: {:?}", r.errors);
+    anyhow::ensure!(
+        r.batches_appended == partitions as u64,
+        "the first tick mirrored {} batches into {partitions} partitions",
+        r.batches_appended
+    );
+    Ok(c)
 }
 
 /// Every mirrored partition ends where its source partition ends.
