@@ -272,7 +272,7 @@ fn many_report(
     let mut report = Report::new(
         "mirror/partitions",
         format!(
-            "{:.1} MiB in {n} partitions ({} topics, {per_partition} 16 KiB batches each, the first \
+            "{:.1} MiB timed in {n} partitions ({} topics, {per_partition} 16 KiB batches each, the first \
              appended before the clock on both sides) mirrored from a source cluster on the same disk \
              by Cluster ticks until idle (PREPARING done beforehand), \
              beside klog's leader append of the same batches into the same partitions, round-robin, \
