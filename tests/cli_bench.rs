@@ -16,7 +16,7 @@ fn positive(v: &Value, what: &str) -> f64 {
 }
 
 /// Tiny sizes for every workload: a few seconds in a debug build.
-const TINY: [&str; 22] = [
+const TINY: [&str; 24] = [
     "--bytes",
     "4194304",
     "--recover-bytes",
@@ -39,9 +39,11 @@ const TINY: [&str; 22] = [
     "1",
     "--mirror-bytes",
     "1MiB",
+    "--partitions",
+    "20",
 ];
 
-const KEYS: [&str; 14] = [
+const KEYS: [&str; 15] = [
     "append",
     "append/100B",
     "append/1MiB",
@@ -56,6 +58,7 @@ const KEYS: [&str; 14] = [
     "psm",
     "parse",
     "mirror",
+    "mirror/partitions",
 ];
 
 /// Runs `klog bench` with `extra` arguments at tiny sizes; returns stdout and the JSON document.
@@ -199,15 +202,38 @@ fn check_workloads(doc: &Value) {
     let goals = doc["goals"].as_array().expect("goals");
     assert!(goals.len() >= 9, "{goals:?}");
     for g in goals {
-        assert!(g["name"].is_string() && g["target"].is_number(), "{g}");
-        if let Some(v) = g["value"].as_f64() {
-            assert!(v.is_finite() && v > 0.0, "{g}");
+        check_goal(g);
+    }
+}
+
+/// A goal names its figure; `met` follows its direction (`better`: "higher" met at or above the
+/// target, "lower" below it); a goal without a target (`better` null) is reported, never met or missed.
+fn check_goal(g: &Value) {
+    assert!(g["name"].is_string() && g["figure"].is_string(), "{g}");
+    let Some(v) = g["value"].as_f64() else {
+        assert!(g["met"].is_null(), "{g}");
+        return;
+    };
+    assert!(v.is_finite(), "{g}");
+    match g["better"].as_str() {
+        Some("higher") => {
+            assert!(v > 0.0, "{g}");
             assert_eq!(
                 g["met"].as_bool(),
                 Some(v >= g["target"].as_f64().unwrap()),
                 "{g}"
             );
-        } else {
+        }
+        Some("lower") => {
+            assert!(v > 0.0, "{g}");
+            assert_eq!(
+                g["met"].as_bool(),
+                Some(v < g["target"].as_f64().unwrap()),
+                "{g}"
+            );
+        }
+        _ => {
+            assert!(g["better"].is_null() && g["target"].is_null(), "{g}");
             assert!(g["met"].is_null(), "{g}");
         }
     }
@@ -253,7 +279,7 @@ fn bench_runs_every_workload_beside_its_baseline() {
         text.contains("Kafka column: not measured (--no-kafka)"),
         "{text}"
     );
-    assert!(text.contains("goals (issues #8, #18):"), "{text}");
+    assert!(text.contains("goals (issues #8, #17, #18):"), "{text}");
     // io_backend=auto: the choice this run measured for each workload, beside the built-in one.
     assert!(text.contains("io_backend=auto:"), "{text}");
     let auto = doc["auto"].as_array().expect("auto");
@@ -344,6 +370,108 @@ fn bench_measures_kafka_beside_klog() {
     assert_eq!(
         psm["kafka"]["details"]["producers"], psm["details"]["live_producers"],
         "{psm}"
+    );
+}
+
+/// `mirror --partitions 20`: the cluster-scale run mirrors every partition beside the leader append of
+/// the same bytes, fails all of them over at once, and measures the mirror's peak RSS in two child
+/// processes; its goals read the right way round (a failover time is met below its target).
+#[test]
+fn bench_mirrors_many_partitions() {
+    let (text, doc, root) = run_bench("cli-bench-partitions", &["mirror", "--no-kafka"]);
+    assert!(text.contains("mirror/partitions: "), "{text}");
+    let wl = &doc["workloads"]["mirror/partitions"];
+    let d = &wl["details"];
+    assert_eq!(d["partitions"], 20, "{d}");
+    assert_eq!(d["topics"], 20, "{d}");
+    assert_eq!(doc["conditions"]["partitions"], 20);
+    let per = d["batches_per_partition"]
+        .as_u64()
+        .expect("batches_per_partition");
+    assert!(per >= 1, "{d}");
+    // The same bytes as the one-partition run, in whole batches per partition.
+    let one = doc["workloads"]["mirror"]["details"]["bytes"]
+        .as_u64()
+        .unwrap();
+    let bytes = d["bytes"].as_u64().unwrap();
+    assert!(bytes <= one && bytes * 2 > one, "{bytes} of {one}");
+    let backends = doc["conditions"]["backends"].as_array().unwrap();
+    let rows = wl["results"].as_array().unwrap();
+    assert_eq!(rows.len(), backends.len(), "{wl}");
+    for r in rows {
+        assert_eq!(
+            r["name"],
+            "mirror of every partition (Cluster ticks until idle)"
+        );
+        positive(&r["value"], "mirror of 20 partitions");
+        positive(&r["bound"]["value"], "leader append into 20 partitions");
+    }
+    let failover = d["failover"].as_array().expect("failover");
+    assert_eq!(failover.len(), backends.len(), "{d}");
+    for f in failover {
+        assert_eq!(f["partitions"], 20, "{f}");
+        positive(&f["s"], "failover of 20 partitions");
+        assert_eq!(f["runs"].as_array().unwrap().len(), 1, "{f}");
+    }
+    // Peak RSS at a tenth of the topics and at all of them, each a child that mirrored every byte.
+    let rss = &d["rss"];
+    let runs = rss["runs"].as_array().expect("rss runs");
+    let counts: Vec<u64> = runs
+        .iter()
+        .map(|r| r["partitions"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [2, 20], "{rss}");
+    for r in runs {
+        positive(&r["peak_rss_kib"], "peak RSS");
+        assert_eq!(
+            r["bytes"].as_u64().unwrap(),
+            bytes / 20 * r["partitions"].as_u64().unwrap(),
+            "{r}"
+        );
+    }
+    assert!(
+        rss["per_partition_kib"].as_f64().unwrap().is_finite(),
+        "{rss}"
+    );
+    let goals = doc["goals"].as_array().unwrap();
+    let goal = |name: &str| {
+        goals
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("no goal {name} in {goals:?}"))
+    };
+    for g in goals {
+        check_goal(g);
+    }
+    let ratio = goal("mirroring at cluster scale >= 0.8x leader append");
+    assert_eq!(
+        (ratio["better"].as_str(), ratio["target"].as_f64()),
+        (Some("higher"), Some(0.8))
+    );
+    let fo = goal("failover of every partition at once < 1 s");
+    assert_eq!(
+        (fo["better"].as_str(), fo["target"].as_f64()),
+        (Some("lower"), Some(1.0))
+    );
+    let std_s = failover.iter().find(|f| f["backend"] == "std").unwrap()["s"].clone();
+    assert_eq!(fo["value"], std_s, "{fo}");
+    let per_partition = goal("mirror peak RSS per partition (KiB)");
+    assert_eq!(
+        per_partition["value"], rss["per_partition_kib"],
+        "{per_partition}"
+    );
+    assert!(per_partition["met"].is_null(), "{per_partition}");
+    // The text and report.md give the target with its direction.
+    assert!(text.contains("(target    < 1)"), "{text}");
+    let md = std::fs::read_to_string(root.join("report/report.md")).unwrap();
+    assert!(
+        md.contains("| failover of every partition at once < 1 s | "),
+        "{md}"
+    );
+    assert!(md.contains(" | < 1 | "), "{md}");
+    assert!(
+        md.contains("| mirror peak RSS per partition (KiB) | "),
+        "{md}"
     );
 }
 

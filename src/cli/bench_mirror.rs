@@ -199,3 +199,203 @@ pub fn failover_run(
     source.close()?;
     Ok(elapsed / partitions as u32)
 }
+
+/// The topics of a cluster of `partitions` partitions: up to 50 partitions per topic (as a real
+/// cluster's topics), but at least 20 topics where there are that many partitions, so that a tenth of
+/// the topics is a tenth of the partitions for the memory measurement. Names sort in creation order.
+pub fn partition_layout(partitions: usize) -> Vec<(String, i32)> {
+    let per_topic = (partitions / 20).clamp(1, 50);
+    let mut layout = Vec::new();
+    let mut left = partitions;
+    while left > 0 {
+        let n = per_topic.min(left);
+        layout.push((format!("m{:05}", layout.len()), n as i32));
+        left -= n;
+    }
+    layout
+}
+
+/// Leader-appends `batches` to every partition of `layout` in a new cluster at `root`, round-robin
+/// over the partitions (batch 0 of every partition, then batch 1, ...: a producer spreading over
+/// partitions); returns the cluster and the time the appends after the first `untimed` rounds took
+/// (setup excluded). Every partition gets the same batches, so each producer's sequences start at 0
+/// in each partition. A partition's first append writes its leader-epoch checkpoint (synced), once
+/// in its life: `untimed` 1 keeps that out of a steady-state rate.
+pub fn append_many_run(
+    storage: &Arc<dyn Storage>,
+    root: &Path,
+    layout: &[(String, i32)],
+    batches: &[Vec<u8>],
+    untimed: usize,
+) -> anyhow::Result<(Arc<Cluster>, Duration)> {
+    let c = new_cluster(storage, root, true)?;
+    for (topic, partitions) in layout {
+        c.create_topic(topic, *partitions, None, &[])?;
+    }
+    let mut buf = Vec::new();
+    let untimed = untimed.min(batches.len());
+    produce_round_robin(&c, layout, &batches[..untimed], &mut buf)?;
+    let started = Instant::now();
+    produce_round_robin(&c, layout, &batches[untimed..], &mut buf)?;
+    Ok((Arc::new(c), started.elapsed()))
+}
+
+fn produce_round_robin(
+    c: &Cluster,
+    layout: &[(String, i32)],
+    batches: &[Vec<u8>],
+    buf: &mut Vec<u8>,
+) -> anyhow::Result<()> {
+    for b in batches {
+        for (topic, partitions) in layout {
+            for p in 0..*partitions {
+                buf.clear();
+                buf.extend_from_slice(b);
+                c.produce(topic, p, buf)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What one cluster-scale mirror run measured.
+#[derive(Debug, Clone, Copy)]
+pub struct ManyRun {
+    /// From every partition MIRRORING with its first batch mirrored to caught up (ticks until idle).
+    pub mirror: Duration,
+    /// Bytes the timed fetches appended (all but each partition's first batch).
+    pub bytes: u64,
+    /// From the RemoveTopicsFromMirror request for every topic to every partition STOPPED (barrier
+    /// written, and flushed when the cluster syncs), if asked for.
+    pub failover: Option<Duration>,
+}
+
+/// Mirrors the `layout` topics of `source` into a new cluster at `root` until idle, then, with
+/// `failover`, fails all of them over at once. PREPARING (per partition: the LME lookup and its state
+/// writes) is done before the clock starts and without syncs, as it is part of neither the copy rate
+/// nor the failover; syncs are then turned on for the timed part. The cluster is left open (its
+/// caller drops it: closing a thousand partitions is no part of any figure and takes long).
+pub fn mirror_many_run(
+    storage: &Arc<dyn Storage>,
+    root: &Path,
+    source: &Arc<Cluster>,
+    layout: &[(String, i32)],
+    failover: bool,
+) -> anyhow::Result<(Cluster, ManyRun)> {
+    let topics: Vec<String> = layout.iter().map(|(t, _)| t.clone()).collect();
+    let partitions: usize = layout.iter().map(|(_, n)| *n as usize).sum();
+    let c = new_cluster(storage, root, false)?;
+    c.create_mirror("bench", &source.root().display().to_string())?;
+    c.connect_source("bench", Arc::new(source.as_source()));
+    for (t, r) in c.add_topics("bench", &topics)? {
+        r.map_err(|e| anyhow::anyhow!("adding {t} to the mirror: {e}"))?;
+    }
+    prepare_all(&c, partitions)?;
+    let c = first_batches(c, partitions)?.with_settings(MirrorSettings::default());
+    let started = Instant::now();
+    let report = c.run_until_idle(usize::MAX);
+    let mirror = started.elapsed();
+    anyhow::ensure!(report.errors.is_empty(), "mirroring: {:?}", report.errors);
+    caught_up(&c, source, layout)?;
+    let failover = if failover {
+        Some(failover_all(&c, &topics, partitions)?)
+    } else {
+        None
+    };
+    let run = ManyRun {
+        mirror,
+        bytes: report.bytes_appended,
+        failover,
+    };
+    Ok((c, run))
+}
+
+/// Ticks until every one of the `partitions` mirror partitions is MIRRORING.
+fn prepare_all(c: &Cluster, partitions: usize) -> anyhow::Result<()> {
+    let mirroring = |c: &Cluster| {
+        c.describe()
+            .iter()
+            .filter(|d| d.state == Some(MirrorState::Mirroring))
+            .count()
+    };
+    while mirroring(c) < partitions {
+        let r = c.tick();
+        anyhow::ensure!(r.errors.is_empty(), "preparing: {:?}", r.errors);
+        anyhow::ensure!(
+            r.progressed(),
+            "preparing stalled with {} of {partitions} partitions MIRRORING",
+            mirroring(c)
+        );
+    }
+    Ok(())
+}
+
+/// One tick of one-byte fetches (a fetch returns at least one batch): every partition's first batch,
+/// whose append writes the partition's leader-epoch checkpoint (synced), once in its life, as the
+/// leader append's first round does (`append_many_run`'s `untimed`).
+fn first_batches(c: Cluster, partitions: usize) -> anyhow::Result<Cluster> {
+    let c = c.with_settings(MirrorSettings {
+        fetch_max_bytes: 1,
+        fsync: false,
+        ..MirrorSettings::default()
+    });
+    let r = c.tick();
+    anyhow::ensure!(r.errors.is_empty(), "first batches: {:?}", r.errors);
+    anyhow::ensure!(
+        r.batches_appended == partitions as u64,
+        "the first tick mirrored {} batches into {partitions} partitions",
+        r.batches_appended
+    );
+    Ok(c)
+}
+
+/// Every mirrored partition ends where its source partition ends.
+fn caught_up(c: &Cluster, source: &Cluster, layout: &[(String, i32)]) -> anyhow::Result<()> {
+    for (topic, partitions) in layout {
+        for p in 0..*partitions {
+            let end = |cl: &Cluster, what: &str| {
+                cl.log(topic, p)
+                    .map(|l| l.log_end_offset())
+                    .ok_or_else(|| anyhow::anyhow!("no partition {topic}-{p} in the {what}"))
+            };
+            let (src, dst) = (end(source, "source")?, end(c, "mirror")?);
+            anyhow::ensure!(
+                src == dst,
+                "the mirror of {topic}-{p} stopped at {dst} of {src}"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A whole mirror's failover, timed end to end: RemoveTopicsFromMirror for every topic, then ticks
+/// until idle; every partition must be STOPPED.
+fn failover_all(c: &Cluster, topics: &[String], partitions: usize) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    for (t, r) in c.remove_topics("bench", topics)? {
+        r.map_err(|e| anyhow::anyhow!("removing {t} from the mirror: {e}"))?;
+    }
+    let report = c.run_until_idle(usize::MAX);
+    let elapsed = started.elapsed();
+    anyhow::ensure!(report.errors.is_empty(), "failover: {:?}", report.errors);
+    let stopped = c
+        .describe()
+        .iter()
+        .filter(|d| d.state == Some(MirrorState::Stopped))
+        .count();
+    anyhow::ensure!(
+        stopped == partitions,
+        "failover left {stopped} of {partitions} partitions STOPPED"
+    );
+    Ok(elapsed)
+}
+
+/// This process's peak resident set size (`VmHWM` of /proc/self/status), in KiB.
+pub fn peak_rss_kib() -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no VmHWM line in /proc/self/status"))
+}

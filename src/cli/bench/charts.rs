@@ -47,16 +47,17 @@ pub(super) fn write_report(
             "## Goals\n\n| goal | value | target | verdict | figure |\n|---|---:|---:|---|---|"
         )?;
         for g in goals {
-            let verdict = match g.met() {
-                Some(true) => "met",
-                Some(false) => "**missed**",
-                None => "not measured",
+            let verdict = match g.verdict() {
+                "missed" => "**missed**",
+                v => v,
             };
             let value = g.value.map_or("-".into(), |v| format!("{v:.2}"));
             writeln!(
                 md,
                 "| {} | {value} | {} | {verdict} | {} |",
-                g.name, g.target, g.figure
+                g.name,
+                g.target_text(),
+                g.figure
             )?;
         }
         writeln!(md)?;

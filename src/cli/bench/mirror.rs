@@ -3,13 +3,31 @@
 //! `append_as_mirror`) and klog's leader append of the same batches (same rounds, alternating), and
 //! failover time per partition with and without fsync. The kernels are `cli/bench_mirror.rs`, shared with
 //! `benches/mirror.rs`.
+//!
+//! `mirror/partitions` is the same at cluster scale (issue #17): `--partitions` partitions mirrored by
+//! `Cluster` ticks until idle beside the leader append of the same bytes into the same partitions, the
+//! failover of all of them at once, and the mirror's peak RSS at two partition counts, each measured in
+//! a child process (this binary re-run with a hidden flag) so that neither the batches built here nor
+//! the other runs' allocations count.
 
-use serde_json::json;
+use std::path::Path;
+use std::process::ExitCode;
 
-use super::{alternate, mb_per_s, Ctx, Report, Row, Series};
+use anyhow::Context;
+use klog::log::io::{open_backend, IoBackend};
+use serde_json::{json, Value};
+
+use super::{alternate, mb_per_s, BackendChoice, BenchArgs, Ctx, Report, Row, Series};
 use crate::cli::bench_mirror;
 
 pub(super) const MIRROR_ROW: &str = "mirror (fetch + append_as_mirror)";
+/// At most this many rounds of the cluster-scale run: each builds two clusters of `--partitions`
+/// partitions per backend, which takes far longer than the timed parts.
+const MANY_ROUNDS: usize = 2;
+/// The cluster-scale row (its partition count is in the report's title and details).
+pub(super) const MANY_ROW: &str = "mirror of every partition (Cluster ticks until idle)";
+/// The cluster-scale row's bound: the same bytes produced into the same partitions.
+const MANY_BOUND: &str = "leader append of the same batches into the same partitions";
 /// The mirror's bound: its appends without its fetches.
 const BOUND: &str = "append_as_mirror of the same 1 MiB fetches, read beforehand";
 
@@ -136,5 +154,258 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
             .map(|(b, s)| (b.name.to_owned(), json!({"value": s.median(), "runs": s.runs})))
             .collect::<serde_json::Map<_, _>>(),
     });
-    Ok(vec![report])
+    let many = partitions(ctx)?;
+    Ok(vec![report, many])
+}
+
+/// Per backend: the leader append into the N partitions, the mirror of them, the failover of all.
+#[derive(Default, Clone)]
+struct ManySeries {
+    leader: Series,
+    mirror: Series,
+    failover_s: Series,
+}
+
+/// `mirror/partitions`: `--partitions` partitions holding `--mirror-bytes` in all (whole batches, the
+/// same ones in every partition), mirrored beside the leader append of the same batches into the same
+/// partitions, and failed over all at once; then the mirror's peak RSS. Each partition's first batch
+/// is appended before the clock starts on both sides: it writes the partition's leader-epoch
+/// checkpoint, synced, once in the partition's life, and at a few batches per partition those
+/// thousand syncs would be most of what is timed.
+fn partitions(ctx: &Ctx) -> anyhow::Result<Report> {
+    let n = ctx.args.partitions;
+    let layout = bench_mirror::partition_layout(n);
+    let per_partition = batches_per_partition(ctx.args);
+    let batches = &bench_mirror::build_batches(per_partition, RECORDS, VALUE);
+    // Timed: every batch but each partition's first (see `bench_mirror::append_many_run`).
+    let bytes = batches[1..].iter().map(|b| b.len() as u64).sum::<u64>() * n as u64;
+    let nb = ctx.backends.len();
+    // Every cluster of this part stays until its end: ext4 scans past recently deleted inodes when it
+    // allocates new ones, so removing a thousand partitions right before creating the next thousand
+    // makes the setup between runs many times slower (the timed parts are not affected).
+    let dir = ctx.scratch.join("mirror-many");
+    let mut sources = Vec::new();
+    for b in &ctx.backends {
+        ctx.progress
+            .say(&format!("source of {n} partitions ({})", b.name));
+        let root = dir.join(format!("source-{}", b.name));
+        sources.push(bench_mirror::append_many_run(&b.storage, &root, &layout, batches, 0)?.0);
+    }
+    let mut series = vec![ManySeries::default(); nb];
+    let mut runs = 0;
+    let rounds = ctx.rounds().min(MANY_ROUNDS);
+    for round in 0..rounds {
+        let slots: Vec<usize> = (0..2 * nb).collect();
+        for &slot in alternate(round, &slots) {
+            runs += 1;
+            let root = dir.join(format!("run-{runs}"));
+            let (i, b) = (slot / 2, &ctx.backends[slot / 2]);
+            let step = |what: &str| {
+                ctx.progress.say(&format!(
+                    "round {}: {what} {n} partitions ({})",
+                    round + 1,
+                    b.name
+                ))
+            };
+            if slot % 2 == 0 {
+                step("leader append into");
+                let (c, t) = bench_mirror::append_many_run(&b.storage, &root, &layout, batches, 1)?;
+                drop(c);
+                series[i].leader.push(mb_per_s(bytes, t));
+                continue;
+            }
+            // The failover of all of them once per backend, after the last round's mirror.
+            let failover = round + 1 == rounds;
+            step(if failover {
+                "mirror and failover of"
+            } else {
+                "mirror of"
+            });
+            let (c, run) =
+                bench_mirror::mirror_many_run(&b.storage, &root, &sources[i], &layout, failover)?;
+            drop(c);
+            anyhow::ensure!(
+                run.bytes == bytes,
+                "mirrored {} of {bytes} bytes",
+                run.bytes
+            );
+            series[i].mirror.push(mb_per_s(bytes, run.mirror));
+            if let Some(d) = run.failover {
+                series[i].failover_s.push(d.as_secs_f64());
+            }
+        }
+    }
+    // No cluster of this part is closed: closing rewrites the log directory's checkpoints once per
+    // partition, which at a thousand partitions takes far longer than anything measured here.
+    drop(sources);
+    ctx.progress.say(&format!(
+        "peak RSS of the mirror ({})",
+        ctx.backends[0].name
+    ));
+    let rss = rss(ctx, &dir)?;
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(many_report(
+        ctx,
+        &layout,
+        per_partition,
+        bytes,
+        &series,
+        rss,
+    ))
+}
+
+fn many_report(
+    ctx: &Ctx,
+    layout: &[(String, i32)],
+    per_partition: usize,
+    bytes: u64,
+    series: &[ManySeries],
+    rss: Value,
+) -> Report {
+    let n = ctx.args.partitions;
+    let failover_text: Vec<String> = ctx
+        .backends
+        .iter()
+        .zip(series)
+        .map(|(b, s)| format!("{} {:.2} s", b.name, s.failover_s.median()))
+        .collect();
+    let mut report = Report::new(
+        "mirror/partitions",
+        format!(
+            "{:.1} MiB timed in {n} partitions ({} topics, {per_partition} 16 KiB batches each, the first \
+             appended before the clock on both sides) mirrored from a source cluster on the same disk \
+             by Cluster ticks until idle (PREPARING done beforehand), \
+             beside klog's leader append of the same batches into the same partitions, round-robin, \
+             one per call; failover of all {n} at once (RemoveTopicsFromMirror to every partition \
+             STOPPED, barrier written and flushed): {}; peak RSS per partition: {}",
+            bytes as f64 / (1 << 20) as f64,
+            layout.len(),
+            failover_text.join(", "),
+            rss["per_partition_kib"]
+                .as_f64()
+                .map_or("-".into(), |v| format!("{v:.1} KiB")),
+        ),
+        "MB/s",
+    );
+    report.baseline_name = format!("{MANY_BOUND} ({})", ctx.backends[0].name);
+    report.baseline = series[0].leader.clone();
+    for (b, s) in ctx.backends.iter().zip(series) {
+        report.rows.push(
+            Row::new(MANY_ROW, b.name, s.mirror.clone()).bounded(MANY_BOUND, s.leader.clone()),
+        );
+    }
+    report.extra = json!({
+        "partitions": n,
+        "topics": layout.len(),
+        "batches_per_partition": per_partition,
+        "bytes": bytes,
+        "failover": ctx.backends.iter().zip(series).map(|(b, s)| json!({
+            "backend": b.name,
+            "partitions": n,
+            "fsync": true,
+            "s": s.failover_s.median(),
+            "runs": s.failover_s.runs,
+        })).collect::<Vec<_>>(),
+        "rss": rss,
+    });
+    report
+}
+
+/// Batches in each partition of the cluster-scale run: `--mirror-bytes` in all, at least two each
+/// (the first is not timed).
+fn batches_per_partition(args: &BenchArgs) -> usize {
+    let per_batch = (RECORDS * (VALUE + 40)) as u64;
+    let count = (args.mirror_bytes / per_batch).max(1) as usize;
+    (count / args.partitions).max(2)
+}
+
+/// The mirror's peak RSS at a tenth of the topics and at all of them, each in a child process on the
+/// first backend, and the per-partition cost: the difference over the difference in partitions.
+fn rss(ctx: &Ctx, dir: &Path) -> anyhow::Result<Value> {
+    let topics = bench_mirror::partition_layout(ctx.args.partitions).len();
+    let small = (topics / 10).max(1);
+    let mut counts = vec![small];
+    if topics > small {
+        counts.push(topics);
+    }
+    let mut runs = Vec::new();
+    for topics in counts {
+        // Beside the other clusters of the run, removed with them (see `partitions`).
+        let dir = dir.join(format!("rss-{topics}"));
+        std::fs::create_dir_all(&dir)?;
+        runs.push(rss_run(ctx, &dir, topics)?);
+    }
+    let kib = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+    let per_partition = match runs.as_slice() {
+        [a, b] => {
+            (kib(b, "peak_rss_kib") - kib(a, "peak_rss_kib"))
+                / (kib(b, "partitions") - kib(a, "partitions"))
+        }
+        _ => f64::NAN,
+    };
+    Ok(json!({
+        "backend": ctx.backends[0].name,
+        "runs": runs,
+        "per_partition_kib": per_partition.is_finite().then_some(per_partition),
+    }))
+}
+
+/// Runs this binary as the memory measurement's child; returns the JSON line it printed.
+fn rss_run(ctx: &Ctx, dir: &Path, topics: usize) -> anyhow::Result<Value> {
+    let exe = std::env::current_exe().context("finding this binary to re-run it")?;
+    let out = std::process::Command::new(&exe)
+        .arg("bench")
+        .arg("mirror")
+        .args(["--backend", ctx.backends[0].name])
+        .args(["--partitions", &ctx.args.partitions.to_string()])
+        .args(["--mirror-bytes", &ctx.args.mirror_bytes.to_string()])
+        .args(["--mirror-rss-topics", &topics.to_string()])
+        .arg("--mirror-rss-child")
+        .arg("--dir")
+        .arg(dir)
+        .output()
+        .with_context(|| format!("running {}", exe.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(
+        out.status.success(),
+        "the memory measurement's child ({} topics) failed ({}): {}",
+        topics,
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line)
+        .with_context(|| format!("the memory measurement's child printed `{line}`, not JSON"))
+}
+
+/// The child: builds a source cluster of the first `--mirror-rss-topics` topics of the `--partitions`
+/// layout in `--dir` (the parent's batches per partition), mirrors it into another, then prints its
+/// peak RSS. The source is in this process too (a local source is read in the mirror's process), so
+/// the figure holds the source's partitions' state as well as the mirror's.
+pub(super) fn rss_child(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let dir = args
+        .dir
+        .as_ref()
+        .context("--mirror-rss-child needs --dir")?;
+    let backend = match args.backend {
+        BackendChoice::Uring => IoBackend::Uring,
+        _ => IoBackend::Std,
+    };
+    let storage = open_backend(backend)?;
+    let layout: Vec<(String, i32)> = bench_mirror::partition_layout(args.partitions)
+        .into_iter()
+        .take(args.mirror_rss_topics.max(1))
+        .collect();
+    let partitions: i32 = layout.iter().map(|(_, n)| n).sum();
+    let batches = bench_mirror::build_batches(batches_per_partition(args), RECORDS, VALUE);
+    let (source, _) =
+        bench_mirror::append_many_run(&storage, &dir.join("source"), &layout, &batches, 0)?;
+    let (_mirror, run) =
+        bench_mirror::mirror_many_run(&storage, &dir.join("dest"), &source, &layout, false)?;
+    let peak = bench_mirror::peak_rss_kib()?;
+    outln!(
+        "{}",
+        json!({"partitions": partitions, "bytes": run.bytes, "peak_rss_kib": peak})
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -56,7 +56,8 @@ pub enum Workload {
     Parse,
     /// KIP-1279 mirroring from a source cluster beside the append of the same fetches read beforehand
     /// (and klog's leader append of the same batches); failover time per partition with and without
-    /// fsync.
+    /// fsync; then --partitions partitions mirrored beside the leader append of the same bytes into
+    /// them, the failover of all of them, and the mirror's peak RSS per partition.
     Mirror,
 }
 
@@ -153,9 +154,21 @@ pub struct BenchArgs {
     /// Size of the buffer of batches `parse` walks.
     #[arg(long, default_value = "16MiB", value_parser = parse_bytes)]
     parse_bytes: u64,
-    /// Size of the partition `mirror` copies.
+    /// Size of the partition `mirror` copies; the cluster-scale run spreads the same bytes over
+    /// --partitions partitions.
     #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]
     mirror_bytes: u64,
+    /// Partitions of `mirror`'s cluster-scale run (topics of up to 50 partitions): mirrored beside the
+    /// leader append of the same bytes into them, failed over all at once, and its peak RSS measured.
+    #[arg(long, default_value_t = 1000)]
+    partitions: usize,
+    /// The memory measurement's child: mirrors the first --mirror-rss-topics topics of the
+    /// --partitions layout from a source it builds in --dir, then prints its peak RSS as JSON.
+    #[arg(long, hide = true)]
+    mirror_rss_child: bool,
+    /// How many topics the memory measurement's child mirrors.
+    #[arg(long, hide = true, default_value_t = 1)]
+    mirror_rss_topics: usize,
     /// Do not run Kafka's side (interop/bench/kafka-bench.sh); the Kafka column then says so.
     #[arg(long)]
     no_kafka: bool,
@@ -552,28 +565,68 @@ impl Report {
     }
 }
 
-/// A goal of issue #8, checked against this run's figures.
+/// A goal of issues #8, #17 and #18, checked against this run's figures.
 struct Goal {
     name: &'static str,
     /// Which figure: `report key: row / what`.
     figure: String,
     value: Option<f64>,
     target: f64,
+    better: Better,
+}
+
+/// Which way a goal's figure should go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Better {
+    /// Met at or above the target (a rate, a ratio).
+    Higher,
+    /// Met below the target (a time).
+    Lower,
+    /// No target: the figure is reported for a reader to judge (the `target` is unused).
+    Reported,
 }
 
 impl Goal {
     fn met(&self) -> Option<bool> {
-        self.value
-            .filter(|v| v.is_finite())
-            .map(|v| v >= self.target)
+        let v = self.value.filter(|v| v.is_finite())?;
+        match self.better {
+            Better::Higher => Some(v >= self.target),
+            Better::Lower => Some(v < self.target),
+            Better::Reported => None,
+        }
+    }
+
+    /// The verdict as the text output and report.md print it (`missed` is emphasised by the caller).
+    fn verdict(&self) -> &'static str {
+        match (self.met(), self.better) {
+            (Some(true), _) => "met",
+            (Some(false), _) => "missed",
+            (None, Better::Reported) if self.value.is_some_and(f64::is_finite) => "reported",
+            (None, _) => "not measured",
+        }
+    }
+
+    /// The target with its direction: `>= 0.8`, `< 1`, or `-` for a reported figure.
+    fn target_text(&self) -> String {
+        match self.better {
+            Better::Higher => format!(">= {}", self.target),
+            Better::Lower => format!("< {}", self.target),
+            Better::Reported => "-".into(),
+        }
     }
 
     fn to_json(&self) -> Value {
+        let (target, better) = match self.better {
+            Better::Higher => (Some(self.target), Some("higher")),
+            Better::Lower => (Some(self.target), Some("lower")),
+            Better::Reported => (None, None),
+        };
         json!({
             "name": self.name,
             "figure": self.figure,
             "value": self.value.filter(|v| v.is_finite()),
-            "target": self.target,
+            "target": target,
+            "better": better,
             "met": self.met(),
         })
     }
@@ -589,6 +642,7 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
                 figure: format!("{key}: {figure}"),
                 value,
                 target,
+                better: Better::Higher,
             });
         }
     };
@@ -729,7 +783,46 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
         r("parse", parse, "-"),
         0.8,
     );
+    goals.extend(cluster_scale_goals(find("mirror/partitions")));
     goals
+}
+
+/// Issue #17's goals, from `mirror/partitions` when it ran: the mirror of every partition beside the
+/// leader append of the same bytes, the failover of all of them (lower is better), and the peak RSS
+/// per partition (reported: whether it is state or buffers is for the reader of both counts).
+fn cluster_scale_goals(report: Option<&Report>) -> Vec<Goal> {
+    let Some(report) = report else {
+        return Vec::new();
+    };
+    let key = "mirror/partitions";
+    let n = report.extra["partitions"].as_u64().unwrap_or(0);
+    let std_failover = report.extra["failover"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["backend"] == "std"));
+    let m = mirror::MANY_ROW;
+    vec![
+        Goal {
+            name: "mirroring at cluster scale >= 0.8x leader append",
+            figure: format!("{key}: {m}, {n} partitions, std / leader append"),
+            value: report.ratio(m, "std"),
+            target: 0.8,
+            better: Better::Higher,
+        },
+        Goal {
+            name: "failover of every partition at once < 1 s",
+            figure: format!("{key}: failover of {n} partitions, std, seconds"),
+            value: std_failover.and_then(|f| f["s"].as_f64()),
+            target: 1.0,
+            better: Better::Lower,
+        },
+        Goal {
+            name: "mirror peak RSS per partition (KiB)",
+            figure: format!("{key}: details.rss.per_partition_kib"),
+            value: report.extra["rss"]["per_partition_kib"].as_f64(),
+            target: 0.0,
+            better: Better::Reported,
+        },
+    ]
 }
 
 /// The scratch directory, removed on the way out (also after an error).
@@ -792,6 +885,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if args.psm_producers == 0 || args.psm_batches == 0 {
         bail!("--psm-batches and --psm-producers must be at least 1");
+    }
+    if args.partitions == 0 {
+        bail!("--partitions must be at least 1");
+    }
+    if args.mirror_rss_child {
+        return mirror::rss_child(args);
     }
     let workloads = if args.workloads.is_empty() {
         Workload::DEFAULT.to_vec()
@@ -1015,18 +1114,20 @@ fn print_goals(out: &mut impl Write, goals: &[Goal]) -> std::io::Result<()> {
     if goals.is_empty() {
         return Ok(());
     }
-    writeln!(out, "goals (issues #8, #18):")?;
+    writeln!(out, "goals (issues #8, #17, #18):")?;
     for g in goals {
-        let verdict = match g.met() {
-            Some(true) => "met",
-            Some(false) => "MISSED",
-            None => "not measured",
+        let verdict = match g.verdict() {
+            "missed" => "MISSED",
+            v => v,
         };
         let value = g.value.map_or("-".into(), |v| format!("{v:.2}"));
         writeln!(
             out,
-            "  {:<46} {:>8} (target {:>5})  {verdict:<12}  {}",
-            g.name, value, g.target, g.figure
+            "  {:<50} {:>8} (target {:>6})  {verdict:<12}  {}",
+            g.name,
+            value,
+            g.target_text(),
+            g.figure
         )?;
     }
     writeln!(out)
@@ -1059,6 +1160,7 @@ fn document(
             "psm_producers": args.psm_producers,
             "parse_bytes": args.parse_bytes,
             "mirror_bytes": args.mirror_bytes,
+            "partitions": args.partitions,
             "random_reads": args.random_reads,
             "backends": ctx.backends.iter().map(|b| b.name).collect::<Vec<_>>(),
             "skipped_backends": skipped,
