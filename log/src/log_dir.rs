@@ -229,9 +229,26 @@ impl LogDir {
     /// Records a partition's offsets in the directory's checkpoint files (after a flush or a close). The
     /// files are re-read and only the entries of partitions this `LogDir` checkpointed are replaced.
     pub fn checkpoint(&mut self, log: &PartitionLog) -> Result<(), Error> {
-        if self.storage.is_read_only() {
+        self.checkpoint_many(&[log])
+    }
+
+    /// Records the offsets of many partitions with one rewrite of each checkpoint file (a broker's
+    /// periodic checkpoint, a clean shutdown): one per partition would rewrite and sync files whose size
+    /// grows with the partition count once per partition.
+    pub fn checkpoint_many(&mut self, logs: &[&PartitionLog]) -> Result<(), Error> {
+        if self.storage.is_read_only() || logs.is_empty() {
             return Ok(());
         }
+        for log in logs {
+            self.record_offsets(log);
+        }
+        self.write_merged(RECOVERY_POINT_CHECKPOINT, &self.recovery_points)?;
+        self.write_merged(LOG_START_OFFSET_CHECKPOINT, &self.log_start_offsets)?;
+        self.write_merged(REPLICATION_OFFSET_CHECKPOINT, &self.high_watermarks)
+    }
+
+    /// Takes a partition's offsets into this `LogDir`'s entries (written by the next checkpoint).
+    fn record_offsets(&mut self, log: &PartitionLog) {
         let key = (log.topic().to_owned(), log.partition());
         self.written.insert(key.clone());
         self.recovery_points
@@ -244,9 +261,6 @@ impl LogDir {
         } else {
             self.log_start_offsets.remove(&key);
         }
-        self.write_merged(RECOVERY_POINT_CHECKPOINT, &self.recovery_points)?;
-        self.write_merged(LOG_START_OFFSET_CHECKPOINT, &self.log_start_offsets)?;
-        self.write_merged(REPLICATION_OFFSET_CHECKPOINT, &self.high_watermarks)
     }
 
     /// Rewrites checkpoint `name`: this `LogDir`'s entries for the partitions it wrote, the file's own
@@ -268,15 +282,36 @@ impl LogDir {
 
     /// Closes a partition cleanly and checkpoints it.
     pub fn close_partition(&mut self, log: PartitionLog) -> Result<(), Error> {
-        log.close()?;
-        self.checkpoint(&log)?;
-        if let Some(name) = log.dir().file_name() {
-            self.closed_cleanly
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(name.to_string_lossy().into_owned());
+        let mut closed = self.close_partitions(vec![log])?;
+        closed.pop().unwrap_or(Ok(()))
+    }
+
+    /// Closes many partitions cleanly (on threads, [`PartitionLog::close_each`]) and checkpoints those
+    /// that closed with one write of each checkpoint file. Returns each partition's own result, in order;
+    /// the outer error is the checkpoint write's.
+    pub fn close_partitions(
+        &mut self,
+        logs: Vec<PartitionLog>,
+    ) -> Result<Vec<Result<(), Error>>, Error> {
+        let refs: Vec<&PartitionLog> = logs.iter().collect();
+        let results = PartitionLog::close_each(&refs);
+        let closed: Vec<&PartitionLog> = refs
+            .iter()
+            .zip(&results)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(l, _)| *l)
+            .collect();
+        self.checkpoint_many(&closed)?;
+        let mut cleanly = self
+            .closed_cleanly
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for log in closed {
+            if let Some(name) = log.dir().file_name() {
+                cleanly.insert(name.to_string_lossy().into_owned());
+            }
         }
-        Ok(())
+        Ok(results)
     }
 
     /// Ends the session. The clean-shutdown marker goes down if it was there at open, or if this writer

@@ -365,6 +365,32 @@ const GATHER_MAX: std::time::Duration = std::time::Duration::from_micros(100);
 /// logs took ~330 ms on 8 threads and ~50-80 ms on 32 on the 2-core test machine.
 pub const FLUSH_THREADS: usize = 32;
 
+/// `f` for every log, on up to [`FLUSH_THREADS`] threads (work that waits on the disk, not the CPU),
+/// with each log's result in order.
+fn on_threads(
+    logs: &[&PartitionLog],
+    f: impl Fn(&PartitionLog) -> Result<(), Error> + Sync,
+) -> Vec<Result<(), Error>> {
+    if logs.len() <= 1 {
+        return logs.iter().map(|l| f(l)).collect();
+    }
+    let chunk = logs.len().div_ceil(FLUSH_THREADS);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = logs
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|l| f(l)).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(results) => results,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
+}
+
 /// `<topic>-<partition>` -> (topic, partition), under Kafka's naming rules; `None` for any other directory.
 pub fn parse_dir_name(dir: &Path) -> Option<(String, i32)> {
     partition_dir_name(dir).ok()
@@ -1890,29 +1916,21 @@ impl PartitionLog {
                 .collect();
             let _ = first.storage.sync_files(&files); // each log's flush meets a failure again
         }
-        if logs.len() == 1 {
-            return vec![first.flush(first.log_end_offset())];
-        }
-        let chunk = logs.len().div_ceil(FLUSH_THREADS);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = logs
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .map(|l| l.flush(l.log_end_offset()))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| match h.join() {
-                    Ok(results) => results,
-                    Err(panic) => std::panic::resume_unwind(panic),
-                })
-                .collect()
-        })
+        on_threads(logs, |l| l.flush(l.log_end_offset()))
+    }
+
+    /// Closes every log ([`PartitionLog::close`]) and returns each log's own result (a clean shutdown
+    /// of many partitions): flushed together first ([`PartitionLog::flush_each`]), then closed on up to
+    /// [`FLUSH_THREADS`] threads, since each close syncs its indexes and writes a producer snapshot.
+    pub fn close_each(logs: &[&PartitionLog]) -> Vec<Result<(), Error>> {
+        let flushed = Self::flush_each(logs);
+        let closed = on_threads(logs, |l| l.close());
+        // A log whose flush failed is failed: its close lets go of it and reports what went wrong first.
+        flushed
+            .into_iter()
+            .zip(closed)
+            .map(|(f, c)| f.and(c))
+            .collect()
     }
 
     /// The segments a flush to the log end syncs: from the one holding the recovery point, and any

@@ -249,11 +249,9 @@ impl Node {
             return Ok(());
         }
         let logs = lock(&self.logs);
-        let mut log_dir = lock(&self.log_dir);
-        for log in logs.values() {
-            log.close()?;
-            log_dir.checkpoint(log)?;
-        }
+        let logs: Vec<&PartitionLog> = logs.values().map(|l| l.as_ref()).collect();
+        let closed = PartitionLog::close_each(&logs);
+        self.checkpoint_those(&logs, closed)?;
         checkpoint::write_clean_shutdown(self.storage.as_ref(), &self.root, -1)?;
         lock(&self.dir_lock).take();
         Ok(())
@@ -262,12 +260,33 @@ impl Node {
     /// Writes the log-directory checkpoints without closing (after a run, so a crash recovers less).
     pub fn checkpoint(&self) -> Result<(), Error> {
         let logs = lock(&self.logs);
-        let mut log_dir = lock(&self.log_dir);
-        for log in logs.values() {
-            log.flush(log.log_end_offset())?;
-            log_dir.checkpoint(log)?;
+        let logs: Vec<&PartitionLog> = logs.values().map(|l| l.as_ref()).collect();
+        let flushed = PartitionLog::flush_each(&logs);
+        self.checkpoint_those(&logs, flushed)
+    }
+
+    /// Checkpoints, in one write of each file, the logs whose flush or close succeeded; then the first
+    /// failure, if any (a clean shutdown is then not vouched for).
+    fn checkpoint_those(
+        &self,
+        logs: &[&PartitionLog],
+        results: Vec<Result<(), klog_log::Error>>,
+    ) -> Result<(), Error> {
+        let mut good = Vec::with_capacity(logs.len());
+        let mut first_error = None;
+        for (log, result) in logs.iter().zip(results) {
+            match result {
+                Ok(()) => good.push(*log),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
         }
-        Ok(())
+        lock(&self.log_dir).checkpoint_many(&good)?;
+        match first_error {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
     }
 
     /// The root (the log directory).

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use klog_log::checkpoint::TopicId;
-use klog_log::partition_log::WriteMode;
+use klog_log::partition_log::{PartitionLog, WriteMode};
 
 use crate::error::{Error, MirrorError};
 use crate::metadata::{validate_topic_name, TopicMeta};
@@ -104,12 +104,15 @@ pub(crate) fn delete_topic(node: &Node, name: &str) -> Result<(), Error> {
     meta.topics.remove(name);
     node.save_meta(&mut guard, meta)?;
     let mut logs = lock(&node.logs);
-    let mut log_dir = lock(&node.log_dir);
+    let removed: Vec<_> = (0..t.partitions)
+        .filter_map(|p| logs.remove(&(name.to_owned(), p)))
+        .collect();
+    let refs: Vec<&PartitionLog> = removed.iter().map(|l| l.as_ref()).collect();
+    for closed in PartitionLog::close_each(&refs) {
+        closed?;
+    }
+    lock(&node.log_dir).checkpoint_many(&refs)?;
     for p in 0..t.partitions {
-        if let Some(log) = logs.remove(&(name.to_owned(), p)) {
-            log.close()?;
-            log_dir.checkpoint(&log)?;
-        }
         let dir = node.root.join(partition_dir_name(name, p));
         let to = node.root.join(format!(
             "{}.{}-delete",

@@ -156,12 +156,14 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         if outcomes.len() < names.len() {
             interrupted = super::shutdown::requested();
         }
+        // Closed together at the end: one rewrite of each checkpoint file, not one per partition.
+        let mut recovered = Vec::new();
         for (name, outcome) in outcomes {
             let config = &partition_configs[&name];
             match outcome {
                 Ok((log, report)) => {
                     if !args.dry_run {
-                        log_dir.close_partition(log)?;
+                        recovered.push(log);
                     }
                     if args.json {
                         outln!("{}", report_json(&report, &configs, config));
@@ -181,6 +183,9 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         }
         progress.finish_and_clear();
         if !args.dry_run {
+            for result in log_dir.close_partitions(recovered)? {
+                result?;
+            }
             log_dir.close()?;
         }
         if interrupted.is_some() {
