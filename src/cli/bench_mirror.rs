@@ -291,7 +291,7 @@ pub fn mirror_many_run(
         r.map_err(|e| anyhow::anyhow!("adding {t} to the mirror: {e}"))?;
     }
     prepare_all(&c, partitions)?;
-    let c = first_batches(c, partitions)?.with_settings(MirrorSettings::default());
+    let c = first_batches(c, source, layout)?.with_settings(MirrorSettings::default());
     let started = Instant::now();
     let report = c.run_until_idle(usize::MAX);
     let mirror = started.elapsed();
@@ -330,12 +330,31 @@ fn prepare_all(c: &Cluster, partitions: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One tick of one-byte fetches (a fetch returns at least one batch): every partition's first batch,
-/// whose append writes the partition's leader-epoch checkpoint (synced), once in its life, as the
-/// leader append's first round does (`append_many_run`'s `untimed`).
-fn first_batches(c: Cluster, partitions: usize) -> anyhow::Result<Cluster> {
+/// One tick of fetches of one batch each: every partition's first batch, whose append writes the
+/// partition's leader-epoch checkpoint (synced), once in its life, as the leader append's first round
+/// does (`append_many_run`'s `untimed`). Every partition holds the same batches, so a per-partition
+/// limit of one batch's size takes exactly one from each (a limit below it would take one from the
+/// first partition only: Kafka's rule, one oversized batch per fetch).
+fn first_batches(
+    c: Cluster,
+    source: &Cluster,
+    layout: &[(String, i32)],
+) -> anyhow::Result<Cluster> {
+    let partitions: usize = layout.iter().map(|(_, n)| *n as usize).sum();
+    let (topic, _) = layout
+        .first()
+        .ok_or_else(|| anyhow::anyhow!("no topics to mirror"))?;
+    let log = source
+        .log(topic, 0)
+        .ok_or_else(|| anyhow::anyhow!("no partition {topic}-0 in the source"))?;
+    let read = log.read(0, 1, None, true)?;
+    let batch = klog::log::format::Batches::new(read.records.as_slice())
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{topic}-0 of the source is empty"))??
+        .size_in_bytes();
     let c = c.with_settings(MirrorSettings {
-        fetch_max_bytes: 1,
+        fetch_max_bytes: batch,
+        fetch_response_max_bytes: batch * (partitions + 1),
         fsync: false,
         ..MirrorSettings::default()
     });
