@@ -1,5 +1,5 @@
 //! What a read by offset costs in I/O: the `.log` reads (`pread`s) of `PartitionLog::read` of one batch,
-//! counted through a storage that wraps the real one.
+//! counted through a [`CountingStorage`] that wraps the real one.
 //!
 //! A read by offset finds the batch through the index (Kafka's `translateOffset`: the index names the
 //! last batch ending at or below the offset, so a lookup of an offset inside a batch reads that batch's
@@ -8,90 +8,12 @@
 //! memory-mapped (its first read maps it) is read through the map, headers included: no `pread` at all.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use klog_log::config::LogConfig;
 use klog_log::format::{BatchBuilder, Batches, Compression};
-use klog_log::io::{SimStorage, StdStorage, Storage, StorageFile};
+use klog_log::io::{CountingStorage, IoOp, SimStorage, StdStorage, Storage};
 use klog_log::partition_log::{OpenOptions, PartitionLog};
-
-/// Counts `read_at` calls on `.log` files.
-#[derive(Debug)]
-struct CountingStorage<S> {
-    inner: S,
-    log_reads: Arc<AtomicU64>,
-}
-
-#[derive(Debug)]
-struct CountingFile {
-    inner: Arc<dyn StorageFile>,
-    counter: Option<Arc<AtomicU64>>,
-}
-
-impl StorageFile for CountingFile {
-    fn read_at(&self, buf: &mut [u8], position: u64) -> std::io::Result<usize> {
-        if let Some(c) = &self.counter {
-            c.fetch_add(1, Ordering::Relaxed);
-        }
-        self.inner.read_at(buf, position)
-    }
-    fn write_at(&self, buf: &[u8], position: u64) -> std::io::Result<()> {
-        self.inner.write_at(buf, position)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> std::io::Result<u64> {
-        self.inner.len()
-    }
-    fn os_path(&self) -> Option<&Path> {
-        self.inner.os_path()
-    }
-}
-
-impl<S: Storage> CountingStorage<S> {
-    fn wrap(&self, path: &Path, inner: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
-        let is_log = path.extension().is_some_and(|e| e == "log");
-        Arc::new(CountingFile {
-            inner,
-            counter: is_log.then(|| self.log_reads.clone()),
-        })
-    }
-}
-
-impl<S: Storage> Storage for CountingStorage<S> {
-    fn create(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
-        Ok(self.wrap(path, self.inner.create(path)?))
-    }
-    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
-        Ok(self.wrap(path, self.inner.open(path)?))
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn name(&self) -> &'static str {
-        "counting"
-    }
-    fn lock_dir(&self, dir: &Path) -> std::io::Result<Option<std::fs::File>> {
-        self.inner.lock_dir(dir)
-    }
-}
 
 const BATCHES: i64 = 400;
 const RECORDS: i64 = 4;
@@ -102,7 +24,7 @@ fn config() -> LogConfig {
     LogConfig::from_pairs(["segment.bytes=16384", "index.interval.bytes=1"]).unwrap()
 }
 
-fn fill<S: Storage + 'static>(storage: &Arc<CountingStorage<S>>, dir: &Path) -> PartitionLog {
+fn fill(storage: &Arc<CountingStorage>, dir: &Path) -> PartitionLog {
     let dyn_storage: Arc<dyn Storage> = storage.clone();
     let (log, _) = PartitionLog::open(dyn_storage, dir, config(), OpenOptions::default()).unwrap();
     for i in 0..BATCHES {
@@ -124,19 +46,15 @@ fn fill<S: Storage + 'static>(storage: &Arc<CountingStorage<S>>, dir: &Path) -> 
 }
 
 /// Reads one batch at `offset` (an offset inside it) up to the log end; returns the `.log` reads it took.
-fn reads_of_one_read<S: Storage>(
-    log: &PartitionLog,
-    storage: &CountingStorage<S>,
-    offset: i64,
-) -> u64 {
-    let before = storage.log_reads.load(Ordering::Relaxed);
+fn reads_of_one_read(log: &PartitionLog, storage: &CountingStorage, offset: i64) -> u64 {
+    let before = storage.count(IoOp::Read, "log");
     let info = log.read(offset, 1, None, true).unwrap();
     let batch = Batches::new(info.records.as_slice())
         .next()
         .unwrap()
         .unwrap();
     assert!(batch.base_offset() <= offset && offset <= batch.last_offset());
-    storage.log_reads.load(Ordering::Relaxed) - before
+    storage.count(IoOp::Read, "log") - before
 }
 
 /// Batches in the middle of sealed segments, and in the active one (not the segments' first batches,
@@ -152,10 +70,7 @@ fn offsets(log: &PartitionLog) -> Vec<i64> {
 
 #[test]
 fn a_read_by_offset_reads_two_headers_and_the_batch() {
-    let storage = Arc::new(CountingStorage {
-        inner: SimStorage::new(5),
-        log_reads: Arc::default(),
-    });
+    let storage = Arc::new(CountingStorage::new(Arc::new(SimStorage::new(5))));
     let log = fill(&storage, &PathBuf::from("/sim/read-io/t-0"));
     for offset in offsets(&log) {
         assert_eq!(
@@ -170,10 +85,7 @@ fn a_read_by_offset_reads_two_headers_and_the_batch() {
 fn a_read_from_a_mapped_sealed_segment_needs_no_pread() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("read-io-t-0");
     let _ = std::fs::remove_dir_all(&dir);
-    let storage = Arc::new(CountingStorage {
-        inner: StdStorage,
-        log_reads: Arc::default(),
-    });
+    let storage = Arc::new(CountingStorage::new(Arc::new(StdStorage)));
     let log = fill(&storage, &dir);
     let sealed: Vec<i64> = offsets(&log)
         .into_iter()
@@ -200,14 +112,8 @@ fn a_read_from_a_mapped_sealed_segment_needs_no_pread() {
 fn a_bound_inside_a_segment_ends_the_read_at_the_batch_below_it() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("read-io-bound-t-0");
     let _ = std::fs::remove_dir_all(&dir);
-    let std_storage = Arc::new(CountingStorage {
-        inner: StdStorage,
-        log_reads: Arc::default(),
-    });
-    let sim_storage = Arc::new(CountingStorage {
-        inner: SimStorage::new(6),
-        log_reads: Arc::default(),
-    });
+    let std_storage = Arc::new(CountingStorage::new(Arc::new(StdStorage)));
+    let sim_storage = Arc::new(CountingStorage::new(Arc::new(SimStorage::new(6))));
     let on_std = fill(&std_storage, &dir);
     let on_sim = fill(&sim_storage, &PathBuf::from("/sim/read-io/t-1"));
     for log in [&on_std, &on_sim] {

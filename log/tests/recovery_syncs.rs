@@ -14,102 +14,34 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use klog_log::config::LogConfig;
 use klog_log::format::{BatchBuilder, Compression};
-use klog_log::io::{SimStorage, Storage, StorageFile};
+use klog_log::io::{CountingStorage, IoOp, SimStorage, Storage};
 use klog_log::partition_log::{OpenOptions, PartitionLog};
 use klog_log::segment::LogSegment;
 
-/// Syncs by the kind of file (its extension, or `dir` for a directory sync).
-type Syncs = Arc<Mutex<BTreeMap<String, usize>>>;
-
-/// `SimStorage` counting every `sync` and `sync_dir`.
-#[derive(Debug)]
-struct CountingStorage {
-    inner: SimStorage,
-    syncs: Syncs,
+/// The simulated storage (to tear and crash it), seen through a [`CountingStorage`].
+struct Counted {
+    inner: Arc<SimStorage>,
+    io: Arc<CountingStorage>,
 }
 
-#[derive(Debug)]
-struct CountingFile {
-    inner: Arc<dyn StorageFile>,
-    kind: String,
-    syncs: Syncs,
-}
-
-fn count(syncs: &Syncs, kind: &str) {
-    *syncs.lock().unwrap().entry(kind.to_owned()).or_default() += 1;
-}
-
-impl StorageFile for CountingFile {
-    fn read_at(&self, buf: &mut [u8], position: u64) -> std::io::Result<usize> {
-        self.inner.read_at(buf, position)
-    }
-    fn write_at(&self, buf: &[u8], position: u64) -> std::io::Result<()> {
-        self.inner.write_at(buf, position)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        count(&self.syncs, &self.kind);
-        self.inner.sync()
-    }
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> std::io::Result<u64> {
-        self.inner.len()
-    }
-    fn os_path(&self) -> Option<&Path> {
-        self.inner.os_path()
-    }
-}
-
-impl CountingStorage {
-    fn wrap(&self, path: &Path, inner: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
-        // `00000000000000000000.snapshot.tmp` counts as a `.snapshot`.
-        let name = path.file_name().unwrap().to_string_lossy();
-        let kind = name.split('.').nth(1).unwrap_or("").to_owned();
-        Arc::new(CountingFile {
-            inner,
-            kind,
-            syncs: self.syncs.clone(),
-        })
-    }
-
+impl Counted {
+    /// Syncs since the last call by the kind of file (its extension, or `dir` for a directory sync).
     fn take(&self) -> BTreeMap<String, usize> {
-        std::mem::take(&mut *self.syncs.lock().unwrap())
+        let mut syncs = BTreeMap::new();
+        for ((op, kind), n) in self.io.take() {
+            if matches!(op, IoOp::Sync | IoOp::SyncDir) {
+                *syncs.entry(kind).or_default() += n as usize;
+            }
+        }
+        syncs
     }
-}
 
-impl Storage for CountingStorage {
-    fn create(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
-        Ok(self.wrap(path, self.inner.create(path)?))
-    }
-    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
-        Ok(self.wrap(path, self.inner.open(path)?))
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
-        count(&self.syncs, "dir");
-        self.inner.sync_dir(dir)
-    }
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn name(&self) -> &'static str {
-        "counting"
-    }
-    fn lock_dir(&self, dir: &Path) -> std::io::Result<Option<std::fs::File>> {
-        self.inner.lock_dir(dir)
+    fn storage(&self) -> Arc<dyn Storage> {
+        self.io.clone()
     }
 }
 
@@ -134,8 +66,8 @@ fn unclean(recovery_point: i64) -> OpenOptions {
 
 /// A partition of many small segments (each with index entries) from idempotent producers, flushed and
 /// closed; returns its log end offset.
-fn build(storage: &Arc<CountingStorage>, dir: &Path) -> i64 {
-    let dyn_storage: Arc<dyn Storage> = storage.clone();
+fn build(storage: &Counted, dir: &Path) -> i64 {
+    let dyn_storage = storage.storage();
     let (log, _) = PartitionLog::open(dyn_storage, dir, config(), OpenOptions::default()).unwrap();
     let mut sequences = [0i32; PRODUCERS as usize];
     for i in 0..BATCHES {
@@ -161,18 +93,19 @@ fn build(storage: &Arc<CountingStorage>, dir: &Path) -> i64 {
     leo
 }
 
-fn fresh() -> (Arc<CountingStorage>, PathBuf, i64) {
-    let storage = Arc::new(CountingStorage {
-        inner: SimStorage::new(11),
-        syncs: Arc::default(),
-    });
+fn fresh() -> (Counted, PathBuf, i64) {
+    let inner = Arc::new(SimStorage::new(11));
+    let storage = Counted {
+        io: Arc::new(CountingStorage::new(inner.clone())),
+        inner,
+    };
     let dir = PathBuf::from("/sim/recovery-syncs/t-0");
     let leo = build(&storage, &dir);
     (storage, dir, leo)
 }
 
-fn open(storage: &Arc<CountingStorage>, dir: &Path, options: OpenOptions) -> PartitionLog {
-    let dyn_storage: Arc<dyn Storage> = storage.clone();
+fn open(storage: &Counted, dir: &Path, options: OpenOptions) -> PartitionLog {
+    let dyn_storage = storage.storage();
     let (log, _) = PartitionLog::open(dyn_storage, dir, config(), options).unwrap();
     log
 }
@@ -215,7 +148,7 @@ fn an_unclean_open_that_cuts_nothing_syncs_nothing() {
 }
 
 /// Cuts the last `n` bytes of the `.log` of the segment at `base`.
-fn tear(storage: &CountingStorage, dir: &Path, base: i64, n: usize) {
+fn tear(storage: &Counted, dir: &Path, base: i64, n: usize) {
     let path = LogSegment::log_path(dir, base);
     let mut bytes = storage.inner.live_bytes(&path).unwrap();
     bytes.truncate(bytes.len() - n);
@@ -286,7 +219,7 @@ fn the_flush_after_an_unclean_open_syncs_the_rebuilt_indexes() {
     assert_eq!(log.recovery_point(), leo);
     drop(log);
     storage.inner.crash(true);
-    let dyn_storage: Arc<dyn Storage> = storage.clone();
+    let dyn_storage = storage.storage();
     let (log, report) = PartitionLog::open(dyn_storage, &dir, config(), unclean(leo)).unwrap();
     assert_eq!(report.rebuilt_indexes, Vec::<i64>::new());
     assert_eq!(

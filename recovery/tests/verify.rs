@@ -2,111 +2,37 @@
 //! read once (not again per producer snapshot), whatever the number of segments and snapshots.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use klog_log::config::LogConfig;
 use klog_log::format::{BatchBuilder, Compression};
-use klog_log::io::{read_file, SimStorage, Storage, StorageFile};
+use klog_log::io::{read_file, CountingStorage, IoOp, SimStorage, Storage};
 use klog_log::partition_log::{OpenOptions, PartitionLog};
 use klog_recovery::verify_partition;
 
-/// Counts the bytes read from `.log` files, so a test can tell a linear walk from one that reads again.
-#[derive(Debug)]
-struct CountingStorage {
-    inner: SimStorage,
-    log_bytes_read: Arc<AtomicU64>,
-}
-
-#[derive(Debug)]
-struct CountingFile {
-    inner: Arc<dyn StorageFile>,
-    counter: Option<Arc<AtomicU64>>,
-}
-
-impl StorageFile for CountingFile {
-    fn read_at(&self, buf: &mut [u8], position: u64) -> std::io::Result<usize> {
-        let n = self.inner.read_at(buf, position)?;
-        if let Some(c) = &self.counter {
-            c.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        Ok(n)
-    }
-    fn write_at(&self, buf: &[u8], position: u64) -> std::io::Result<()> {
-        self.inner.write_at(buf, position)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> std::io::Result<u64> {
-        self.inner.len()
-    }
-    fn os_path(&self) -> Option<&Path> {
-        self.inner.os_path()
-    }
-}
-
-impl CountingStorage {
-    fn wrap(&self, path: &Path, inner: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
-        let is_log = path.extension().is_some_and(|e| e == "log");
-        Arc::new(CountingFile {
-            inner,
-            counter: is_log.then(|| self.log_bytes_read.clone()),
-        })
-    }
-}
-
-impl Storage for CountingStorage {
-    fn create(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
-        Ok(self.wrap(path, self.inner.create(path)?))
-    }
-    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
-        Ok(self.wrap(path, self.inner.open(path)?))
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn name(&self) -> &'static str {
-        "counting"
-    }
-    fn open_read(&self, path: &Path) -> std::io::Result<Arc<dyn StorageFile>> {
-        Ok(self.wrap(path, self.inner.open_read(path)?))
-    }
-    fn lock_dir(&self, dir: &Path) -> std::io::Result<Option<std::fs::File>> {
-        self.inner.lock_dir(dir)
-    }
+/// The simulated storage (to patch its files), seen through a [`CountingStorage`]: the bytes read from
+/// `.log` files tell a linear walk from one that reads again.
+struct Counted {
+    inner: Arc<SimStorage>,
+    io: Arc<CountingStorage>,
 }
 
 const PRODUCERS: i64 = 3;
 
 /// A partition of many small segments (one producer snapshot at each roll) from idempotent producers.
-fn build() -> (Arc<CountingStorage>, PathBuf) {
-    let storage = Arc::new(CountingStorage {
-        inner: SimStorage::new(7),
-        log_bytes_read: Arc::new(AtomicU64::new(0)),
-    });
+fn build() -> (Counted, PathBuf) {
+    let inner = Arc::new(SimStorage::new(7));
+    let storage = Counted {
+        io: Arc::new(CountingStorage::new(inner.clone())),
+        inner,
+    };
     let dir = PathBuf::from("/sim/verify/t-0");
     let config = LogConfig {
         segment_bytes: 8 << 10,
         index_interval_bytes: 512,
         ..LogConfig::default()
     };
-    let dyn_storage: Arc<dyn Storage> = storage.clone();
+    let dyn_storage: Arc<dyn Storage> = storage.io.clone();
     let (log, _) = PartitionLog::open(dyn_storage, &dir, config, OpenOptions::default()).unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -134,8 +60,9 @@ fn build() -> (Arc<CountingStorage>, PathBuf) {
     (storage, dir)
 }
 
-fn files(storage: &CountingStorage, dir: &Path, ext: &str) -> Vec<PathBuf> {
+fn files(storage: &Counted, dir: &Path, ext: &str) -> Vec<PathBuf> {
     storage
+        .inner
         .list(dir)
         .unwrap()
         .into_iter()
@@ -144,7 +71,7 @@ fn files(storage: &CountingStorage, dir: &Path, ext: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-fn log_bytes(storage: &CountingStorage, dir: &Path) -> u64 {
+fn log_bytes(storage: &Counted, dir: &Path) -> u64 {
     files(storage, dir, ".log")
         .iter()
         .map(|p| storage.inner.open(p).unwrap().len().unwrap())
@@ -152,7 +79,7 @@ fn log_bytes(storage: &CountingStorage, dir: &Path) -> u64 {
 }
 
 /// Replaces a file's bytes from `at` with `bytes`.
-fn patch(storage: &CountingStorage, path: &Path, at: usize, bytes: &[u8]) {
+fn patch(storage: &Counted, path: &Path, at: usize, bytes: &[u8]) {
     let file = storage.inner.open(path).unwrap();
     file.write_at(bytes, at as u64).unwrap();
     file.sync().unwrap();
@@ -167,10 +94,10 @@ fn a_clean_partition_is_read_once() {
         segments >= 10 && snapshots >= 10,
         "{segments} segments, {snapshots} snapshots"
     );
-    storage.log_bytes_read.store(0, Ordering::Relaxed);
-    let problems = verify_partition(storage.as_ref(), &dir).unwrap();
+    storage.io.take();
+    let problems = verify_partition(storage.io.as_ref(), &dir).unwrap();
     assert_eq!(problems, vec![]);
-    let read = storage.log_bytes_read.load(Ordering::Relaxed);
+    let read = storage.io.count(IoOp::ReadBytes, "log");
     let total = log_bytes(&storage, &dir);
     assert_eq!(
         read, total,
@@ -193,7 +120,7 @@ fn every_kind_of_inconsistency_is_named() {
     // An index entry pointing one byte into a batch, a time index entry naming no batch's last offset,
     // a snapshot that no replay gives.
     let index = second.with_extension("index");
-    let entries = read_file(&storage.inner, &index).unwrap().unwrap();
+    let entries = read_file(storage.inner.as_ref(), &index).unwrap().unwrap();
     assert!(entries.len() >= 16, "the second segment has index entries");
     let position = u32::from_be_bytes(entries[12..16].try_into().unwrap());
     patch(&storage, &index, 12, &(position + 1).to_be_bytes());
@@ -201,7 +128,9 @@ fn every_kind_of_inconsistency_is_named() {
     patch(&storage, &time_index, 8, &(-1i32).to_be_bytes());
     let snapshots = files(&storage, &dir, ".snapshot");
     let snapshot = &snapshots[snapshots.len() / 2];
-    let mut bytes = read_file(&storage.inner, snapshot).unwrap().unwrap();
+    let mut bytes = read_file(storage.inner.as_ref(), snapshot)
+        .unwrap()
+        .unwrap();
     let last_timestamp = bytes.len() - 46 + 33; // the low byte of the last entry's `timestamp`
     bytes[last_timestamp] ^= 1;
     // The snapshot's CRC covers its entries: recompute it so the file decodes and only the replay differs.
@@ -209,7 +138,7 @@ fn every_kind_of_inconsistency_is_named() {
     bytes[2..6].copy_from_slice(&crc.to_be_bytes());
     patch(&storage, snapshot, 0, &bytes);
 
-    let problems = verify_partition(storage.as_ref(), &dir).unwrap();
+    let problems = verify_partition(storage.io.as_ref(), &dir).unwrap();
     let text: Vec<String> = problems
         .iter()
         .map(|p| format!("{}: {}", p.file.display(), p.what))

@@ -5,6 +5,7 @@
 //! backends sit behind it: `std` (pread/pwrite/fdatasync), `uring` (io_uring, see `uring.rs`) and `sim`
 //! (in memory, with a live and a durable image and fault injection, for deterministic crash tests).
 
+mod counting;
 mod direct;
 #[cfg(target_os = "linux")]
 mod fixed;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[cfg(target_os = "linux")]
+pub use counting::{file_kind, CountingStorage, IoOp};
 pub use fixed::Registration;
 pub(crate) use lock::posix_lock_holder;
 pub use read_only::ReadOnlyStorage;
