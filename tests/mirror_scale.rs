@@ -9,7 +9,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use klog::log::checkpoint::TopicId;
 use klog::log::format::ControlRecordType;
@@ -29,6 +29,11 @@ struct Counted {
     /// Partitions asked for in each `fetch_many` since the last `take_round`.
     asked: Mutex<Vec<usize>>,
     round_bytes: AtomicUsize,
+    /// The fetching cluster, once known: each answer handed on is then checked to be in its log before
+    /// the next one is read (`streamed`), or not (`held`).
+    dest: OnceLock<Weak<Cluster>>,
+    streamed: AtomicU64,
+    held: AtomicU64,
 }
 
 /// What one round asked of a [`Counted`] source.
@@ -48,6 +53,9 @@ impl Counted {
             fetch_manys: AtomicU64::new(0),
             asked: Mutex::new(Vec::new()),
             round_bytes: AtomicUsize::new(0),
+            dest: OnceLock::new(),
+            streamed: AtomicU64::new(0),
+            held: AtomicU64::new(0),
         })
     }
 
@@ -92,6 +100,41 @@ impl MirrorSource for Counted {
             .sum();
         self.round_bytes.fetch_add(bytes, Ordering::SeqCst);
         answer
+    }
+    /// Counted as one `fetch_many` (one request); the answers are passed on as the inner source hands
+    /// them over.
+    fn fetch_each(
+        &self,
+        requests: &[FetchRequest],
+        max_bytes: usize,
+        on_answer: &mut dyn FnMut(usize, Result<FetchResponse, SourceError>),
+    ) {
+        self.fetch_manys.fetch_add(1, Ordering::SeqCst);
+        self.asked.lock().unwrap().push(requests.len());
+        let dest = self.dest.get().and_then(Weak::upgrade);
+        let mut previous: Option<(usize, i64)> = None;
+        self.inner
+            .fetch_each(requests, max_bytes, &mut |i, answer| {
+                if let (Some(dest), Some((j, end))) = (&dest, previous.take()) {
+                    let r = &requests[j];
+                    let counter = match dest.log(&r.topic, r.partition) {
+                        Some(log) if log.log_end_offset() >= end => &self.streamed,
+                        _ => &self.held,
+                    };
+                    counter.fetch_add(1, Ordering::SeqCst);
+                }
+                if let Ok(a) = &answer {
+                    self.round_bytes
+                        .fetch_add(a.records.len(), Ordering::SeqCst);
+                    let last = klog::log::format::Batches::new(&a.records)
+                        .without_crc()
+                        .filter_map(Result::ok)
+                        .map(|b| b.last_offset())
+                        .last();
+                    previous = last.map(|l| (i, l + 1));
+                }
+                on_answer(i, answer);
+            });
     }
     fn list_offsets(
         &self,
@@ -506,4 +549,25 @@ fn fencing_is_retried_at_the_learned_epoch_next_round() {
     assert_eq!((fetched.epochs_learned, fetched.batches_appended), (0, 5));
     assert_eq!(source.take_round().fetch_manys, 1);
     assert_converged(&b, &a, &names);
+}
+
+/// A local source hands each partition's answer over as soon as it is read, and the fetcher appends it
+/// before the next is read: what a round holds is one answer, not all of them (the cap bounds the rest).
+#[test]
+fn each_answer_is_appended_before_the_next_is_read() {
+    let env = Env::new();
+    let (a, a_topics) = source_with(&env, "a", "a", (2, 10), (3, 2));
+    let b = env.cluster("b");
+    let from_a = link_counted(&b, "ma", &a);
+    from_a.dest.set(Arc::downgrade(&b)).unwrap();
+    all_ok(b.add_topics("ma", &a_topics).unwrap());
+    let r = b.run_until_idle(20);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_converged(&b, &a, &a_topics);
+    assert_eq!(from_a.held.load(Ordering::SeqCst), 0, "answers held back");
+    assert!(
+        from_a.streamed.load(Ordering::SeqCst) >= 19,
+        "answers appended as they came: {}",
+        from_a.streamed.load(Ordering::SeqCst)
+    );
 }

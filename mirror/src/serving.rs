@@ -108,13 +108,21 @@ impl LocalSource {
     /// the records of the whole answer, each partition answered as [`Self::serve_fetch`] would. Only
     /// the first partition with records may exceed the limits by one batch (Kafka's rule); partitions
     /// the budget did not reach are left out (the fetcher asks for them again).
-    fn serve_fetch_many(&self, requests: &[FetchRequest], max_bytes: usize) -> FetchManyResponse {
+    /// The fetches of many partitions in one pass: the node looked up once (a root read from disk:
+    /// each partition refreshed by its own stamps), the budget honoured with Kafka's rule (only the
+    /// first partition with records may go over, by one batch), each answer handed over as soon as it is
+    /// read, with no lock of this node held while `on_answer` runs.
+    fn serve_fetch_each(
+        &self,
+        requests: &[FetchRequest],
+        max_bytes: usize,
+        on_answer: &mut dyn FnMut(usize, Result<FetchResponse, SourceError>),
+    ) {
         let open = match &self.served {
             Served::Open(node) => Some(node.serving().map(|()| Arc::clone(node))),
             Served::Disk(_) => None,
         };
         let mut budget = max_bytes;
-        let mut out = Vec::with_capacity(requests.len());
         for (i, req) in requests.iter().enumerate() {
             if budget == 0 {
                 break;
@@ -138,9 +146,8 @@ impl LocalSource {
             if let Ok(r) = &result {
                 budget = budget.saturating_sub(r.records.len());
             }
-            out.push((i, result));
+            on_answer(i, result);
         }
-        out
     }
 
     fn serve_list_offsets(
@@ -324,7 +331,18 @@ impl MirrorSource for LocalSource {
     }
 
     fn fetch_many(&self, requests: &[FetchRequest], max_bytes: usize) -> FetchManyResponse {
-        self.serve_fetch_many(requests, max_bytes)
+        let mut out = Vec::with_capacity(requests.len());
+        self.serve_fetch_each(requests, max_bytes, &mut |i, r| out.push((i, r)));
+        out
+    }
+
+    fn fetch_each(
+        &self,
+        requests: &[FetchRequest],
+        max_bytes: usize,
+        on_answer: &mut dyn FnMut(usize, Result<FetchResponse, SourceError>),
+    ) {
+        self.serve_fetch_each(requests, max_bytes, on_answer)
     }
 
     fn list_offsets(

@@ -163,6 +163,22 @@ pub trait MirrorSource: Send + Sync {
         }
         out
     }
+    /// [`fetch_many`](Self::fetch_many) with each partition's answer handed to `on_answer` as soon as
+    /// it is there, in request order, so the fetcher appends and drops it before the next one is read:
+    /// what is held is one answer, not the round's. No lock of the source is held while `on_answer` runs
+    /// (it writes to the fetching cluster, which may itself be this source's source). The default
+    /// answers through `fetch_many`, holding the round's answers at once; a source that reads its
+    /// partitions one by one (a local source) overrides it.
+    fn fetch_each(
+        &self,
+        requests: &[FetchRequest],
+        max_bytes: usize,
+        on_answer: &mut dyn FnMut(usize, Result<FetchResponse, SourceError>),
+    ) {
+        for (i, result) in self.fetch_many(requests, max_bytes) {
+            on_answer(i, result);
+        }
+    }
     /// `(earliest, latest)` offsets (ListOffsets; latest is the high watermark).
     fn list_offsets(
         &self,

@@ -1,5 +1,5 @@
 //! The fetcher's side of the manager: PREPARING's truncation to the last mirrored epoch (KIP-1279 §2.3)
-//! and the fetch round of the MIRRORING partitions (§2.6, §3.3): one [`MirrorSource::fetch_many`] per
+//! and the fetch round of the MIRRORING partitions (§2.6, §3.3): one [`MirrorSource::fetch_each`] per
 //! mirror's source with every due partition, in rotated order, within `fetch_response_max_bytes`; each
 //! answer handled by Kafka's follower rules for fencing, divergence and out-of-range offsets; then one
 //! flush of the logs that need one (docs/mirroring.md, "The fetch round").
@@ -262,11 +262,12 @@ impl Manager {
             return;
         }
         let mut last_served = None;
-        // Each answer is moved out, appended and dropped in turn: what is held is at most the cap.
-        for (i, answer) in source.fetch_many(&requests, cap) {
+        // Each answer is appended and dropped as it arrives: what is held is one answer from a source
+        // that streams them (a local source), at most the cap from one that answers all at once.
+        source.fetch_each(&requests, cap, &mut |i, answer| {
             // An index the request did not have, or one answered twice, is not ours to handle.
             let Some((w, mut epoch, log)) = asked.get_mut(i).and_then(Option::take) else {
-                continue;
+                return;
             };
             let outcome = handle(source.as_ref(), &w, &log, answer, &mut epoch, report);
             self.update_runtime(&w, |r| r.source_epoch = epoch);
@@ -280,7 +281,7 @@ impl Manager {
             if wrote {
                 appended.push((w, log));
             }
-        }
+        });
         if let Some(key) = last_served {
             lock(&self.fetch_rotation).insert(mirror.to_owned(), key);
         }
