@@ -15,18 +15,15 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::kafka::{kafka_available, workload, Cluster as KafkaCluster};
 use common::{klog, scratch_dir, sorted_entries, stderr, stdout};
-use klog::log::clock::{Clock, ManualClock};
 use klog::log::format::{AnyBatch, Batches};
-use klog::log::io::StdStorage;
 use klog::log::partition_log::PartitionLog;
-use klog::mirror::metadata::MirrorMeta;
-use klog::mirror::{Cluster, KafkaSource, MirrorSettings, MirrorSource, MirrorState};
+use klog::mirror::{MirrorSettings, MirrorState};
 use serde_json::Value;
+use support::kafka::KafkaMirror as Mirror;
 use support::{all_ok, batch, batches, kafka_batches, kafka_end, log, state_of, topics, Stored};
 
 const TOPIC: &str = "live";
@@ -109,65 +106,13 @@ fn assert_byte_identical(local: &PartitionLog, partition_dir: &Path) {
     assert_eq!(local.log_end_offset(), ours.last().unwrap().last_offset + 1);
 }
 
-struct Mirror {
-    cluster: Cluster,
-    clock: Arc<ManualClock>,
-    /// Every `KafkaSource` the cluster opened (a fresh one after each failed fetch, as by default).
-    sources: Arc<Mutex<Vec<Arc<KafkaSource>>>>,
+/// What these tests ask of the shared [`Mirror`] beyond its ticks.
+trait MirrorExt {
+    /// Ticks until the partition is MIRRORING at `end` (or the hang guard trips).
+    fn converge(&self, end: i64) -> klog::mirror::TickReport;
 }
 
-impl Mirror {
-    fn open(root: &Path) -> Mirror {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64;
-        let clock = Arc::new(ManualClock::new(now));
-        let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let cluster = Cluster::open(Arc::new(StdStorage), dyn_clock, root)
-            .unwrap()
-            .with_settings(MirrorSettings {
-                // Small fetches: many round trips, responses that end in a partial batch.
-                fetch_max_bytes: 48 << 10,
-                ..MirrorSettings::default()
-            });
-        let sources: Arc<Mutex<Vec<Arc<KafkaSource>>>> = Arc::default();
-        let made = Arc::clone(&sources);
-        cluster.set_source_factory(Arc::new(move |_mirror: &str, meta: &MirrorMeta| {
-            let source = Arc::new(KafkaSource::new(&meta.source)?);
-            made.lock().unwrap().push(Arc::clone(&source));
-            Ok(source as Arc<dyn MirrorSource>)
-        }));
-        Mirror {
-            cluster,
-            clock,
-            sources,
-        }
-    }
-
-    /// The FENCED_LEADER_EPOCH responses carrying CurrentLeader, over every source opened: (sent, carried).
-    fn fenced(&self) -> Vec<(i32, i32)> {
-        let sources = self.sources.lock().unwrap();
-        sources
-            .iter()
-            .flat_map(|s| s.fenced_leader_epochs())
-            .collect()
-    }
-
-    /// One tick; when it changed nothing, real time passes a little and the manual clock jumps to the
-    /// next retry, so backoffs never slow the test. Returns the tick's report.
-    fn tick(&self) -> klog::mirror::TickReport {
-        let r = self.cluster.tick();
-        if !r.progressed() {
-            std::thread::sleep(Duration::from_millis(50));
-            if let Some(t) = r.next_retry_ms {
-                self.clock.set(t.max(self.clock.now_ms()));
-            }
-        }
-        r
-    }
-
-    /// Ticks until the partition is MIRRORING at `end` (or the hang guard trips).
+impl MirrorExt for Mirror {
     fn converge(&self, end: i64) -> klog::mirror::TickReport {
         let deadline = Instant::now() + CONVERGE;
         let mut all = klog::mirror::TickReport::default();
@@ -192,6 +137,16 @@ impl Mirror {
             );
         }
     }
+}
+
+/// The klog cluster at `root` (made by `klog cluster init`) mirroring through recorded Kafka sources:
+/// small fetches (many round trips, responses that end in a partial batch), idle ticks wait 50 ms.
+fn mirror(root: &Path) -> Mirror {
+    let settings = MirrorSettings {
+        fetch_max_bytes: 48 << 10,
+        ..MirrorSettings::default()
+    };
+    Mirror::new(root, true, settings, Duration::from_millis(50))
 }
 
 /// Producer id -> highest producer epoch, over Kafka's data batches.
@@ -238,7 +193,7 @@ fn live_mirror_from_kafka_follows_deletes_restarts_and_fails_over() {
     assert_eq!(added["error"], Value::Null, "{added}");
 
     // Phase 2: mirror while the workload writes (every codec, idempotent and transactional, aborts).
-    let m = Mirror::open(&dest);
+    let m = mirror(&dest);
     assert_eq!(m.cluster.topic(TOPIC).unwrap().id, topic_id);
     assert_eq!(m.cluster.topic(TOPIC).unwrap().partitions, 1);
     let writer = {
@@ -354,7 +309,7 @@ fn live_mirror_from_kafka_follows_deletes_restarts_and_fails_over() {
 
     // Phase 5: a broker restart mid-mirror. While it is down the fetcher fails (FAILED, retried with
     // backoff); once it is back, at a new leader epoch, the mirror resumes and converges.
-    let m = Mirror::open(&dest);
+    let m = mirror(&dest);
     let local = log(&m.cluster, TOPIC);
     assert_byte_identical(&local, &partition_dir);
     let epoch_before = local.latest_epoch();

@@ -23,19 +23,15 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::kafka::{kafka_available, kafka_tools, workload, KraftCluster};
 use common::scratch_dir;
-use klog::log::clock::{Clock, ManualClock};
-use klog::log::io::StdStorage;
+use klog::log::clock::Clock;
 use klog::mirror::kafka_source::RequestCounts;
-use klog::mirror::metadata::MirrorMeta;
 use klog::mirror::source::{FetchRequest, Isolation};
-use klog::mirror::{
-    Cluster, ClusterOptions, KafkaSource, MirrorSettings, MirrorSource, MirrorState,
-};
+use klog::mirror::{KafkaSource, MirrorSettings, MirrorSource, MirrorState};
+use support::kafka::KafkaMirror as Mirror;
 use support::{all_ok, batches, kafka_batches, kafka_end, state_of, topics};
 
 const TOPICS: usize = 3;
@@ -259,60 +255,37 @@ fn sample_request_line(log_file: &Path) -> String {
         .map_or("none".to_owned(), |l| l.chars().take(600).collect())
 }
 
-struct Mirror {
-    cluster: Cluster,
-    clock: Arc<ManualClock>,
-    sources: Arc<Mutex<Vec<Arc<KafkaSource>>>>,
+/// What these tests ask of the shared [`Mirror`] beyond its ticks.
+trait MirrorExt {
+    fn counts(&self) -> RequestCounts;
+    /// Whether every partition is MIRRORING at its broker's end.
+    fn caught_up(&self, targets: &[(String, i32, i64)]) -> bool;
 }
 
-impl Mirror {
-    fn init(root: &Path) -> Mirror {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64;
-        let clock = Arc::new(ManualClock::new(now));
-        let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let cluster = Cluster::init(
-            Arc::new(StdStorage),
-            dyn_clock,
-            root,
-            ClusterOptions::default(),
-        )
-        .unwrap()
-        .with_settings(MirrorSettings {
-            // Small per-partition fetches: several rounds before a partition is caught up.
-            fetch_max_bytes: 4 << 10,
-            fsync: false,
-            ..MirrorSettings::default()
-        });
-        let sources: Arc<Mutex<Vec<Arc<KafkaSource>>>> = Arc::default();
-        let made = Arc::clone(&sources);
-        cluster.set_source_factory(Arc::new(move |_mirror: &str, meta: &MirrorMeta| {
-            let source = Arc::new(KafkaSource::new(&meta.source)?);
-            made.lock().unwrap().push(Arc::clone(&source));
-            Ok(source as Arc<dyn MirrorSource>)
-        }));
-        Mirror {
-            cluster,
-            clock,
-            sources,
-        }
-    }
-
+impl MirrorExt for Mirror {
     fn counts(&self) -> RequestCounts {
         let sources = self.sources.lock().unwrap();
         assert_eq!(sources.len(), 1, "one source for the one mirror");
         sources[0].request_counts()
     }
 
-    /// Whether every partition is MIRRORING at its broker's end.
     fn caught_up(&self, targets: &[(String, i32, i64)]) -> bool {
         targets.iter().all(|(t, p, end)| {
             self.cluster.log(t, *p).unwrap().log_end_offset() == *end
                 && state_of(&self.cluster, t, *p) == Some(MirrorState::Mirroring)
         })
     }
+}
+
+/// A klog cluster at `root` mirroring through recorded Kafka sources: small per-partition fetches
+/// (several rounds before a partition is caught up), syncs off (what is counted is requests).
+fn mirror(root: &Path) -> Mirror {
+    let settings = MirrorSettings {
+        fetch_max_bytes: 4 << 10,
+        fsync: false,
+        ..MirrorSettings::default()
+    };
+    Mirror::new(root, false, settings, Duration::from_millis(50))
 }
 
 #[test]
@@ -341,7 +314,7 @@ fn hundreds_of_partitions_one_fetch_per_broker_per_round() {
         .collect();
     phase("request logs on");
 
-    let m = Mirror::init(&root.join("klog"));
+    let m = mirror(&root.join("klog"));
     m.cluster
         .create_mirror("m", &format!("kafka://{bootstrap}"))
         .unwrap();

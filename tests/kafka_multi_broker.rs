@@ -21,19 +21,15 @@ mod common;
 mod support;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::kafka::{kafka_available, workload, KraftCluster};
 use common::scratch_dir;
-use klog::log::clock::{Clock, ManualClock};
 use klog::log::format::{AnyBatch, Batches, ControlRecordType};
-use klog::log::io::StdStorage;
 use klog::log::partition_log::PartitionLog;
-use klog::mirror::metadata::MirrorMeta;
-use klog::mirror::{
-    Cluster, ClusterOptions, KafkaSource, MirrorSettings, MirrorSource, MirrorState, TickReport,
-};
+use klog::mirror::{MirrorSettings, MirrorState, TickReport};
+use support::kafka::KafkaMirror as Mirror;
 use support::{all_ok, batch, batches, kafka_batches, kafka_end, state_of, topics};
 
 /// Three partitions, each led by a different broker (its first replica), each with one follower.
@@ -158,73 +154,18 @@ fn send(bootstrap: &str, topic: &str, partition: i32, count: usize, acks: &str) 
     .collect()
 }
 
-struct Mirror {
-    cluster: Cluster,
-    clock: Arc<ManualClock>,
-    sources: Arc<Mutex<Vec<Arc<KafkaSource>>>>,
+/// What these tests ask of the shared [`Mirror`] beyond its ticks.
+trait MirrorExt {
+    fn log(&self, topic: &str, partition: i32) -> Arc<PartitionLog>;
+    /// Ticks until every `(topic, partition, end)` is MIRRORING at `end`; the ticks' reports summed.
+    fn converge(&self, targets: &[(&str, i32, i64)]) -> TickReport;
 }
 
-impl Mirror {
-    fn init(root: &Path) -> Mirror {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64;
-        let clock = Arc::new(ManualClock::new(now));
-        let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let cluster = Cluster::init(
-            Arc::new(StdStorage),
-            dyn_clock,
-            root,
-            ClusterOptions::default(),
-        )
-        .unwrap()
-        .with_settings(MirrorSettings {
-            // Small fetches: many round trips, responses that end in a partial batch.
-            fetch_max_bytes: 16 << 10,
-            ..MirrorSettings::default()
-        });
-        let sources: Arc<Mutex<Vec<Arc<KafkaSource>>>> = Arc::default();
-        let made = Arc::clone(&sources);
-        cluster.set_source_factory(Arc::new(move |_mirror: &str, meta: &MirrorMeta| {
-            let source = Arc::new(KafkaSource::new(&meta.source)?);
-            made.lock().unwrap().push(Arc::clone(&source));
-            Ok(source as Arc<dyn MirrorSource>)
-        }));
-        Mirror {
-            cluster,
-            clock,
-            sources,
-        }
-    }
-
+impl MirrorExt for Mirror {
     fn log(&self, topic: &str, partition: i32) -> Arc<PartitionLog> {
         self.cluster.log(topic, partition).unwrap()
     }
 
-    /// The FENCED_LEADER_EPOCH responses that carried CurrentLeader: (epoch sent, epoch carried).
-    fn fenced(&self) -> Vec<(i32, i32)> {
-        let sources = self.sources.lock().unwrap();
-        sources
-            .iter()
-            .flat_map(|s| s.fenced_leader_epochs())
-            .collect()
-    }
-
-    /// One tick; when it changed nothing, real time passes (a leader move takes seconds) and the
-    /// manual clock jumps to the next retry, so backoffs never slow the test.
-    fn tick(&self) -> TickReport {
-        let r = self.cluster.tick();
-        if !r.progressed() {
-            std::thread::sleep(Duration::from_millis(250));
-            if let Some(t) = r.next_retry_ms {
-                self.clock.set(t.max(self.clock.now_ms()));
-            }
-        }
-        r
-    }
-
-    /// Ticks until every `(topic, partition, end)` is MIRRORING at `end`; the ticks' reports summed.
     fn converge(&self, targets: &[(&str, i32, i64)]) -> TickReport {
         let deadline = Instant::now() + CONVERGE;
         let mut all = TickReport::default();
@@ -259,6 +200,16 @@ impl Mirror {
             );
         }
     }
+}
+
+/// A klog cluster at `root` mirroring through recorded Kafka sources: small fetches (many round trips,
+/// responses that end in a partial batch); a leader move takes seconds, so idle ticks wait 250 ms.
+fn mirror(root: &Path) -> Mirror {
+    let settings = MirrorSettings {
+        fetch_max_bytes: 16 << 10,
+        ..MirrorSettings::default()
+    };
+    Mirror::new(root, false, settings, Duration::from_millis(250))
 }
 
 #[test]
@@ -309,7 +260,7 @@ fn three_brokers_leaders_move_and_an_unclean_election_diverges() {
         }
         s.spawn(|| send(&bootstrap, DIVERGE, 0, 80, "all"));
     });
-    let m = Mirror::init(&root.join("klog"));
+    let m = mirror(&root.join("klog"));
     m.cluster
         .create_mirror("m", &format!("kafka://{bootstrap}"))
         .unwrap();

@@ -365,21 +365,27 @@ const GATHER_MAX: std::time::Duration = std::time::Duration::from_micros(100);
 /// logs took ~330 ms on 8 threads and ~50-80 ms on 32 on the 2-core test machine.
 pub const FLUSH_THREADS: usize = 32;
 
-/// `f` for every log, on up to [`FLUSH_THREADS`] threads (work that waits on the disk, not the CPU),
-/// with each log's result in order.
-fn on_threads(
-    logs: &[&PartitionLog],
-    f: impl Fn(&PartitionLog) -> Result<(), Error> + Sync,
-) -> Vec<Result<(), Error>> {
-    if logs.len() <= 1 {
-        return logs.iter().map(|l| f(l)).collect();
+/// `f` over every item (with its index) on up to [`FLUSH_THREADS`] threads, the results in order: for
+/// work on many partitions that waits on the disk, not the CPU (their flushes, closes, a failover's
+/// barriers, whose first append at a new epoch syncs the leader-epoch checkpoint).
+pub fn on_threads<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
+    if items.len() <= 1 {
+        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
     }
-    let chunk = logs.len().div_ceil(FLUSH_THREADS);
+    let chunk = items.len().div_ceil(FLUSH_THREADS);
     let f = &f;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = logs
+        let handles: Vec<_> = items
             .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|l| f(l)).collect::<Vec<_>>()))
+            .enumerate()
+            .map(|(c, part)| {
+                scope.spawn(move || {
+                    part.iter()
+                        .enumerate()
+                        .map(|(i, t)| f(c * chunk + i, t))
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -1878,18 +1884,7 @@ impl PartitionLog {
     /// that shared call is left to each log's flush to meet again and report (the direct path keeps a
     /// failed file failed), so the log it belongs to is the one taken offline.
     pub fn flush_many(logs: &[&PartitionLog]) -> Result<(), Error> {
-        if let Some(first) = logs.first() {
-            if first.storage.syncs_together() {
-                let files: Vec<_> = logs
-                    .iter()
-                    .filter(|l| !l.read_only && !l.is_closed())
-                    .filter(|l| l.recovery_point() < l.log_end_offset())
-                    .flat_map(|l| l.segments_to_sync())
-                    .map(|seg| seg.log_file())
-                    .collect();
-                let _ = first.storage.sync_files(&files);
-            }
-        }
+        Self::sync_logs_together(logs);
         for log in logs {
             log.flush(log.log_end_offset())?;
         }
@@ -1903,20 +1898,8 @@ impl PartitionLog {
     /// everything) run on up to [`FLUSH_THREADS`] threads: an `fdatasync` waits on the disk, not the
     /// CPU, and a disk (and its journal) takes many at once in about the time of one.
     pub fn flush_each(logs: &[&PartitionLog]) -> Vec<Result<(), Error>> {
-        let Some(first) = logs.first() else {
-            return Vec::new();
-        };
-        if first.storage.syncs_together() {
-            let files: Vec<_> = logs
-                .iter()
-                .filter(|l| !l.read_only && !l.is_closed())
-                .filter(|l| l.recovery_point() < l.log_end_offset())
-                .flat_map(|l| l.segments_to_sync())
-                .map(|seg| seg.log_file())
-                .collect();
-            let _ = first.storage.sync_files(&files); // each log's flush meets a failure again
-        }
-        on_threads(logs, |l| l.flush(l.log_end_offset()))
+        Self::sync_logs_together(logs);
+        on_threads(logs, |_, l| l.flush(l.log_end_offset()))
     }
 
     /// Closes every log ([`PartitionLog::close`]) and returns each log's own result (a clean shutdown
@@ -1924,13 +1907,31 @@ impl PartitionLog {
     /// [`FLUSH_THREADS`] threads, since each close syncs its indexes and writes a producer snapshot.
     pub fn close_each(logs: &[&PartitionLog]) -> Vec<Result<(), Error>> {
         let flushed = Self::flush_each(logs);
-        let closed = on_threads(logs, |l| l.close());
+        let closed = on_threads(logs, |_, l| l.close());
         // A log whose flush failed is failed: its close lets go of it and reports what went wrong first.
         flushed
             .into_iter()
             .zip(closed)
             .map(|(f, c)| f.and(c))
             .collect()
+    }
+
+    /// Where the storage syncs files together, the `.log`s of every log with unflushed data in one
+    /// [`Storage::sync_files`] call. Its failure is left to each log's own flush to meet again and report
+    /// (the direct path keeps a failed file failed), so the log it belongs to is the one taken offline.
+    fn sync_logs_together(logs: &[&PartitionLog]) {
+        let Some(first) = logs.first() else { return };
+        if !first.storage.syncs_together() {
+            return;
+        }
+        let files: Vec<_> = logs
+            .iter()
+            .filter(|l| !l.read_only && !l.is_closed())
+            .filter(|l| l.recovery_point() < l.log_end_offset())
+            .flat_map(|l| l.segments_to_sync())
+            .map(|seg| seg.log_file())
+            .collect();
+        let _ = first.storage.sync_files(&files);
     }
 
     /// The segments a flush to the log end syncs: from the one holding the recovery point, and any

@@ -2,6 +2,8 @@
 //! and byte-level comparisons of partition logs.
 #![allow(dead_code)]
 
+pub mod kafka;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use klog_log::format::{AnyBatch, BatchBuilder, Batches, ControlRecordType};
-use klog_log::partition_log::{PartitionLog, FLUSH_THREADS};
+use klog_log::partition_log::{on_threads, PartitionLog};
 use klog_log::validator::AppendOrigin;
 
 use super::fetcher::partition_log;
@@ -112,7 +112,7 @@ fn cut_and_barrier_all(
             })
             .collect()
     };
-    let each = parallel(stops, |i, s| {
+    let each = on_threads(stops, |i, s| {
         cut_and_barrier(node, s, source_ids[i].as_deref())
     });
     settle(stops, out, each, |s, truncated| {
@@ -247,38 +247,6 @@ fn cut_and_barrier(
         tracing::info!(key = ?s.w.key, epoch = s.epoch, "failover: MIRROR_PID_RESET barrier written");
     }
     Ok(truncated)
-}
-
-/// `f` over every item on up to [`FLUSH_THREADS`] threads, results in order: each barrier's first
-/// append at a new epoch syncs its `leader-epoch-checkpoint`, and those syncs wait on the disk, not
-/// the CPU.
-fn parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
-    if items.len() <= 1 {
-        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
-    }
-    let chunk = items.len().div_ceil(FLUSH_THREADS);
-    let f = &f;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .enumerate()
-            .map(|(c, part)| {
-                scope.spawn(move || {
-                    part.iter()
-                        .enumerate()
-                        .map(|(i, t)| f(c * chunk + i, t))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| match h.join() {
-                Ok(results) => results,
-                Err(panic) => std::panic::resume_unwind(panic),
-            })
-            .collect()
-    })
 }
 
 /// The LME the stop in progress on `w` recorded, as `__mirror_state` holds it now (STOPPING, or FAILED
