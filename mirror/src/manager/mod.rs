@@ -9,15 +9,15 @@
 //!   change of the pass (their actions run after it), then every state the actions lead to
 //!   (PREPARING -> MIRRORING, PAUSING -> PAUSED, STOPPING -> STOPPED, FAILED), whose own actions wait
 //!   for that write;
-//! - no lock of this cluster is held while a source is called (a source may be another cluster that is
-//!   fetching from this one);
+//! - no lock of this cluster that serving takes is held while a source is called (a source may be
+//!   another cluster that is fetching from this one); a streamed answer is appended from inside the
+//!   source's call, which holds no lock of its own meanwhile (`MirrorSource::fetch_each`);
 //! - one partition's failure moves only that partition to FAILED.
-
 //!
 //! Its parts: [`resolver`] (connecting each mirror to its source), `fetcher` (PREPARING and the fetch
-//! round of the MIRRORING partitions: one `fetch_many` per source), `stopping` (the failover of a partition) and `group_sync` (the
-//! consumer-group offsets that ride along). It works on a
-//! [`Node`]; it knows sources only through [`MirrorSource`].
+//! round of the MIRRORING partitions: one request per source, `fetch_each`), `stopping` (the failover
+//! of many partitions, step by step across them) and `group_sync` (the consumer-group offsets that
+//! ride along). It works on a [`Node`]; it knows sources only through [`MirrorSource`].
 
 mod fetcher;
 mod group_sync;
@@ -493,7 +493,7 @@ impl Manager {
     }
 
     /// The fetches of a round (docs/mirroring.md, "The fetch round"): the due MIRRORING partitions
-    /// grouped by mirror, one `fetch_many` to each mirror's source (`fetcher::fetch_from`), then one
+    /// grouped by mirror, one `fetch_each` to each mirror's source (`fetcher::fetch_from`), then one
     /// flush of the logs that need one.
     fn fetch_round(&self, fetch: Vec<(Work, PartitionRuntime)>, now: i64, report: &mut TickReport) {
         let mut by_mirror: BTreeMap<String, Vec<(Work, PartitionRuntime)>> = BTreeMap::new();
