@@ -5,19 +5,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{fixtures, klog, scratch_dir, stderr, stdout};
+use common::{fixtures, klog, klog_ok, scratch_dir, stderr, stdout};
 use serde_json::Value;
-
-fn ok(args: &[&str]) -> String {
-    let out = klog(args);
-    assert!(
-        out.status.success(),
-        "klog {args:?} failed: {}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    stdout(&out)
-}
 
 fn batch(name: &str) -> String {
     fixtures()
@@ -29,7 +18,7 @@ fn batch(name: &str) -> String {
 }
 
 fn describe(root: &Path) -> Value {
-    let out = ok(&["mirror", "describe", root.to_str().unwrap(), "--json"]);
+    let out = klog_ok(&["mirror", "describe", root.to_str().unwrap(), "--json"]);
     let v: Value = serde_json::from_str(&out).unwrap();
     v["partitions"][0].clone()
 }
@@ -41,23 +30,23 @@ fn failover_and_failback_by_hand() {
     let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
     let (at, bt) = (a.join("t-0"), b.join("t-0"));
     let (at_s, bt_s) = (at.to_str().unwrap(), bt.to_str().unwrap());
-    let init: Value = serde_json::from_str(&ok(&["cluster", "init", a_s, "--json"])).unwrap();
+    let init: Value = serde_json::from_str(&klog_ok(&["cluster", "init", a_s, "--json"])).unwrap();
     let a_id = init["cluster_id"].as_str().unwrap().to_owned();
-    ok(&["cluster", "init", b_s]);
-    ok(&["topic", "create", a_s, "t"]);
+    klog_ok(&["cluster", "init", b_s]);
+    klog_ok(&["topic", "create", a_s, "t"]);
     // Source data (fixtures/batches, five records per batch): an idempotent producer, a committed
     // transaction and its COMMIT marker, two elections, another idempotent producer at epoch 2.
-    ok(&["append", at_s, &batch("idempotent-none.bin")]);
-    ok(&["append", at_s, &batch("txn-none.bin")]);
-    ok(&["append", at_s, &batch("control-commit.bin")]);
-    ok(&["topic", "elect", a_s, "t"]);
-    ok(&["topic", "elect", a_s, "t"]);
-    ok(&["append", at_s, &batch("idempotent-gzip.bin")]);
+    klog_ok(&["append", at_s, &batch("idempotent-none.bin")]);
+    klog_ok(&["append", at_s, &batch("txn-none.bin")]);
+    klog_ok(&["append", at_s, &batch("control-commit.bin")]);
+    klog_ok(&["topic", "elect", a_s, "t"]);
+    klog_ok(&["topic", "elect", a_s, "t"]);
+    klog_ok(&["append", at_s, &batch("idempotent-gzip.bin")]);
 
     // S1: mirror A -> B.
-    ok(&["mirror", "create", b_s, "m", "--source", a_s]);
-    ok(&["mirror", "add", b_s, "m", "t"]);
-    let run = ok(&["mirror", "run", b_s, "--until-idle"]);
+    klog_ok(&["mirror", "create", b_s, "m", "--source", a_s]);
+    klog_ok(&["mirror", "add", b_s, "m", "t"]);
+    let run = klog_ok(&["mirror", "run", b_s, "--until-idle"]);
     assert!(run.contains("t-0: UNKNOWN -> PREPARING") && run.contains("PREPARING -> MIRRORING"));
     let d = describe(&b);
     assert_eq!(d["state"], "MIRRORING");
@@ -74,8 +63,8 @@ fn failover_and_failback_by_hand() {
     assert_eq!(line["error"], "READ_ONLY_TOPIC");
 
     // S2: failover.
-    ok(&["mirror", "remove", b_s, "m", "t"]);
-    let run = ok(&["mirror", "run", b_s, "--until-idle"]);
+    klog_ok(&["mirror", "remove", b_s, "m", "t"]);
+    let run = klog_ok(&["mirror", "run", b_s, "--until-idle"]);
     assert!(run.contains("MIRRORING -> STOPPING") && run.contains("STOPPING -> STOPPED"));
     let d = describe(&b);
     assert_eq!(d["state"], "STOPPED");
@@ -83,7 +72,7 @@ fn failover_and_failback_by_hand() {
     assert_eq!(d["leader_epoch"], 3);
     assert_eq!(d["log_end_offset"], 17, "the barrier takes offset 16");
     assert_eq!(d["producers"], 0);
-    let dump = ok(&[
+    let dump = klog_ok(&[
         "dump",
         "--deep",
         bt.join("00000000000000000000.log").to_str().unwrap(),
@@ -94,14 +83,14 @@ fn failover_and_failback_by_hand() {
         "{dump}"
     );
     // The first idempotent producer starts again at sequence 0: accepted, not a duplicate.
-    let appended = ok(&["append", bt_s, &batch("idempotent-none.bin")]);
+    let appended = klog_ok(&["append", bt_s, &batch("idempotent-none.bin")]);
     assert!(appended.contains("appended offsets 17..=21"), "{appended}");
 
     // S3 case a: A took a stray write while cut off, then mirrors back from B.
-    ok(&["append", at_s, &batch("idempotent-snappy.bin")]);
-    ok(&["mirror", "create", a_s, "back", "--source", b_s]);
-    ok(&["mirror", "add", a_s, "back", "t"]);
-    let run = ok(&["mirror", "run", a_s, "--until-idle", "--json"]);
+    klog_ok(&["append", at_s, &batch("idempotent-snappy.bin")]);
+    klog_ok(&["mirror", "create", a_s, "back", "--source", b_s]);
+    klog_ok(&["mirror", "add", a_s, "back", "t"]);
+    let run = klog_ok(&["mirror", "run", a_s, "--until-idle", "--json"]);
     let summary: Value = serde_json::from_str(run.lines().last().unwrap()).unwrap();
     assert_eq!(
         summary["truncations"], 1,
@@ -116,7 +105,7 @@ fn failover_and_failback_by_hand() {
         "A's log is B's, byte for byte"
     );
     // __mirror_state is decoded by dump.
-    let state_dump = ok(&[
+    let state_dump = klog_ok(&[
         "dump",
         a.join("__mirror_state-0")
             .join("00000000000000000000.log")
@@ -157,7 +146,7 @@ fn failover_and_failback_by_hand() {
 #[test]
 fn demo_tells_the_failover_story() {
     let dir = scratch_dir("cli_demo");
-    let out = ok(&["demo", "--dir", dir.to_str().unwrap()]);
+    let out = klog_ok(&["demo", "--dir", dir.to_str().unwrap()]);
     for needle in [
         "1. [",
         "orders-0: UNKNOWN -> PREPARING",
@@ -192,22 +181,24 @@ fn group_offsets_by_hand() {
     let (a, b) = (dir.join("A"), dir.join("B"));
     let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
     let at = a.join("t-0");
-    ok(&["cluster", "init", a_s]);
-    ok(&["cluster", "init", b_s]);
-    ok(&["topic", "create", a_s, "t"]);
-    ok(&[
+    klog_ok(&["cluster", "init", a_s]);
+    klog_ok(&["cluster", "init", b_s]);
+    klog_ok(&["topic", "create", a_s, "t"]);
+    klog_ok(&[
         "append",
         at.to_str().unwrap(),
         &batch("idempotent-none.bin"),
     ]);
-    let c: Value =
-        serde_json::from_str(&ok(&["group", "commit", a_s, "g", "t", "0", "7", "--json"])).unwrap();
+    let c: Value = serde_json::from_str(&klog_ok(&[
+        "group", "commit", a_s, "g", "t", "0", "7", "--json",
+    ]))
+    .unwrap();
     assert_eq!(
         (c["group"].as_str(), c["offset"].as_i64()),
         (Some("g"), Some(7))
     );
     assert_eq!(c["leader_epoch"], 0);
-    let text = ok(&["group", "commit", a_s, "g", "t", "0", "3"]);
+    let text = klog_ok(&["group", "commit", a_s, "g", "t", "0", "3"]);
     assert!(
         text.contains("group g committed t-0 at offset 3 (leader epoch 0)"),
         "{text}"
@@ -219,7 +210,7 @@ fn group_offsets_by_hand() {
         "{}",
         stderr(&out)
     );
-    let d: Value = serde_json::from_str(&ok(&["group", "describe", a_s, "--json"])).unwrap();
+    let d: Value = serde_json::from_str(&klog_ok(&["group", "describe", a_s, "--json"])).unwrap();
     let row = &d["offsets"][0];
     assert_eq!(
         (
@@ -230,10 +221,10 @@ fn group_offsets_by_hand() {
         (&Value::from(3), &Value::from(5), &Value::from(2))
     );
     // Committed beyond the source's end: the mirror clamps it to what it has.
-    ok(&["group", "commit", a_s, "h", "t", "0", "9"]);
-    ok(&["mirror", "create", b_s, "m", "--source", a_s]);
-    ok(&["mirror", "add", b_s, "m", "t"]);
-    let run = ok(&["mirror", "run", b_s, "--until-idle", "--json"]);
+    klog_ok(&["group", "commit", a_s, "h", "t", "0", "9"]);
+    klog_ok(&["mirror", "create", b_s, "m", "--source", a_s]);
+    klog_ok(&["mirror", "add", b_s, "m", "t"]);
+    let run = klog_ok(&["mirror", "run", b_s, "--until-idle", "--json"]);
     let events: Vec<Value> = run
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -250,7 +241,7 @@ fn group_offsets_by_hand() {
             .map(|n| n >= 2),
         Some(true)
     );
-    let d: Value = serde_json::from_str(&ok(&["group", "describe", b_s, "--json"])).unwrap();
+    let d: Value = serde_json::from_str(&klog_ok(&["group", "describe", b_s, "--json"])).unwrap();
     let rows: Vec<_> = d["offsets"]
         .as_array()
         .unwrap()
@@ -263,6 +254,6 @@ fn group_offsets_by_hand() {
         })
         .collect();
     assert_eq!(rows, [("g".to_owned(), 3), ("h".to_owned(), 5)]);
-    let text = ok(&["group", "describe", b_s]);
+    let text = klog_ok(&["group", "describe", b_s]);
     assert!(text.starts_with("GROUP"), "{text}");
 }

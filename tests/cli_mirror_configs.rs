@@ -4,28 +4,17 @@
 
 mod common;
 
-use common::{klog, scratch_dir, stderr, stdout};
+use common::{klog, klog_ok, scratch_dir, stderr, stdout};
 use serde_json::{json, Value};
-
-fn ok(args: &[&str]) -> String {
-    let out = klog(args);
-    assert!(
-        out.status.success(),
-        "klog {args:?} failed: {}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    stdout(&out)
-}
 
 #[test]
 fn a_mirror_run_carries_configs_and_acls_and_describe_shows_them() {
     let dir = scratch_dir("cli_mirror_configs");
     let (a, b) = (dir.join("A"), dir.join("B"));
     let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
-    ok(&["cluster", "init", a_s]);
-    ok(&["cluster", "init", b_s]);
-    ok(&[
+    klog_ok(&["cluster", "init", a_s]);
+    klog_ok(&["cluster", "init", b_s]);
+    klog_ok(&[
         "topic",
         "create",
         a_s,
@@ -45,17 +34,17 @@ fn a_mirror_run_carries_configs_and_acls_and_describe_shows_them() {
         "--operation",
         "read",
     ];
-    let added = ok(&[&["acl", "add", a_s][..], &acl[..]].concat());
+    let added = klog_ok(&[&["acl", "add", a_s][..], &acl[..]].concat());
     assert!(
         added.starts_with("added ALLOW READ on TOPIC t (LITERAL) for User:alice"),
         "{added}"
     );
-    ok(&["mirror", "create", b_s, "m", "--source", a_s]);
-    ok(&["mirror", "add", b_s, "m", "t"]);
-    ok(&["mirror", "run", b_s, "--until-idle"]);
+    klog_ok(&["mirror", "create", b_s, "m", "--source", a_s]);
+    klog_ok(&["mirror", "add", b_s, "m", "t"]);
+    klog_ok(&["mirror", "run", b_s, "--until-idle"]);
 
     // An override on the mirror topic, and a source change a second run picks up.
-    let set = ok(&[
+    let set = klog_ok(&[
         "topic",
         "config",
         b_s,
@@ -72,7 +61,7 @@ fn a_mirror_run_carries_configs_and_acls_and_describe_shows_them() {
             {"name": "retention.ms", "value": "1000", "source": "local", "source_value": "3600000"}
         ])
     );
-    ok(&[
+    klog_ok(&[
         "topic",
         "config",
         a_s,
@@ -82,10 +71,10 @@ fn a_mirror_run_carries_configs_and_acls_and_describe_shows_them() {
         "--set",
         "segment.ms=60000",
     ]);
-    ok(&["mirror", "run", b_s, "--until-idle"]);
+    klog_ok(&["mirror", "run", b_s, "--until-idle"]);
 
     let d: Value =
-        serde_json::from_str(&ok(&["mirror", "describe", b_s, "--json", "--acls"])).unwrap();
+        serde_json::from_str(&klog_ok(&["mirror", "describe", b_s, "--json", "--acls"])).unwrap();
     assert_eq!(d["partitions"][0]["state"], "MIRRORING");
     assert_eq!(
         d["configs"],
@@ -100,7 +89,7 @@ fn a_mirror_run_carries_configs_and_acls_and_describe_shows_them() {
                 "pattern_type": "LITERAL", "principal": "User:alice", "host": "*",
                 "operation": "READ", "permission_type": "ALLOW"}])
     );
-    let plain = ok(&["mirror", "describe", b_s]);
+    let plain = klog_ok(&["mirror", "describe", b_s]);
     assert!(
         plain.contains("retention.ms") && plain.contains("local (source: 3600000)"),
         "{plain}"
@@ -109,11 +98,11 @@ fn a_mirror_run_carries_configs_and_acls_and_describe_shows_them() {
         !plain.contains("User:alice"),
         "ACLs only with --acls: {plain}"
     );
-    let with_acls = ok(&["mirror", "describe", b_s, "--acls"]);
+    let with_acls = klog_ok(&["mirror", "describe", b_s, "--acls"]);
     assert!(with_acls.contains("User:alice"), "{with_acls}");
-    let listed: Value = serde_json::from_str(&ok(&["acl", "list", b_s, "--json"])).unwrap();
+    let listed: Value = serde_json::from_str(&klog_ok(&["acl", "list", b_s, "--json"])).unwrap();
     assert_eq!(listed["acls"], d["acls"]);
-    let removed = ok(&[&["acl", "remove", a_s][..], &acl[..]].concat());
+    let removed = klog_ok(&[&["acl", "remove", a_s][..], &acl[..]].concat());
     assert!(removed.starts_with("removed "), "{removed}");
 }
 
@@ -122,8 +111,8 @@ fn bad_configs_and_acls_are_named() {
     let dir = scratch_dir("cli_mirror_configs_bad");
     let a = dir.join("A");
     let a_s = a.to_str().unwrap();
-    ok(&["cluster", "init", a_s]);
-    ok(&["topic", "create", a_s, "t"]);
+    klog_ok(&["cluster", "init", a_s]);
+    klog_ok(&["topic", "create", a_s, "t"]);
     for (args, what) in [
         (
             vec!["topic", "config", a_s, "t", "--set", "cleanup.policy=shred"],
@@ -171,8 +160,8 @@ fn listings_answer_beside_a_running_writer() {
     let dir = scratch_dir("cli_mirror_configs_readers");
     let a = dir.join("A");
     let a_s = a.to_str().unwrap();
-    ok(&["cluster", "init", a_s]);
-    ok(&[
+    klog_ok(&["cluster", "init", a_s]);
+    klog_ok(&[
         "topic",
         "create",
         a_s,
@@ -180,7 +169,7 @@ fn listings_answer_beside_a_running_writer() {
         "--config",
         "retention.ms=3600000",
     ]);
-    ok(&[
+    klog_ok(&[
         "acl",
         "add",
         a_s,
@@ -194,13 +183,13 @@ fn listings_answer_beside_a_running_writer() {
         "read",
     ]);
     let writer = Cluster::open(Arc::new(StdStorage), Arc::new(SystemClock), &a).unwrap();
-    let acls: Value = serde_json::from_str(&ok(&["acl", "list", a_s, "--json"])).unwrap();
+    let acls: Value = serde_json::from_str(&klog_ok(&["acl", "list", a_s, "--json"])).unwrap();
     assert_eq!(acls["acls"].as_array().map(Vec::len), Some(1), "{acls}");
     let configs: Value =
-        serde_json::from_str(&ok(&["topic", "config", a_s, "t", "--json"])).unwrap();
+        serde_json::from_str(&klog_ok(&["topic", "config", a_s, "t", "--json"])).unwrap();
     assert!(configs.to_string().contains("3600000"), "{configs}");
-    ok(&["group", "describe", a_s]);
-    ok(&["mirror", "describe", a_s]);
+    klog_ok(&["group", "describe", a_s]);
+    klog_ok(&["mirror", "describe", a_s]);
     // A change is a writer's, and is refused while the writer runs.
     let out = klog(&["topic", "config", a_s, "t", "--set", "retention.ms=1000"]);
     assert!(!out.status.success(), "{}", stdout(&out));

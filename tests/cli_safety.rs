@@ -10,30 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{klog, scratch_dir, stderr, stdout};
-use klog::log::format::{BatchBuilder, Compression};
+use common::{batches_near_now, klog, klog_ok, scratch_dir, stderr, stdout};
 
 /// `n` producer batches of 3 records with timestamps near now (Kafka's timestamp bounds accept them).
 fn producer_batches(n: usize) -> Vec<u8> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    let mut out = Vec::new();
-    for i in 0..n {
-        let mut b = BatchBuilder::new(Compression::None);
-        for j in 0..3 {
-            b.append(
-                now + j,
-                Some(format!("k{i}").as_bytes()),
-                Some(&vec![b'v'; 700]),
-                &[],
-            )
-            .unwrap();
-        }
-        b.build_into(&mut out).unwrap();
-    }
-    out
+    batches_near_now(n, 700, |i, _| format!("k{i}"))
 }
 
 /// A running `klog torture DIR`: it holds the log directory as its writer until killed.
@@ -234,17 +215,17 @@ struct ReadOnlyMount(PathBuf);
 impl ReadOnlyMount {
     fn new(src: &Path, dst: &Path) -> Option<ReadOnlyMount> {
         std::fs::create_dir_all(dst).unwrap();
-        let ok = |args: &[&str]| {
+        let mount = |args: &[&str]| {
             Command::new("mount")
                 .args(args)
                 .output()
                 .is_ok_and(|o| o.status.success())
         };
-        if !ok(&["--bind", src.to_str()?, dst.to_str()?]) {
+        if !mount(&["--bind", src.to_str()?, dst.to_str()?]) {
             return None;
         }
         let m = ReadOnlyMount(dst.to_owned());
-        ok(&["-o", "remount,bind,ro", dst.to_str()?]).then_some(m)
+        mount(&["-o", "remount,bind,ro", dst.to_str()?]).then_some(m)
     }
 }
 
@@ -356,36 +337,25 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
     assert!(before == tree(&logs), "a reader changed the log directory");
 }
 
-fn ok(args: &[&str]) -> String {
-    let o = klog(args);
-    assert!(
-        o.status.success(),
-        "klog {args:?}: {}{}",
-        stdout(&o),
-        stderr(&o)
-    );
-    stdout(&o)
-}
-
 #[test]
 fn sigterm_stops_mirror_run_cleanly() {
     let root = scratch_dir("safety-sigterm-mirror");
     let (a, b) = (root.join("A"), root.join("B"));
     let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
-    ok(&["cluster", "init", a_s]);
-    ok(&["cluster", "init", b_s]);
-    ok(&["topic", "create", a_s, "t", "--partitions", "2"]);
+    klog_ok(&["cluster", "init", a_s]);
+    klog_ok(&["cluster", "init", b_s]);
+    klog_ok(&["topic", "create", a_s, "t", "--partitions", "2"]);
     let input = root.join("in.bin");
     std::fs::write(&input, producer_batches(40)).unwrap();
     for p in 0..2 {
-        ok(&[
+        klog_ok(&[
             "append",
             a.join(format!("t-{p}")).to_str().unwrap(),
             input.to_str().unwrap(),
         ]);
     }
-    ok(&["mirror", "create", b_s, "m", "--source", a_s]);
-    ok(&["mirror", "add", b_s, "m", "t"]);
+    klog_ok(&["mirror", "create", b_s, "m", "--source", a_s]);
+    klog_ok(&["mirror", "add", b_s, "m", "t"]);
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_klog"))
         .args(["mirror", "run", b_s])
@@ -454,7 +424,7 @@ fn sigterm_stops_mirror_run_cleanly() {
     for p in 0..2 {
         assert!(rp.contains(&format!("t {p} 120")), "{rp}");
     }
-    let reports = ok(&["recover", b_s, "--json"]);
+    let reports = klog_ok(&["recover", b_s, "--json"]);
     for l in reports.lines() {
         let r: serde_json::Value = serde_json::from_str(l).unwrap();
         assert_eq!(r["clean_shutdown"], true, "{r}");
@@ -481,7 +451,7 @@ fn sigterm_closes_a_writer_cleanly_and_the_next_open_rescans_nothing() {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut writer.lines, &mut rest).unwrap();
     assert!(logs.join(".kafka_cleanshutdown").exists());
-    let o = ok(&["recover", logs.to_str().unwrap(), "--json"]);
+    let o = klog_ok(&["recover", logs.to_str().unwrap(), "--json"]);
     let r: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
     assert_eq!(r["clean_shutdown"], true, "{r}");
     assert_eq!(r["segments_scanned"], 0, "{r}");
@@ -494,8 +464,8 @@ fn sigterm_closes_a_writer_cleanly_and_the_next_open_rescans_nothing() {
     let fresh = root.join("fresh/f-0");
     let input = root.join("in.bin");
     std::fs::write(&input, producer_batches(3)).unwrap();
-    ok(&["append", fresh.to_str().unwrap(), input.to_str().unwrap()]);
-    let o = ok(&["recover", root.join("fresh").to_str().unwrap(), "--json"]);
+    klog_ok(&["append", fresh.to_str().unwrap(), input.to_str().unwrap()]);
+    let o = klog_ok(&["recover", root.join("fresh").to_str().unwrap(), "--json"]);
     let r: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
     assert_eq!(
         (r["clean_shutdown"].clone(), r["segments_scanned"].clone()),

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::kafka::{kafka_available, workload, Cluster as KafkaCluster};
-use common::{klog, scratch_dir, sorted_entries, stderr, stdout};
+use common::{klog_ok, scratch_dir, sorted_entries};
 use klog::log::format::{AnyBatch, Batches};
 use klog::log::partition_log::PartitionLog;
 use klog::mirror::{MirrorSettings, MirrorState};
@@ -29,17 +29,6 @@ use support::{all_ok, batch, batches, kafka_batches, kafka_end, log, state_of, t
 const TOPIC: &str = "live";
 /// No test waits longer than this for the mirror to converge (a hang guard, not a timing assertion).
 const CONVERGE: Duration = Duration::from_secs(120);
-
-fn ok(args: &[&str]) -> String {
-    let out = klog(args);
-    assert!(
-        out.status.success(),
-        "klog {args:?} failed: {}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    stdout(&out)
-}
 
 /// Kafka's leader epochs as its own `.log` files carry them: (epoch, first offset) of each run of
 /// batches ending at or after `from`, the first run starting no earlier than `from` (as Kafka's epoch
@@ -186,9 +175,9 @@ fn live_mirror_from_kafka_follows_deletes_restarts_and_fails_over() {
     // id and partition count.
     let dest = root.join("klog");
     let dest_s = dest.to_str().unwrap();
-    ok(&["cluster", "init", dest_s]);
-    ok(&["mirror", "create", dest_s, "m", "--source", &source]);
-    let added = ok(&["mirror", "add", dest_s, "m", TOPIC, "--json"]);
+    klog_ok(&["cluster", "init", dest_s]);
+    klog_ok(&["mirror", "create", dest_s, "m", "--source", &source]);
+    let added = klog_ok(&["mirror", "add", dest_s, "m", TOPIC, "--json"]);
     let added: Value = serde_json::from_str(added.lines().next().unwrap()).unwrap();
     assert_eq!(added["error"], Value::Null, "{added}");
 
@@ -300,7 +289,7 @@ fn live_mirror_from_kafka_follows_deletes_restarts_and_fails_over() {
     // resolution of the kafka:// source.
     workload(&["produce", &bootstrap, TOPIC, "8"]);
     let end3 = kafka_end(&partition_dir);
-    let run = ok(&["mirror", "run", dest_s, "--until-idle", "--json"]);
+    let run = klog_ok(&["mirror", "run", dest_s, "--until-idle", "--json"]);
     let summary: Value = serde_json::from_str(run.lines().last().unwrap()).unwrap();
     assert_eq!(summary["event"], "summary", "{run}");
     assert!(summary["batches"].as_u64().unwrap() > 0, "{run}");

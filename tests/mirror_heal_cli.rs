@@ -15,8 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{klog, required, scratch_dir, stderr, stdout};
-use klog::log::format::{BatchBuilder, Compression};
+use common::{batches_near_now, klog, klog_ok, required, scratch_dir, stderr, stdout};
 use serde_json::Value;
 
 /// A tmpfs of `size` mounted at `dir`, unmounted on drop.
@@ -42,43 +41,14 @@ impl Drop for Tmpfs {
 
 /// `n` plain batches of 3 records of `value_bytes` each, timestamps near now.
 fn batches(n: usize, value_bytes: usize, tag: &str) -> Vec<u8> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    let mut out = Vec::new();
-    for i in 0..n {
-        let mut b = BatchBuilder::new(Compression::None);
-        for j in 0..3 {
-            b.append(
-                now + j,
-                Some(format!("{tag}-{i}-{j}").as_bytes()),
-                Some(&vec![b'v'; value_bytes]),
-                &[],
-            )
-            .unwrap();
-        }
-        b.build_into(&mut out).unwrap();
-    }
-    out
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = klog(args);
-    assert!(
-        o.status.success(),
-        "klog {args:?}: {}{}",
-        stdout(&o),
-        stderr(&o)
-    );
-    stdout(&o)
+    batches_near_now(n, value_bytes, |i, j| format!("{tag}-{i}-{j}"))
 }
 
 /// Appends `bytes` to the source partition `dir` with `klog append` (a writer of the source).
 fn append(dir: &Path, scratch: &Path, bytes: &[u8]) {
     let input = scratch.join("in.bin");
     std::fs::write(&input, bytes).unwrap();
-    ok(&["append", dir.to_str().unwrap(), input.to_str().unwrap()]);
+    klog_ok(&["append", dir.to_str().unwrap(), input.to_str().unwrap()]);
 }
 
 /// A running `klog mirror run ROOT --json`; its output lines are collected as they come.
@@ -195,12 +165,12 @@ fn one_mirror_run_rides_out_a_source_outage_and_a_full_disk() {
     let (a, b) = (root.join("A"), disk.join("B"));
     let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
     let (at, bt) = (a.join("t-0"), b.join("t-0"));
-    ok(&["cluster", "init", a_s]);
-    ok(&["cluster", "init", b_s]);
-    ok(&["topic", "create", a_s, "t"]);
+    klog_ok(&["cluster", "init", a_s]);
+    klog_ok(&["cluster", "init", b_s]);
+    klog_ok(&["topic", "create", a_s, "t"]);
     append(&at, &root, &batches(20, 300, "first"));
-    ok(&["mirror", "create", b_s, "m", "--source", a_s]);
-    ok(&["mirror", "add", b_s, "m", "t"]);
+    klog_ok(&["mirror", "create", b_s, "m", "--source", a_s]);
+    klog_ok(&["mirror", "add", b_s, "m", "t"]);
 
     let run = MirrorRun::start(&b);
     let context = || format!("output: {:?}", run.lines.lock().unwrap());
@@ -249,7 +219,7 @@ fn one_mirror_run_rides_out_a_source_outage_and_a_full_disk() {
         || same_log(&at, &bt),
         context,
     );
-    let d: Value = serde_json::from_str(&ok(&["mirror", "describe", b_s, "--json"])).unwrap();
+    let d: Value = serde_json::from_str(&klog_ok(&["mirror", "describe", b_s, "--json"])).unwrap();
     assert_eq!(d["partitions"][0]["state"], "MIRRORING", "{d}");
 
     let errors = run.errors_since(0);

@@ -91,6 +91,46 @@ pub fn klog(args: &[&str]) -> Output {
         .expect("the klog binary runs")
 }
 
+/// `klog ARGS` that must succeed; its stdout (the failure message shows both streams).
+pub fn klog_ok(args: &[&str]) -> String {
+    let o = klog(args);
+    assert!(
+        o.status.success(),
+        "klog {args:?} failed: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// `n` plain batches of 3 records of `value_bytes` each, timestamps near now (inside Kafka's
+/// timestamp bounds), record `j` of batch `i` keyed `key(i, j)`.
+pub fn batches_near_now(
+    n: usize,
+    value_bytes: usize,
+    key: impl Fn(usize, usize) -> String,
+) -> Vec<u8> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut out = Vec::new();
+    for i in 0..n {
+        let mut b = BatchBuilder::new(Compression::None);
+        for j in 0..3 {
+            b.append(
+                now + j as i64,
+                Some(key(i, j).as_bytes()),
+                Some(&vec![b'v'; value_bytes]),
+                &[],
+            )
+            .unwrap();
+        }
+        b.build_into(&mut out).unwrap();
+    }
+    out
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
 }
