@@ -8,12 +8,12 @@
 //! `tests/kafka_multi_broker.rs`); this runs without Java.
 
 use std::collections::VecDeque;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
+mod fake_broker;
+
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
 };
@@ -24,15 +24,16 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, DescribeAclsResponse, DescribeConfigsRequest,
-    DescribeConfigsResponse, FetchRequest as KafkaFetch, FetchResponse as KafkaFetchResponse,
-    MetadataResponse, ResponseHeader, TopicName,
+    ApiKey, DescribeAclsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    FetchRequest as KafkaFetch, FetchResponse as KafkaFetchResponse, MetadataResponse, TopicName,
 };
-use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use klog_log::checkpoint::TopicId;
 use klog_mirror::source::{FetchRequest, Isolation, SourceError};
 use klog_mirror::{KafkaSource, MirrorSource};
 use uuid::Uuid;
+
+use fake_broker::{api_versions, serve, Request};
 
 const TOPIC_ID: [u8; 16] = [7; 16];
 const RECORDS: &[u8] = b"raw batch bytes as the broker sent them";
@@ -57,36 +58,26 @@ struct Script {
     fetch_nodes: Vec<i32>,
 }
 
-fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Bytes {
-    let header = decode_request_header_from_buffer(&mut frame).unwrap();
-    let key = ApiKey::try_from(header.request_api_key).unwrap();
-    let version = header.request_api_version;
+fn respond(script: &Mutex<Script>, node: i32, request: Request, out: &mut BytesMut) -> Option<()> {
+    let Request {
+        key,
+        version,
+        body: mut frame,
+    } = request;
     let mut s = script.lock().unwrap();
-    let mut out = BytesMut::new();
-    ResponseHeader::default()
-        .with_correlation_id(header.correlation_id)
-        .encode(&mut out, key.response_header_version(version))
-        .unwrap();
     match key {
-        ApiKey::ApiVersions => {
-            let range = |k: ApiKey, min, max| {
-                ApiVersion::default()
-                    .with_api_key(k as i16)
-                    .with_min_version(min)
-                    .with_max_version(max)
-            };
-            ApiVersionsResponse::default()
-                .with_api_keys(vec![
-                    range(ApiKey::ApiVersions, 0, 3),
-                    range(ApiKey::Metadata, 0, 12),
-                    range(ApiKey::Fetch, 4, 16),
-                    range(ApiKey::ListOffsets, 1, 8),
-                    range(ApiKey::DescribeConfigs, 1, 4),
-                    range(ApiKey::DescribeAcls, 1, 3),
-                ])
-                .encode(&mut out, version)
-                .unwrap();
-        }
+        ApiKey::ApiVersions => api_versions(
+            out,
+            version,
+            &[
+                (ApiKey::ApiVersions, 0, 3),
+                (ApiKey::Metadata, 0, 12),
+                (ApiKey::Fetch, 4, 16),
+                (ApiKey::ListOffsets, 1, 8),
+                (ApiKey::DescribeConfigs, 1, 4),
+                (ApiKey::DescribeAcls, 1, 3),
+            ],
+        ),
         ApiKey::Metadata => {
             s.metadata_requests += 1;
             let topic = MetadataResponseTopic::default()
@@ -114,7 +105,7 @@ fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Bytes {
                 .with_cluster_id(Some(StrBytes::from_static_str("fake-cluster-id-000000")))
                 .with_brokers(brokers)
                 .with_topics(vec![topic])
-                .encode(&mut out, version)
+                .encode(out, version)
                 .unwrap();
         }
         ApiKey::Fetch => {
@@ -148,7 +139,7 @@ fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Bytes {
                 .with_responses(vec![FetchableTopicResponse::default()
                     .with_topic_id(t.topic_id)
                     .with_partitions(vec![data])])
-                .encode(&mut out, version)
+                .encode(out, version)
                 .unwrap();
         }
         ApiKey::DescribeConfigs => {
@@ -179,7 +170,7 @@ fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Bytes {
             };
             DescribeConfigsResponse::default()
                 .with_results(vec![result])
-                .encode(&mut out, version)
+                .encode(out, version)
                 .unwrap();
         }
         ApiKey::DescribeAcls => {
@@ -189,28 +180,12 @@ fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Bytes {
                 .with_error_message(Some(StrBytes::from_static_str(
                     "No Authorizer is configured on the broker",
                 )))
-                .encode(&mut out, version)
+                .encode(out, version)
                 .unwrap();
         }
         other => panic!("the fake broker does not serve {other:?}"),
     }
-    out.freeze()
-}
-
-fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>, node: i32) {
-    loop {
-        let mut prefix = [0u8; 4];
-        if stream.read_exact(&mut prefix).is_err() {
-            return;
-        }
-        let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
-        stream.read_exact(&mut body).unwrap();
-        let reply = respond(&script, node, Bytes::from(body));
-        stream
-            .write_all(&(reply.len() as i32).to_be_bytes())
-            .unwrap();
-        stream.write_all(&reply).unwrap();
-    }
+    Some(())
 }
 
 fn fake_broker() -> (String, Arc<Mutex<Script>>) {
@@ -232,7 +207,7 @@ fn listen(listener: TcpListener, script: &Arc<Mutex<Script>>, node: i32) {
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let shared = Arc::clone(&shared);
-            std::thread::spawn(move || serve(stream, shared, node));
+            std::thread::spawn(move || serve(stream, |r, out| respond(&shared, node, r, out)));
         }
     });
 }

@@ -7,12 +7,12 @@
 //! without Java, and reaches what a real broker does not do on cue.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
+mod fake_broker;
+
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::fetch_response::{
     FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
 };
@@ -20,14 +20,16 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, FetchRequest as KafkaFetch, FetchResponse as KafkaFetchResponse,
-    MetadataResponse, ResponseHeader, TopicName,
+    ApiKey, FetchRequest as KafkaFetch, FetchResponse as KafkaFetchResponse, MetadataResponse,
+    TopicName,
 };
-use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use klog_log::checkpoint::TopicId;
 use klog_mirror::source::{FetchManyResponse, FetchRequest, Isolation, SourceError};
 use klog_mirror::{KafkaSource, MirrorSource};
 use uuid::Uuid;
+
+use fake_broker::{api_versions, serve, Request};
 
 const TOPIC_ID: [u8; 16] = [7; 16];
 const RECORDS: &[u8] = b"raw batch bytes as the broker sent them";
@@ -185,63 +187,35 @@ impl Script {
 }
 
 /// The response to one request frame; `None`: hang up instead.
-fn respond(script: &Mutex<Script>, node: i32, mut frame: Bytes) -> Option<Bytes> {
-    let header = decode_request_header_from_buffer(&mut frame).unwrap();
-    let key = ApiKey::try_from(header.request_api_key).unwrap();
-    let version = header.request_api_version;
+fn respond(script: &Mutex<Script>, node: i32, request: Request, out: &mut BytesMut) -> Option<()> {
+    let Request {
+        key,
+        version,
+        body: mut frame,
+    } = request;
     let mut s = script.lock().unwrap();
-    let mut out = BytesMut::new();
-    ResponseHeader::default()
-        .with_correlation_id(header.correlation_id)
-        .encode(&mut out, key.response_header_version(version))
-        .unwrap();
     match key {
-        ApiKey::ApiVersions => {
-            let range = |k: ApiKey, min, max| {
-                ApiVersion::default()
-                    .with_api_key(k as i16)
-                    .with_min_version(min)
-                    .with_max_version(max)
-            };
-            ApiVersionsResponse::default()
-                .with_api_keys(vec![
-                    range(ApiKey::ApiVersions, 0, 3),
-                    range(ApiKey::Metadata, 0, 12),
-                    range(ApiKey::Fetch, 4, 16),
-                ])
-                .encode(&mut out, version)
-                .unwrap();
-        }
-        ApiKey::Metadata => s.metadata().encode(&mut out, version).unwrap(),
+        ApiKey::ApiVersions => api_versions(
+            out,
+            version,
+            &[
+                (ApiKey::ApiVersions, 0, 3),
+                (ApiKey::Metadata, 0, 12),
+                (ApiKey::Fetch, 4, 16),
+            ],
+        ),
+        ApiKey::Metadata => s.metadata().encode(out, version).unwrap(),
         ApiKey::Fetch => {
             if let Some(i) = s.hang_ups.iter().position(|n| *n == node) {
                 s.hang_ups.remove(i);
                 return None;
             }
             let request = KafkaFetch::decode(&mut frame, version).unwrap();
-            s.fetch(node, &request).encode(&mut out, version).unwrap();
+            s.fetch(node, &request).encode(out, version).unwrap();
         }
         other => panic!("the fake broker does not serve {other:?}"),
     }
-    Some(out.freeze())
-}
-
-fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>, node: i32) {
-    loop {
-        let mut prefix = [0u8; 4];
-        if stream.read_exact(&mut prefix).is_err() {
-            return;
-        }
-        let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
-        stream.read_exact(&mut body).unwrap();
-        let Some(reply) = respond(&script, node, Bytes::from(body)) else {
-            return;
-        };
-        stream
-            .write_all(&(reply.len() as i32).to_be_bytes())
-            .unwrap();
-        stream.write_all(&reply).unwrap();
-    }
+    Some(())
 }
 
 /// Two scripted brokers, nodes 1 and 2; partitions 0 and 2 led by node 1, 1 and 3 by node 2.
@@ -260,7 +234,7 @@ fn fake_cluster() -> (KafkaSource, Arc<Mutex<Script>>) {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let shared = Arc::clone(&shared);
-                std::thread::spawn(move || serve(stream, shared, node));
+                std::thread::spawn(move || serve(stream, |r, out| respond(&shared, node, r, out)));
             }
         });
     }
