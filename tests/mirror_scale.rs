@@ -571,3 +571,42 @@ fn each_answer_is_appended_before_the_next_is_read() {
         from_a.streamed.load(Ordering::SeqCst)
     );
 }
+
+/// Two clusters that mirror from each other (A takes `b*` from B, B takes `a*` from A), ticked at the
+/// same time on two threads: an answer is appended from inside the other cluster's `fetch_each`, so
+/// neither may hold a lock the other's serving needs. Both converge; a deadlock trips the hang guard.
+#[test]
+fn two_clusters_mirroring_each_other_tick_at_once_without_deadlock() {
+    let env = Env::new();
+    let (a, a_topics) = source_with(&env, "a", "a", (2, 10), (3, 2));
+    let b = env.cluster("b");
+    let b_topics: Vec<String> = (0..2).map(|i| format!("b{i}")).collect();
+    for t in &b_topics {
+        b.create_topic(t, 10, None, &[]).unwrap();
+        for p in 0..10 {
+            b.produce(t, p, &mut plain(2, &format!("{t}-{p}"))).unwrap();
+        }
+    }
+    link(&a, "from-b", &b);
+    link(&b, "from-a", &a);
+    all_ok(a.add_topics("from-b", &b_topics).unwrap());
+    all_ok(b.add_topics("from-a", &a_topics).unwrap());
+    let (done, finished) = std::sync::mpsc::channel();
+    for c in [a.clone(), b.clone()] {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            for _ in 0..30 {
+                let r = c.tick();
+                assert!(r.errors.is_empty(), "{:?}", r.errors);
+            }
+            done.send(()).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        finished
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("both clusters tick to the end (a deadlock would stop them)");
+    }
+    assert_converged(&a, &b, &b_topics);
+    assert_converged(&b, &a, &a_topics);
+}
