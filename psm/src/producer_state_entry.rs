@@ -156,7 +156,7 @@ impl ProducerStateEntry {
             .last()
     }
 
-    /// Whether the older cached batches no longer fit the entry's packed bytes and were moved to a boxed
+    /// Whether the older cached batches no longer fit the entry's fixed-width slots and were moved to a boxed
     /// array (96 more bytes); for memory accounting.
     pub fn has_spilled_batch_metadata(&self) -> bool {
         self.batch_metadata.is_spilled()
