@@ -194,6 +194,17 @@ impl ProducerStateManager {
             batch.first_offset >= 0,
             "batches reach the producer state with the offsets the log assigned: {batch:?}"
         );
+        if batch.control.is_none() {
+            // Most batches: no transaction can end here, and the stored entry changes in place (one
+            // probe, no `ProducerAppendInfo`).
+            let opened = self.producers.try_update(batch.producer_id, |entry| {
+                ProducerAppendInfo::replay_data_batch(entry, batch)
+            })?;
+            if let Some(first_offset) = opened {
+                self.transactions.start(first_offset, batch.producer_id);
+            }
+            return Ok(None);
+        }
         let stored = self.producers.get_with_bucket(batch.producer_id);
         let mut info = ProducerAppendInfo::new(
             batch.producer_id,
@@ -201,12 +212,6 @@ impl ProducerStateManager {
             AppendOrigin::Replication,
             TransactionVersion::UNKNOWN,
         );
-        if batch.control.is_none() {
-            // Most batches: no transaction can end here, so no `Option<CompletedTxn>` to pass around.
-            info.append_data_batch(batch)?;
-            self.update_producer(&info);
-            return Ok(None);
-        }
         let completed = info.append(batch)?;
         self.update_producer(&info);
         Ok(completed.map(|txn| {

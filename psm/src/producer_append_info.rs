@@ -207,14 +207,8 @@ impl ProducerAppendInfo {
         if self.origin == AppendOrigin::Client {
             self.check_sequence(batch.producer_epoch, batch.first_sequence, first_offset)?;
         }
-        let metadata = BatchMetadata {
-            last_seq: batch.last_sequence,
-            last_offset: batch.last_offset,
-            // Java's `(int) (lastOffset - firstOffset)`.
-            offset_delta: batch.last_offset.wrapping_sub(first_offset) as i32,
-            timestamp: batch.max_timestamp,
-        };
-        self.updated.add_batch(batch.producer_epoch, metadata);
+        self.updated
+            .add_batch(batch.producer_epoch, BatchMetadata::of_data_batch(batch));
         match (
             self.updated.current_txn_first_offset(),
             batch.is_transactional,
@@ -229,6 +223,31 @@ impl ProducerAppendInfo {
             }
             _ => Ok(()),
         }
+    }
+
+    /// [`append_data_batch`](Self::append_data_batch) of one batch as a replica appends it
+    /// ([`AppendOrigin::Replication`]: no epoch or sequence check) followed by
+    /// [`merge_into`](Self::merge_into), done on the stored `entry` in place: what recovery does for
+    /// most batches of a log. Returns the first offset of the transaction the batch opened; on an error
+    /// the entry is unchanged.
+    pub(crate) fn replay_data_batch(
+        entry: &mut ProducerStateEntry,
+        batch: &BatchSummary,
+    ) -> Result<Option<i64>, Error> {
+        let first_offset = batch.first_offset;
+        let open = entry.current_txn_first_offset().is_some();
+        if open && !batch.is_transactional {
+            return Err(Error::InvalidTxnState {
+                producer_id: entry.producer_id(),
+                offset: first_offset,
+            });
+        }
+        entry.add_batch(batch.producer_epoch, BatchMetadata::of_data_batch(batch));
+        if open || !batch.is_transactional {
+            return Ok(None);
+        }
+        entry.open_transaction(first_offset);
+        Ok(Some(first_offset))
     }
 
     fn append_end_txn_marker(

@@ -156,8 +156,8 @@ impl ProducerStateEntry {
             .last()
     }
 
-    /// Whether the older cached batches no longer fit the entry's fixed-width slots and were moved to a boxed
-    /// array (96 more bytes); for memory accounting.
+    /// Whether the older cached batches no longer fit the entry's fixed-width slots and were moved
+    /// to a boxed array (96 more bytes); for memory accounting.
     pub fn has_spilled_batch_metadata(&self) -> bool {
         self.batch_metadata.is_spilled()
     }
@@ -170,6 +170,18 @@ impl ProducerStateEntry {
         self.batch_metadata.clear();
         self.producer_epoch = producer_epoch;
         true
+    }
+
+    /// `addBatch`: a new epoch forgets the cached batches, then `batch` becomes the newest and its
+    /// timestamp the last timestamp.
+    pub(crate) fn add_batch(&mut self, producer_epoch: i16, batch: BatchMetadata) {
+        self.maybe_update_producer_epoch(producer_epoch);
+        self.batch_metadata.push(batch);
+    }
+
+    /// Opens a transaction at `first_offset` (the manager tracks it).
+    pub(crate) fn open_transaction(&mut self, first_offset: i64) {
+        self.current_txn_first_offset = first_offset.max(NONE);
     }
 
     /// Merges an append's result into the stored entry (`update(ProducerStateEntry nextEntry)`): the

@@ -116,6 +116,29 @@ impl ProducerTable {
         self.insert_new(hash, entry);
     }
 
+    /// [`update`](Self::update) with a change that may be refused: `change` must leave the entry as
+    /// it was when it returns an error, and a new producer's entry is then not created.
+    pub(crate) fn try_update<R, E>(
+        &mut self,
+        producer_id: i64,
+        change: impl FnOnce(&mut ProducerStateEntry) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let hash = self.hasher.hash(producer_id);
+        if let Some(entry) = self
+            .entries
+            .find_mut(hash, |e| e.producer_id() == producer_id)
+        {
+            let before = indexed_key(entry);
+            let changed = change(entry)?;
+            self.expiration.resync(entry, before);
+            return Ok(changed);
+        }
+        let mut entry = ProducerStateEntry::empty(producer_id);
+        let changed = change(&mut entry)?;
+        self.insert_new(hash, entry);
+        Ok(changed)
+    }
+
     fn insert_new(&mut self, hash: u64, mut entry: ProducerStateEntry) {
         self.expiration.resync(&mut entry, None);
         let hasher = self.hasher;
