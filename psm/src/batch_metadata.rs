@@ -19,6 +19,7 @@ pub struct BatchMetadata {
 
 impl BatchMetadata {
     /// What a producer's entry keeps of a data batch.
+    #[inline]
     pub(crate) fn of_data_batch(batch: &BatchSummary) -> Self {
         BatchMetadata {
             last_seq: batch.last_sequence,
@@ -30,11 +31,13 @@ impl BatchMetadata {
     }
 
     /// `decrementSequence(lastSeq, offsetDelta)`.
+    #[inline]
     pub fn first_seq(&self) -> i32 {
         decrement_sequence(self.last_seq, self.offset_delta)
     }
 
     /// `lastOffset - offsetDelta`.
+    #[inline]
     pub fn first_offset(&self) -> i64 {
         self.last_offset.wrapping_sub(i64::from(self.offset_delta))
     }

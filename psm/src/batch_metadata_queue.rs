@@ -85,6 +85,7 @@ impl BatchMetadataQueue {
         }
     }
 
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         match &self.older {
             Older::Slots { shape, .. } => usize::from(shape & LEN_MASK),
@@ -92,6 +93,7 @@ impl BatchMetadataQueue {
         }
     }
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -101,6 +103,7 @@ impl BatchMetadataQueue {
         *self = Self::new(self.last_timestamp);
     }
 
+    #[inline]
     pub(crate) fn last_timestamp(&self) -> i64 {
         self.last_timestamp
     }
@@ -152,6 +155,7 @@ impl BatchMetadataQueue {
 
     /// Appends `batch` as the newest, forgetting the oldest when five are already held; the last
     /// timestamp becomes the batch's (`addBatch`).
+    #[inline]
     pub(crate) fn push(&mut self, batch: BatchMetadata) {
         let len = self.len();
         if len > 0 {
@@ -180,6 +184,7 @@ impl BatchMetadataQueue {
 
     /// Moves the current newest batch into the older ones, in front of `newer`: into the ring slot
     /// of the oldest if it fits one, else spilled.
+    #[inline]
     fn push_displaced(&mut self, newer: &BatchMetadata) {
         let displaced = self.newest();
         if let Older::Slots { shape, slots, .. } = &mut self.older {
@@ -200,6 +205,7 @@ impl BatchMetadataQueue {
         batches.older[0] = displaced;
     }
 
+    #[inline]
     fn newest(&self) -> BatchMetadata {
         BatchMetadata {
             last_seq: self.newest_last_seq,
@@ -209,6 +215,7 @@ impl BatchMetadataQueue {
         }
     }
 
+    #[inline]
     fn newest_timestamp(&self) -> i64 {
         match &self.older {
             Older::Slots {
@@ -286,6 +293,7 @@ impl Iterator for NewestFirst<'_> {
 }
 
 /// `older` as a slot against its newer neighbour, if every field fits and decodes back exactly.
+#[inline]
 fn encode(older: &BatchMetadata, newer: &BatchMetadata) -> Option<u64> {
     let offset_gap = newer
         .first_offset()
@@ -321,6 +329,7 @@ fn decode(slot: u64, newer: &BatchMetadata) -> BatchMetadata {
     }
 }
 
+#[inline]
 fn write_slot(slots: &mut [u8; OLDER_CAPACITY * SLOT_BYTES], at: usize, slot: u64) {
     slots[at * SLOT_BYTES..][..SLOT_BYTES].copy_from_slice(&slot.to_le_bytes()[..SLOT_BYTES]);
 }

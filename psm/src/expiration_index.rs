@@ -36,6 +36,7 @@ pub(crate) struct ExpirationIndex {
 }
 
 /// The key `entry` has in the index, from its `expiration_lag` and last timestamp.
+#[inline]
 pub(crate) fn indexed_key(entry: &ProducerStateEntry) -> Option<(i64, i64)> {
     let t = match entry.expiration_lag() {
         NOT_INDEXED => return None,
@@ -47,30 +48,37 @@ pub(crate) fn indexed_key(entry: &ProducerStateEntry) -> Option<(i64, i64)> {
 
 /// The key a newly indexed entry gets: its timestamp rounded down to a step, so later timestamps of the
 /// same producer stay within reach.
+#[inline]
 fn fresh_key(last_timestamp: i64) -> i64 {
     (last_timestamp >> SHIFT) << SHIFT
 }
 
 impl ExpirationIndex {
     /// Brings `entry`'s key in step after a change; `before` is the key it had before the change
-    /// ([`indexed_key`] of the entry as it was).
+    /// ([`indexed_key`] of the entry as it was). Inlined for the usual case, a later timestamp of a
+    /// producer without a transaction that keeps its key.
+    #[inline]
     pub(crate) fn resync(&mut self, entry: &mut ProducerStateEntry, before: Option<(i64, i64)>) {
-        if entry.current_txn_first_offset().is_some() {
-            if let Some(key) = before {
-                self.keys.remove(&key);
-            }
-            entry.set_expiration_lag(NOT_INDEXED);
-            return;
-        }
-        let last_timestamp = entry.last_timestamp();
-        if let Some((t, _)) = before {
-            if let Some(lag) = lag_of(t, last_timestamp) {
+        if let (None, Some((t, _))) = (entry.current_txn_first_offset(), before) {
+            if let Some(lag) = lag_of(t, entry.last_timestamp()) {
                 entry.set_expiration_lag(lag);
                 return;
             }
-            self.keys.remove(&(t, entry.producer_id()));
         }
-        self.insert_fresh(entry, last_timestamp);
+        self.move_key(entry, before);
+    }
+
+    /// [`resync`](Self::resync) when the key has to leave (a transaction opened) or move.
+    #[inline(never)]
+    fn move_key(&mut self, entry: &mut ProducerStateEntry, before: Option<(i64, i64)>) {
+        if let Some(key) = before {
+            self.keys.remove(&key);
+        }
+        if entry.current_txn_first_offset().is_some() {
+            entry.set_expiration_lag(NOT_INDEXED);
+            return;
+        }
+        self.insert_fresh(entry, entry.last_timestamp());
     }
 
     fn insert_fresh(&mut self, entry: &mut ProducerStateEntry, last_timestamp: i64) {
@@ -133,6 +141,7 @@ impl ExpirationIndex {
 }
 
 /// The lag that keeps key `t` for `last_timestamp`, if `t` is still a valid key for it.
+#[inline]
 fn lag_of(t: i64, last_timestamp: i64) -> Option<u16> {
     if t == last_timestamp {
         return Some(if t == fresh_key(t) { 0 } else { EXACT });

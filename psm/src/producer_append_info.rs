@@ -230,6 +230,7 @@ impl ProducerAppendInfo {
     /// [`merge_into`](Self::merge_into), done on the stored `entry` in place: what recovery does for
     /// most batches of a log. Returns the first offset of the transaction the batch opened; on an error
     /// the entry is unchanged.
+    #[inline]
     pub(crate) fn replay_data_batch(
         entry: &mut ProducerStateEntry,
         batch: &BatchSummary,
