@@ -19,6 +19,12 @@ use crate::sequence::{in_sequence, NO_SEQUENCE};
 /// Set by the manager once the transaction index is updated in order.
 const LAST_STABLE_OFFSET_PENDING: i64 = -1;
 
+/// [`ProducerAppendInfo::replay_data_batch`]'s refusal: a non-transactional batch while the
+/// producer's transaction is open ([`Error::InvalidTxnState`]; the caller names the batch). A unit, so
+/// the in-place replay returns in registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TransactionStillOpen;
+
 #[derive(Debug, Clone)]
 pub(crate) struct ProducerAppendInfo {
     producer_id: i64,
@@ -234,21 +240,17 @@ impl ProducerAppendInfo {
     pub(crate) fn replay_data_batch(
         entry: &mut ProducerStateEntry,
         batch: &BatchSummary,
-    ) -> Result<Option<i64>, Error> {
-        let first_offset = batch.first_offset;
+    ) -> Result<Option<i64>, TransactionStillOpen> {
         let open = entry.current_txn_first_offset().is_some();
         if open && !batch.is_transactional {
-            return Err(Error::InvalidTxnState {
-                producer_id: entry.producer_id(),
-                offset: first_offset,
-            });
+            return Err(TransactionStillOpen);
         }
         entry.add_batch(batch.producer_epoch, BatchMetadata::of_data_batch(batch));
         if open || !batch.is_transactional {
             return Ok(None);
         }
-        entry.open_transaction(first_offset);
-        Ok(Some(first_offset))
+        entry.open_transaction(batch.first_offset);
+        Ok(Some(batch.first_offset))
     }
 
     fn append_end_txn_marker(
