@@ -124,18 +124,23 @@ impl ProducerTable {
         change: impl FnOnce(&mut ProducerStateEntry) -> Result<R, E>,
     ) -> Result<R, E> {
         let hash = self.hasher.hash(producer_id);
-        if let Some(entry) = self
+        let mut fresh = None;
+        let found = self
             .entries
-            .find_mut(hash, |e| e.producer_id() == producer_id)
-        {
-            let before = indexed_key(entry);
-            let changed = change(entry)?;
+            .find_mut(hash, |e| e.producer_id() == producer_id);
+        let is_new = found.is_none();
+        // One call site for `change`, so it is inlined: the entry found, or a new one beside.
+        let entry = match found {
+            Some(entry) => entry,
+            None => fresh.insert(ProducerStateEntry::empty(producer_id)),
+        };
+        let before = indexed_key(entry);
+        let changed = change(entry)?;
+        if !is_new {
             self.expiration.resync(entry, before);
-            return Ok(changed);
+        } else if let Some(entry) = fresh {
+            self.insert_new(hash, entry);
         }
-        let mut entry = ProducerStateEntry::empty(producer_id);
-        let changed = change(&mut entry)?;
-        self.insert_new(hash, entry);
         Ok(changed)
     }
 
