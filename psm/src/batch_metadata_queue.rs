@@ -4,22 +4,28 @@
 //!
 //! The newest batch's offsets and sequence are kept whole: sequence checks and snapshots read only them.
 //! Its timestamp is almost always `lastTimestamp` (a data batch sets both); only a later marker moves
-//! `lastTimestamp` away from it, and then the difference is kept in 16 bits. Each older batch is one
-//! fixed-width 7-byte slot, encoded against its newer neighbour:
+//! `lastTimestamp` away from it, and then the difference is kept in 19 bits. Each older batch is one
+//! fixed-width 7-byte slot (56 bits), encoded against its newer neighbour; the three values share 49
+//! bits, each as wide as it needs:
 //!
-//! | bits | value (wrapping differences, each checked to fit) |
+//! | bits | value (wrapping differences) |
 //! |---|---|
-//! | 0..14 | `older.offset_delta` (0 to 16,383) |
-//! | 14..35 | offset gap: `newer.first_offset - 1 - older.last_offset` (below 2^21) |
-//! | 35..56 | time gap: `newer.timestamp - older.timestamp` (below 2^21 ms, about 35 minutes) |
+//! | 0..2 | the width `d` of the offset delta: 4, 8, 16 or 31 bits |
+//! | 2..7 | the width `w` of the offset gap, 0 to 31 bits |
+//! | 7.. (`d` bits) | `older.offset_delta` (0 to 2^31 - 1) |
+//! | next `w` bits | offset gap: `newer.first_offset - 1 - older.last_offset` |
+//! | the other `49 - d - w` bits | time gap: `newer.timestamp - older.timestamp` |
 //! | — | the sequence is not stored: `older.last_seq` must be `newer.first_seq - 1` |
+//!
+//! So 15-record batches 2^24 offsets and 2^20 ms apart (a million producers interleaved) still fit
+//! (4 + 24 + 21 bits), and so do 1,000-record batches with gaps of 2^20 and 2^19.
 //!
 //! The four slots are a ring: a push encodes only the displaced newest batch into the slot of the
 //! oldest, a store of 7 bytes at a fixed place, and nothing else moves. (An earlier form packed the
 //! older batches as varints and re-spliced them on every push: ~390 instructions a batch against ~40.)
-//! A batch that does not fit its slot (a sequence gap, a batch of more than 16,384 records, gaps past
-//! the ranges above, a marker's timestamp more than 32 s off) moves the older batches to a boxed array
-//! ("spilled") until the queue is cleared. Both forms hold exactly the same values; only memory differs.
+//! A batch that does not fit its slot (a sequence gap, a negative delta or gap, gaps too wide together,
+//! a marker's timestamp more than 262 s off) moves the older batches to a boxed array ("spilled") until
+//! the queue is cleared. Both forms hold exactly the same values; only memory differs.
 
 use crate::batch_metadata::BatchMetadata;
 
@@ -28,13 +34,21 @@ pub const NUM_BATCHES_TO_RETAIN: usize = 5;
 
 const OLDER_CAPACITY: usize = NUM_BATCHES_TO_RETAIN - 1;
 const SLOT_BYTES: usize = 7;
-const OFFSET_DELTA_BITS: u32 = 14;
-const GAP_BITS: u32 = 21;
-const _: () = assert!(OFFSET_DELTA_BITS + 2 * GAP_BITS == 8 * SLOT_BYTES as u32);
+/// The widths an older batch's `offset_delta` may take, chosen by 2 bits of the slot.
+const OFFSET_DELTA_WIDTHS: [u32; 4] = [4, 8, 16, 31];
+/// The offset gap's width is stored in 5 bits.
+const MAX_OFFSET_GAP_WIDTH: u32 = 31;
+const HEADER_BITS: u32 = 7;
+/// What the three values share: the time gap takes what the other two leave.
+const PAYLOAD_BITS: u32 = 8 * SLOT_BYTES as u32 - HEADER_BITS;
 /// `shape`: the number of batches (the newest included) in bits 0..3, the ring slot the next displaced
-/// batch goes to in bits 3..5.
+/// batch goes to in bits 3..5, and the top 3 bits of the newest timestamp's 19-bit gap in bits 5..8.
 const LEN_MASK: u8 = 0b111;
 const HEAD_SHIFT: u32 = 3;
+const HEAD_MASK: u8 = 0b11 << HEAD_SHIFT;
+const GAP_HIGH_SHIFT: u32 = 5;
+/// `last_timestamp - newest.timestamp` is kept in 19 bits, two's complement: about ±262 s.
+const TIMESTAMP_GAP_BITS: u32 = 19;
 
 const _: () = assert!(core::mem::size_of::<BatchMetadataQueue>() == 56);
 const _: () = assert!(OLDER_CAPACITY == 4 && NUM_BATCHES_TO_RETAIN <= LEN_MASK as usize);
@@ -55,8 +69,8 @@ enum Older {
     /// The older batches in a ring of fixed-width slots (newest first from `head - 1` backwards).
     Slots {
         shape: u8,
-        /// `last_timestamp - newest.timestamp`.
-        newest_timestamp_gap: i16,
+        /// The low 16 bits of `last_timestamp - newest.timestamp` (the top 3 are in `shape`).
+        gap_low: u16,
         slots: [u8; OLDER_CAPACITY * SLOT_BYTES],
     },
     /// `len` counts every batch, the newest included.
@@ -79,7 +93,7 @@ impl BatchMetadataQueue {
             newest_offset_delta: 0,
             older: Older::Slots {
                 shape: 0,
-                newest_timestamp_gap: 0,
+                gap_low: 0,
                 slots: [0; OLDER_CAPACITY * SLOT_BYTES],
             },
         }
@@ -114,17 +128,18 @@ impl BatchMetadataQueue {
             return;
         }
         if !self.is_empty() {
-            let gap = i16::try_from(last_timestamp.wrapping_sub(self.newest_timestamp()));
-            match (&mut self.older, gap) {
-                (
-                    Older::Slots {
-                        newest_timestamp_gap,
-                        ..
-                    },
-                    Ok(gap),
-                ) => *newest_timestamp_gap = gap,
-                (Older::Slots { .. }, Err(_)) => self.spill(),
-                (Older::Spilled { .. }, _) => {}
+            let gap = last_timestamp.wrapping_sub(self.newest_timestamp());
+            let fits =
+                gap >> (TIMESTAMP_GAP_BITS - 1) == 0 || gap >> (TIMESTAMP_GAP_BITS - 1) == -1;
+            match &mut self.older {
+                Older::Slots { shape, gap_low, .. } if fits => {
+                    let raw = (gap as u32) & ((1 << TIMESTAMP_GAP_BITS) - 1);
+                    *gap_low = raw as u16;
+                    *shape =
+                        (*shape & (LEN_MASK | HEAD_MASK)) | ((raw >> 16) as u8) << GAP_HIGH_SHIFT;
+                }
+                Older::Slots { .. } => self.spill(),
+                Older::Spilled { .. } => {}
             }
         }
         self.last_timestamp = last_timestamp;
@@ -167,13 +182,9 @@ impl BatchMetadataQueue {
         self.last_timestamp = batch.timestamp;
         let new_len = (len + 1).min(NUM_BATCHES_TO_RETAIN) as u8;
         match &mut self.older {
-            Older::Slots {
-                shape,
-                newest_timestamp_gap,
-                ..
-            } => {
-                *shape = (*shape & !LEN_MASK) | new_len;
-                *newest_timestamp_gap = 0;
+            Older::Slots { shape, gap_low, .. } => {
+                *shape = (*shape & HEAD_MASK) | new_len;
+                *gap_low = 0;
             }
             Older::Spilled { len, batches } => {
                 *len = new_len;
@@ -189,10 +200,10 @@ impl BatchMetadataQueue {
         let displaced = self.newest();
         if let Older::Slots { shape, slots, .. } = &mut self.older {
             if let Some(slot) = encode(&displaced, newer) {
-                let head = usize::from(*shape >> HEAD_SHIFT);
+                let head = usize::from((*shape & HEAD_MASK) >> HEAD_SHIFT);
                 write_slot(slots, head, slot);
                 let next_head = ((head + 1) % OLDER_CAPACITY) as u8;
-                *shape = (*shape & LEN_MASK) | (next_head << HEAD_SHIFT);
+                *shape = (*shape & !HEAD_MASK) | (next_head << HEAD_SHIFT);
                 return;
             }
             self.spill();
@@ -218,12 +229,12 @@ impl BatchMetadataQueue {
     #[inline]
     fn newest_timestamp(&self) -> i64 {
         match &self.older {
-            Older::Slots {
-                newest_timestamp_gap,
-                ..
-            } => self
-                .last_timestamp
-                .wrapping_sub(i64::from(*newest_timestamp_gap)),
+            Older::Slots { shape, gap_low, .. } => {
+                let raw = (u32::from(shape >> GAP_HIGH_SHIFT) << 16) | u32::from(*gap_low);
+                let unused = 32 - TIMESTAMP_GAP_BITS;
+                let gap = ((raw << unused) as i32) >> unused;
+                self.last_timestamp.wrapping_sub(i64::from(gap))
+            }
             Older::Spilled { batches, .. } => batches.newest_timestamp,
         }
     }
@@ -234,7 +245,7 @@ impl BatchMetadataQueue {
         let Older::Slots { shape, slots, .. } = &self.older else {
             unreachable!("only called on the slot form");
         };
-        let head = usize::from(*shape >> HEAD_SHIFT);
+        let head = usize::from((*shape & HEAD_MASK) >> HEAD_SHIFT);
         let at = (head + OLDER_CAPACITY - 1 - index) % OLDER_CAPACITY;
         decode(read_slot(slots, at), newer)
     }
@@ -292,32 +303,42 @@ impl Iterator for NewestFirst<'_> {
     }
 }
 
-/// `older` as a slot against its newer neighbour, if every field fits and decodes back exactly.
+/// `older` as a slot against its newer neighbour, if it fits (see the module documentation).
 #[inline]
 fn encode(older: &BatchMetadata, newer: &BatchMetadata) -> Option<u64> {
+    if older.last_seq != newer.first_seq().wrapping_sub(1) {
+        return None;
+    }
     let offset_gap = newer
         .first_offset()
         .wrapping_sub(1)
         .wrapping_sub(older.last_offset) as u64;
     let time_gap = newer.timestamp.wrapping_sub(older.timestamp) as u64;
     let offset_delta = u64::from(older.offset_delta as u32);
-    let consecutive = older.last_seq == newer.first_seq().wrapping_sub(1);
-    let fits = consecutive
-        && offset_delta < 1 << OFFSET_DELTA_BITS
-        && offset_gap < 1 << GAP_BITS
-        && time_gap < 1 << GAP_BITS;
-    fits.then_some(
-        offset_delta
-            | (offset_gap << OFFSET_DELTA_BITS)
-            | (time_gap << (OFFSET_DELTA_BITS + GAP_BITS)),
-    )
+    let delta_class = OFFSET_DELTA_WIDTHS
+        .iter()
+        .position(|&width| bit_width(offset_delta) <= width)?;
+    let delta_width = OFFSET_DELTA_WIDTHS[delta_class];
+    let offset_width = bit_width(offset_gap);
+    if offset_width > MAX_OFFSET_GAP_WIDTH {
+        return None;
+    }
+    let time_width = PAYLOAD_BITS.checked_sub(delta_width + offset_width)?;
+    if bit_width(time_gap) > time_width {
+        return None;
+    }
+    let payload =
+        offset_delta | (offset_gap << delta_width) | (time_gap << (delta_width + offset_width));
+    Some(delta_class as u64 | (u64::from(offset_width) << 2) | (payload << HEADER_BITS))
 }
 
 fn decode(slot: u64, newer: &BatchMetadata) -> BatchMetadata {
-    let field = |shift: u32, bits: u32| (slot >> shift) & ((1 << bits) - 1);
-    let offset_delta = field(0, OFFSET_DELTA_BITS) as i32;
-    let offset_gap = field(OFFSET_DELTA_BITS, GAP_BITS) as i64;
-    let time_gap = field(OFFSET_DELTA_BITS + GAP_BITS, GAP_BITS) as i64;
+    let delta_width = OFFSET_DELTA_WIDTHS[(slot & 0b11) as usize];
+    let offset_width = ((slot >> 2) & 0b1_1111) as u32;
+    let payload = slot >> HEADER_BITS;
+    let offset_delta = (payload & low_bits(delta_width)) as i32;
+    let offset_gap = ((payload >> delta_width) & low_bits(offset_width)) as i64;
+    let time_gap = (payload >> (delta_width + offset_width)) as i64;
     BatchMetadata {
         last_seq: newer.first_seq().wrapping_sub(1),
         last_offset: newer
@@ -327,6 +348,16 @@ fn decode(slot: u64, newer: &BatchMetadata) -> BatchMetadata {
         offset_delta,
         timestamp: newer.timestamp.wrapping_sub(time_gap),
     }
+}
+
+/// How many bits `value` needs (0 for 0).
+fn bit_width(value: u64) -> u32 {
+    u64::BITS - value.leading_zeros()
+}
+
+/// A mask of the `width` low bits (`width` below 64).
+fn low_bits(width: u32) -> u64 {
+    (1 << width) - 1
 }
 
 #[inline]
@@ -458,66 +489,72 @@ mod tests {
 
     #[test]
     fn each_slot_field_is_exact_up_to_its_edge_and_spills_past_it() {
-        // newer: offsets 100..=109, sequences 50..=59, timestamp 10^6.
-        let newer = |ts: i64| batch(59, 109, 9, ts);
-        let base = 1_000_000;
-        let max_gap = (1i64 << GAP_BITS) - 1;
-        let max_delta = (1i32 << OFFSET_DELTA_BITS) - 1;
-        let later = base + 5;
+        // newer: offsets 100..=109, sequences 50..=59, timestamp 10^12.
+        let base = 1_000_000_000_000;
+        let newer = batch(59, 109, 9, base);
+        // An older batch `offset_gap` offsets and `time_gap` ms before `newer`, consecutive in sequence.
+        let older = |offset_delta: i32, offset_gap: i64, time_gap: i64| {
+            batch(49, 99 - offset_gap, offset_delta, base - time_gap)
+        };
         let cases = [
-            ("consecutive", batch(49, 99, 3, base - 7), false),
+            ("close", older(3, 0, 7), false),
             ("sequence gap", batch(48, 99, 3, base - 7), true),
             (
-                "offset gap at the edge",
-                batch(49, 99 - max_gap, 3, base),
-                false,
-            ),
-            ("offset gap past it", batch(49, 98 - max_gap, 3, base), true),
-            ("overlapping offsets", batch(49, 100, 3, base), true),
-            (
-                "time gap at the edge",
-                batch(49, 99, 3, base - max_gap),
+                "offset gap of 31 bits",
+                older(3, (1 << 31) - 1, (1 << 14) - 1),
                 false,
             ),
             (
-                "time gap past it",
-                batch(49, 99, 3, base - max_gap - 1),
+                "then a time gap of 15 bits",
+                older(3, (1 << 31) - 1, 1 << 14),
                 true,
             ),
-            ("timestamp going back", batch(49, 99, 3, base + 1), true),
+            ("offset gap of 32 bits", older(3, 1 << 31, 0), true),
+            ("overlapping offsets", older(3, -1, 0), true),
+            ("time gap of 45 bits", older(3, 0, (1 << 45) - 1), false),
+            ("time gap of 46 bits", older(3, 0, 1 << 45), true),
+            ("timestamp going back", older(3, 0, -1), true),
             (
-                "offset delta at the edge",
-                batch(49, 99, max_delta, base),
+                "offset delta of 31 bits",
+                older(i32::MAX, 0, (1 << 18) - 1),
                 false,
             ),
             (
-                "offset delta past it",
-                batch(49, 99, max_delta + 1, base),
+                "then a time gap of 19 bits",
+                older(i32::MAX, 0, 1 << 18),
                 true,
             ),
-            ("negative offset delta", batch(49, 99, -1, base), true),
+            (
+                "16 bits, 24 and 9",
+                older((1 << 16) - 1, (1 << 24) - 1, (1 << 9) - 1),
+                false,
+            ),
+            (
+                "16 bits, 24 and 10",
+                older((1 << 16) - 1, (1 << 24) - 1, 1 << 9),
+                true,
+            ),
+            (
+                "a million producers",
+                older(14, (1 << 24) - 1, (1 << 21) - 1),
+                false,
+            ),
+            ("negative offset delta", older(-1, 0, 0), true),
         ];
         for (what, older, spills) in cases {
-            assert_eq!(
-                spills_after(older, newer(base), later + 4),
-                spills,
-                "{what}"
-            );
+            assert_eq!(spills_after(older, newer, base + 8), spills, "{what}");
         }
-        // The marker's timestamp against the newest batch's: an i16 of difference.
-        let older = batch(49, 99, 3, base);
+        // The marker's timestamp against the newest batch's: 19 bits of difference.
         let newest_ts = base + 4;
+        let edge = 1 << 18;
         for (gap, spills) in [
-            (32_767, false),
-            (-32_768, false),
-            (32_768, true),
-            (-32_769, true),
+            (edge - 1, false),
+            (-edge, false),
+            (edge, true),
+            (-edge - 1, true),
         ] {
-            assert_eq!(
-                spills_after(older, newer(base), newest_ts + gap),
-                spills,
-                "marker gap {gap}"
-            );
+            let after = spills_after(older(3, 0, 0), newer, newest_ts + gap);
+            assert_eq!(after, spills, "marker gap {gap}");
         }
     }
 
