@@ -18,11 +18,12 @@
 //! | — | the sequence is not stored: `older.last_seq` must be `newer.first_seq - 1` |
 //!
 //! So 15-record batches 2^24 offsets and 2^20 ms apart (a million producers interleaved) still fit
-//! (4 + 24 + 21 bits), and so do 1,000-record batches with gaps of 2^20 and 2^19.
+//! (4 + 24 + 21 bits), and so do 1,000-record batches below 2^17 offsets and 2^16 ms apart (16 + 17 +
+//! 16).
 //!
 //! The four slots are a ring: a push encodes only the displaced newest batch into the slot of the
 //! oldest, a store of 7 bytes at a fixed place, and nothing else moves. (An earlier form packed the
-//! older batches as varints and re-spliced them on every push: ~390 instructions a batch against ~40.)
+//! older batches as varints and re-spliced them on every push: ~390 instructions a batch; ~80 now.)
 //! A batch that does not fit its slot (a sequence gap, a negative delta or gap, gaps too wide together,
 //! a marker's timestamp more than 262 s off) moves the older batches to a boxed array ("spilled") until
 //! the queue is cleared. Both forms hold exactly the same values; only memory differs.
@@ -533,6 +534,11 @@ mod tests {
                 "16 bits, 24 and 10",
                 older((1 << 16) - 1, (1 << 24) - 1, 1 << 9),
                 true,
+            ),
+            (
+                "1,000 records, 17 and 16 bits",
+                older(999, (1 << 17) - 1, (1 << 16) - 1),
+                false,
             ),
             (
                 "a million producers",
