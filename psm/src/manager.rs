@@ -396,8 +396,9 @@ impl ProducerStateManager {
             )
     }
 
-    /// Checks the manager's internal invariants (for tests): the expiration index holds exactly the
-    /// producers without an open transaction, and each open transaction belongs to its producer's entry.
+    /// Checks the manager's internal invariants (for tests): the expiration index holds every producer
+    /// without an open transaction (and keys only of its entries), and each open transaction belongs to
+    /// its producer's entry.
     ///
     /// # Panics
     /// If an invariant is broken.

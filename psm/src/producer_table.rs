@@ -192,6 +192,10 @@ impl ProducerTable {
             if indexed_key(entry) != Some((t, producer_id)) {
                 continue;
             }
+            if entry.current_txn_first_offset().is_some() {
+                self.expiration.drop_key(entry);
+                continue;
+            }
             if is_expired(now_ms, entry.last_timestamp(), expiration_ms) {
                 self.remove(producer_id);
                 removed += 1;
@@ -212,6 +216,10 @@ impl ProducerTable {
                 .entries
                 .find_mut(hash, |e| e.producer_id() == producer_id)
                 .expect("every key of the expiration index belongs to an entry");
+            if entry.current_txn_first_offset().is_some() {
+                self.expiration.drop_key(entry);
+                continue;
+            }
             // The smallest key is a lower bound of every indexed timestamp: exact, it is the oldest.
             if t == entry.last_timestamp() {
                 return self.remove(producer_id);
@@ -225,7 +233,7 @@ impl ProducerTable {
         self.expiration.clear();
     }
 
-    /// Panics unless the index holds exactly the expirable producers.
+    /// Panics unless the index holds every expirable producer, and only keys of its entries.
     pub(crate) fn assert_consistent(&self) {
         self.expiration.assert_consistent(self.iter());
     }
