@@ -1,6 +1,6 @@
-//! The expiration index: the producers without an open transaction, ordered by a lower bound of their
-//! last timestamp, so expiring or evicting costs time proportional to what is removed (plus the keys it
-//! refreshes), while an ordinary append leaves the index alone.
+//! The expiration index: every producer without an open transaction (and some with one), ordered by a
+//! lower bound of their last timestamp, so expiring or evicting costs time proportional to what is
+//! removed (plus the keys it refreshes or drops), while an ordinary append leaves the index alone.
 //!
 //! Every batch moves its producer's last timestamp; keeping the exact `(last_timestamp, producer_id)`
 //! in a B-tree cost a removal and an insertion per batch. Instead each indexed producer has exactly one
@@ -9,14 +9,17 @@
 //!
 //! | `expiration_lag` | the key's `t` |
 //! |---|---|
-//! | [`NOT_INDEXED`] | no key (an open transaction: Kafka never expires it) |
+//! | [`NOT_INDEXED`] | no key (only with an open transaction: Kafka never expires it) |
 //! | [`EXACT`] | `last_timestamp` |
 //! | `lag` below `0x8000` | `((last_timestamp >> SHIFT) - lag) << SHIFT` |
 //!
-//! A later timestamp within reach only changes `lag`; anything else (an earlier timestamp, more than
-//! ~2.3 h later, a transaction opening or ending) moves the key. Readers of the index check each key
-//! they meet against the entry and move a stale one to the exact timestamp, so a key is refreshed at
-//! most once per change of its entry.
+//! A later timestamp within reach only changes `lag`; an earlier timestamp or one more than ~2.3 h later
+//! moves the key. A transaction opening or ending leaves the key where it is: a transactional producer
+//! opens and ends one every few batches, and moving its key each time cost a B-tree removal and
+//! insertion per transaction. Readers of the index check each key they meet against the entry: a
+//! stale key moves to the exact timestamp (so a key is refreshed at most once per change of its entry),
+//! and the key of an entry with an open transaction is dropped until the transaction ends (so each
+//! open transaction is skipped at most once).
 
 use std::collections::BTreeSet;
 
@@ -36,6 +39,7 @@ pub(crate) struct ExpirationIndex {
 }
 
 /// The key `entry` has in the index, from its `expiration_lag` and last timestamp.
+#[inline]
 pub(crate) fn indexed_key(entry: &ProducerStateEntry) -> Option<(i64, i64)> {
     let t = match entry.expiration_lag() {
         NOT_INDEXED => return None,
@@ -47,30 +51,44 @@ pub(crate) fn indexed_key(entry: &ProducerStateEntry) -> Option<(i64, i64)> {
 
 /// The key a newly indexed entry gets: its timestamp rounded down to a step, so later timestamps of the
 /// same producer stay within reach.
+#[inline]
 fn fresh_key(last_timestamp: i64) -> i64 {
     (last_timestamp >> SHIFT) << SHIFT
 }
 
 impl ExpirationIndex {
     /// Brings `entry`'s key in step after a change; `before` is the key it had before the change
-    /// ([`indexed_key`] of the entry as it was).
+    /// ([`indexed_key`] of the entry as it was). Inlined for the usual case, a later timestamp that
+    /// keeps the key, with or without a transaction.
+    #[inline]
     pub(crate) fn resync(&mut self, entry: &mut ProducerStateEntry, before: Option<(i64, i64)>) {
-        if entry.current_txn_first_offset().is_some() {
-            if let Some(key) = before {
-                self.keys.remove(&key);
-            }
-            entry.set_expiration_lag(NOT_INDEXED);
-            return;
-        }
-        let last_timestamp = entry.last_timestamp();
         if let Some((t, _)) = before {
-            if let Some(lag) = lag_of(t, last_timestamp) {
+            if let Some(lag) = lag_of(t, entry.last_timestamp()) {
                 entry.set_expiration_lag(lag);
                 return;
             }
-            self.keys.remove(&(t, entry.producer_id()));
         }
-        self.insert_fresh(entry, last_timestamp);
+        self.move_key(entry, before);
+    }
+
+    /// [`resync`](Self::resync) when the key has to move, or the entry has none.
+    #[inline(never)]
+    fn move_key(&mut self, entry: &mut ProducerStateEntry, before: Option<(i64, i64)>) {
+        if let Some(key) = before {
+            self.keys.remove(&key);
+        }
+        if entry.current_txn_first_offset().is_some() {
+            // It cannot expire before its transaction ends, and then it gets a fresh key.
+            entry.set_expiration_lag(NOT_INDEXED);
+            return;
+        }
+        self.insert_fresh(entry, entry.last_timestamp());
+    }
+
+    /// Drops the key of an entry with an open transaction that a reader met.
+    pub(crate) fn drop_key(&mut self, entry: &mut ProducerStateEntry) {
+        self.remove(entry);
+        entry.set_expiration_lag(NOT_INDEXED);
     }
 
     fn insert_fresh(&mut self, entry: &mut ProducerStateEntry, last_timestamp: i64) {
@@ -106,7 +124,8 @@ impl ExpirationIndex {
         self.keys.clear();
     }
 
-    /// Panics unless the keys are exactly those of `entries`, each within reach of its timestamp.
+    /// Panics unless the keys are exactly those of `entries`, each within reach of its timestamp, and
+    /// every entry without an open transaction has one.
     pub(crate) fn assert_consistent<'a>(
         &self,
         entries: impl Iterator<Item = &'a ProducerStateEntry>,
@@ -114,10 +133,9 @@ impl ExpirationIndex {
         let mut expected = BTreeSet::new();
         for entry in entries {
             let key = indexed_key(entry);
-            assert_eq!(
-                key.is_some(),
-                entry.current_txn_first_offset().is_none(),
-                "an entry is indexed exactly when it has no open transaction: {entry:?}"
+            assert!(
+                key.is_some() || entry.current_txn_first_offset().is_some(),
+                "an entry without an open transaction is indexed: {entry:?}"
             );
             if let Some((t, producer_id)) = key {
                 let last_timestamp = entry.last_timestamp();
@@ -133,6 +151,7 @@ impl ExpirationIndex {
 }
 
 /// The lag that keeps key `t` for `last_timestamp`, if `t` is still a valid key for it.
+#[inline]
 fn lag_of(t: i64, last_timestamp: i64) -> Option<u16> {
     if t == last_timestamp {
         return Some(if t == fresh_key(t) { 0 } else { EXACT });

@@ -6,7 +6,7 @@ use crate::batch::{AppendOrigin, BatchSummary, TransactionVersion};
 use crate::completed_txn::CompletedTxn;
 use crate::error::Error;
 use crate::expiration::is_expired;
-use crate::producer_append_info::ProducerAppendInfo;
+use crate::producer_append_info::{ProducerAppendInfo, TransactionStillOpen};
 use crate::producer_state_entry::ProducerStateEntry;
 use crate::producer_table::ProducerTable;
 use crate::snapshot::SnapshotEntry;
@@ -163,6 +163,7 @@ impl ProducerStateManager {
     /// `[batch]` with [`AppendOrigin::Replication`] followed by [`apply`](Self::apply), without building
     /// the plan (recovery replays every batch of the log this way). Returns the transaction the batch's
     /// marker ended, if any; on an error nothing changed.
+    #[inline]
     pub fn replay(&mut self, batch: &BatchSummary) -> Result<Option<CompletedTxn>, Error> {
         let completed = if batch.has_producer_id() {
             self.replay_producer_batch(batch)?
@@ -180,12 +181,14 @@ impl ProducerStateManager {
     /// Loads `producer_id`'s entry, so that replaying one of its batches soon after finds it in cache:
     /// recovery calls it for the next batch before replaying the current one, and the memory access
     /// overlaps that work. Changes nothing.
+    #[inline]
     pub fn prefetch(&self, producer_id: i64) {
         if let Some(entry) = self.producers.get(producer_id) {
             std::hint::black_box(entry.producer_epoch());
         }
     }
 
+    #[inline]
     fn replay_producer_batch(
         &mut self,
         batch: &BatchSummary,
@@ -194,6 +197,39 @@ impl ProducerStateManager {
             batch.first_offset >= 0,
             "batches reach the producer state with the offsets the log assigned: {batch:?}"
         );
+        if batch.control.is_none() {
+            self.replay_data_batch(batch)?;
+            return Ok(None);
+        }
+        self.replay_control_batch(batch)
+    }
+
+    /// Most batches: no transaction can end here, and the stored entry changes in place (one probe,
+    /// no `ProducerAppendInfo`).
+    #[inline]
+    fn replay_data_batch(&mut self, batch: &BatchSummary) -> Result<(), Error> {
+        let opened = self
+            .producers
+            .try_update(batch.producer_id, |entry| {
+                ProducerAppendInfo::replay_data_batch(entry, batch)
+            })
+            .map_err(|TransactionStillOpen| Error::InvalidTxnState {
+                producer_id: batch.producer_id,
+                offset: batch.first_offset,
+            })?;
+        if let Some(first_offset) = opened {
+            self.transactions.start(first_offset, batch.producer_id);
+        }
+        Ok(())
+    }
+
+    /// A marker (or an empty control batch), through `ProducerAppendInfo` as an append would go; out of
+    /// line, so the data batches' path stays small.
+    #[inline(never)]
+    fn replay_control_batch(
+        &mut self,
+        batch: &BatchSummary,
+    ) -> Result<Option<CompletedTxn>, Error> {
         let stored = self.producers.get_with_bucket(batch.producer_id);
         let mut info = ProducerAppendInfo::new(
             batch.producer_id,
@@ -201,12 +237,6 @@ impl ProducerStateManager {
             AppendOrigin::Replication,
             TransactionVersion::UNKNOWN,
         );
-        if batch.control.is_none() {
-            // Most batches: no transaction can end here, so no `Option<CompletedTxn>` to pass around.
-            info.append_data_batch(batch)?;
-            self.update_producer(&info);
-            return Ok(None);
-        }
         let completed = info.append(batch)?;
         self.update_producer(&info);
         Ok(completed.map(|txn| {
@@ -366,8 +396,9 @@ impl ProducerStateManager {
             )
     }
 
-    /// Checks the manager's internal invariants (for tests): the expiration index holds exactly the
-    /// producers without an open transaction, and each open transaction belongs to its producer's entry.
+    /// Checks the manager's internal invariants (for tests): the expiration index holds every producer
+    /// without an open transaction (and keys only of its entries), and each open transaction belongs to
+    /// its producer's entry.
     ///
     /// # Panics
     /// If an invariant is broken.

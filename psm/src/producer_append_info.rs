@@ -19,6 +19,12 @@ use crate::sequence::{in_sequence, NO_SEQUENCE};
 /// Set by the manager once the transaction index is updated in order.
 const LAST_STABLE_OFFSET_PENDING: i64 = -1;
 
+/// [`ProducerAppendInfo::replay_data_batch`]'s refusal: a non-transactional batch while the
+/// producer's transaction is open ([`Error::InvalidTxnState`]; the caller names the batch). A unit, so
+/// the in-place replay returns in registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TransactionStillOpen;
+
 #[derive(Debug, Clone)]
 pub(crate) struct ProducerAppendInfo {
     producer_id: i64,
@@ -207,14 +213,8 @@ impl ProducerAppendInfo {
         if self.origin == AppendOrigin::Client {
             self.check_sequence(batch.producer_epoch, batch.first_sequence, first_offset)?;
         }
-        let metadata = BatchMetadata {
-            last_seq: batch.last_sequence,
-            last_offset: batch.last_offset,
-            // Java's `(int) (lastOffset - firstOffset)`.
-            offset_delta: batch.last_offset.wrapping_sub(first_offset) as i32,
-            timestamp: batch.max_timestamp,
-        };
-        self.updated.add_batch(batch.producer_epoch, metadata);
+        self.updated
+            .add_batch(batch.producer_epoch, BatchMetadata::of_data_batch(batch));
         match (
             self.updated.current_txn_first_offset(),
             batch.is_transactional,
@@ -229,6 +229,28 @@ impl ProducerAppendInfo {
             }
             _ => Ok(()),
         }
+    }
+
+    /// [`append_data_batch`](Self::append_data_batch) of one batch as a replica appends it
+    /// ([`AppendOrigin::Replication`]: no epoch or sequence check) followed by
+    /// [`merge_into`](Self::merge_into), done on the stored `entry` in place: what recovery does for
+    /// most batches of a log. Returns the first offset of the transaction the batch opened; on an error
+    /// the entry is unchanged.
+    #[inline]
+    pub(crate) fn replay_data_batch(
+        entry: &mut ProducerStateEntry,
+        batch: &BatchSummary,
+    ) -> Result<Option<i64>, TransactionStillOpen> {
+        let open = entry.current_txn_first_offset().is_some();
+        if open && !batch.is_transactional {
+            return Err(TransactionStillOpen);
+        }
+        entry.add_batch(batch.producer_epoch, BatchMetadata::of_data_batch(batch));
+        if open || !batch.is_transactional {
+            return Ok(None);
+        }
+        entry.open_transaction(batch.first_offset);
+        Ok(Some(batch.first_offset))
     }
 
     fn append_end_txn_marker(

@@ -57,19 +57,23 @@ impl ProducerStateEntry {
     }
 
     /// The producer id.
+    #[inline]
     pub fn producer_id(&self) -> i64 {
         self.producer_id
     }
 
+    #[inline]
     pub(crate) fn expiration_lag(&self) -> u16 {
         self.expiration_lag
     }
 
+    #[inline]
     pub(crate) fn set_expiration_lag(&mut self, lag: u16) {
         self.expiration_lag = lag;
     }
 
     /// The producer's current epoch.
+    #[inline]
     pub fn producer_epoch(&self) -> i16 {
         self.producer_epoch
     }
@@ -80,11 +84,13 @@ impl ProducerStateEntry {
     }
 
     /// The max timestamp of the last data batch, or the timestamp of the last marker.
+    #[inline]
     pub fn last_timestamp(&self) -> i64 {
         self.batch_metadata.last_timestamp()
     }
 
     /// The first offset of the open transaction, if one is open.
+    #[inline]
     pub fn current_txn_first_offset(&self) -> Option<i64> {
         (self.current_txn_first_offset >= 0).then_some(self.current_txn_first_offset)
     }
@@ -156,13 +162,14 @@ impl ProducerStateEntry {
             .last()
     }
 
-    /// Whether the older cached batches no longer fit the entry's packed bytes and were moved to a boxed
-    /// array (96 more bytes); for memory accounting.
+    /// Whether the older cached batches no longer fit the entry's fixed-width slots and were moved
+    /// to a boxed array (96 more bytes); for memory accounting.
     pub fn has_spilled_batch_metadata(&self) -> bool {
         self.batch_metadata.is_spilled()
     }
 
     /// A new epoch forgets the cached batches (`maybeUpdateProducerEpoch`).
+    #[inline]
     pub(crate) fn maybe_update_producer_epoch(&mut self, producer_epoch: i16) -> bool {
         if self.producer_epoch == producer_epoch {
             return false;
@@ -170,6 +177,20 @@ impl ProducerStateEntry {
         self.batch_metadata.clear();
         self.producer_epoch = producer_epoch;
         true
+    }
+
+    /// `addBatch`: a new epoch forgets the cached batches, then `batch` becomes the newest and its
+    /// timestamp the last timestamp.
+    #[inline]
+    pub(crate) fn add_batch(&mut self, producer_epoch: i16, batch: BatchMetadata) {
+        self.maybe_update_producer_epoch(producer_epoch);
+        self.batch_metadata.push(batch);
+    }
+
+    /// Opens a transaction at `first_offset` (the manager tracks it).
+    #[inline]
+    pub(crate) fn open_transaction(&mut self, first_offset: i64) {
+        self.current_txn_first_offset = first_offset.max(NONE);
     }
 
     /// Merges an append's result into the stored entry (`update(ProducerStateEntry nextEntry)`): the

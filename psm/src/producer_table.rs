@@ -116,6 +116,34 @@ impl ProducerTable {
         self.insert_new(hash, entry);
     }
 
+    /// [`update`](Self::update) with a change that may be refused: `change` must leave the entry as
+    /// it was when it returns an error, and a new producer's entry is then not created.
+    pub(crate) fn try_update<R, E>(
+        &mut self,
+        producer_id: i64,
+        change: impl FnOnce(&mut ProducerStateEntry) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let hash = self.hasher.hash(producer_id);
+        let mut fresh = None;
+        let found = self
+            .entries
+            .find_mut(hash, |e| e.producer_id() == producer_id);
+        let is_new = found.is_none();
+        // One call site for `change`, so it is inlined: the entry found, or a new one beside.
+        let entry = match found {
+            Some(entry) => entry,
+            None => fresh.insert(ProducerStateEntry::empty(producer_id)),
+        };
+        let before = indexed_key(entry);
+        let changed = change(entry)?;
+        if !is_new {
+            self.expiration.resync(entry, before);
+        } else if let Some(entry) = fresh {
+            self.insert_new(hash, entry);
+        }
+        Ok(changed)
+    }
+
     fn insert_new(&mut self, hash: u64, mut entry: ProducerStateEntry) {
         self.expiration.resync(&mut entry, None);
         let hasher = self.hasher;
@@ -164,6 +192,10 @@ impl ProducerTable {
             if indexed_key(entry) != Some((t, producer_id)) {
                 continue;
             }
+            if entry.current_txn_first_offset().is_some() {
+                self.expiration.drop_key(entry);
+                continue;
+            }
             if is_expired(now_ms, entry.last_timestamp(), expiration_ms) {
                 self.remove(producer_id);
                 removed += 1;
@@ -184,6 +216,10 @@ impl ProducerTable {
                 .entries
                 .find_mut(hash, |e| e.producer_id() == producer_id)
                 .expect("every key of the expiration index belongs to an entry");
+            if entry.current_txn_first_offset().is_some() {
+                self.expiration.drop_key(entry);
+                continue;
+            }
             // The smallest key is a lower bound of every indexed timestamp: exact, it is the oldest.
             if t == entry.last_timestamp() {
                 return self.remove(producer_id);
@@ -197,7 +233,7 @@ impl ProducerTable {
         self.expiration.clear();
     }
 
-    /// Panics unless the index holds exactly the expirable producers.
+    /// Panics unless the index holds every expirable producer, and only keys of its entries.
     pub(crate) fn assert_consistent(&self) {
         self.expiration.assert_consistent(self.iter());
     }

@@ -19,6 +19,7 @@ pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
 }
 
 /// `sequence - decrement`, wrapping below 0 to `i32::MAX` (`DefaultRecordBatch.decrementSequence`).
+#[inline]
 pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
     if sequence < decrement {
         i32::MAX

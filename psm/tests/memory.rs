@@ -10,7 +10,7 @@
 //!   about half full when timestamps grow: about 34 bytes.
 //!
 //! The set doubles when it is 7/8 full, so at other counts its share lies between about 93 and 185
-//! bytes; a producer whose older batches do not fit the packed bytes adds a 104-byte box.
+//! bytes; a producer whose older batches do not fit the fixed-width slots adds a 104-byte box.
 //!
 //! This file is the only place with `unsafe`: a global allocator has to be an `unsafe impl`.
 
@@ -117,7 +117,7 @@ fn heap_bytes_per_producer() {
     assert_eq!(burst_spilled, 0);
     assert_eq!(
         round_robin_spilled, 0,
-        "offset and time gaps of 2e5 still fit the packed bytes"
+        "offset and time gaps of 2e5 still fit the slots"
     );
     for (scenario, bytes) in [
         ("one batch", one_batch),
