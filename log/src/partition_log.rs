@@ -2309,7 +2309,8 @@ impl PartitionLog {
     }
 
     /// Writes a synced producer snapshot at the log end unless one is there (Kafka's `takeSnapshot` at the
-    /// end of loading). Returns whether a file was written.
+    /// end of loading); its directory entry becomes durable with the next flush. Returns whether a file
+    /// was written.
     pub fn take_snapshot(&self) -> Result<bool, Error> {
         self.writable("taking a producer snapshot")?;
         let _writer = self.writer();
@@ -2319,7 +2320,10 @@ impl PartitionLog {
         }
         let bytes = klog_psm::encode_snapshot(&self.psm().snapshot());
         snapshots::write_snapshot(self.storage.as_ref(), &self.dir, leo, &bytes)?;
-        self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        // The file is synced; its directory entry is made durable by the next flush, before the recovery
+        // point moves, as for the snapshots taken at rolls. A crash before it loses at most this derived
+        // file (the next open replays the batches instead), and Kafka syncs no directory here either.
+        self.dir_dirty.store(true, Ordering::Release);
         Ok(true)
     }
 

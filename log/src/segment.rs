@@ -124,8 +124,127 @@ struct State {
 
 /// Bytes read at a time by `find_offset_by_timestamp`; doubled for a batch larger than this.
 const TIMESTAMP_SEARCH_CHUNK: u64 = 64 << 10;
-/// Bytes read at a time by `recover` (one buffer, reused: it stays in the CPU cache).
+/// Bytes read at a time by `recover` through `pread` (one buffer, reused: it stays in the CPU cache).
 const RECOVER_CHUNK: u64 = 1 << 20;
+/// Bytes mapped at a time by `recover` when the `.log` is a real file. A map costs a page-table entry per
+/// page where a `pread` copies the page: the copy was ~90% of an unclean open (BENCHMARKS.md). Large
+/// enough that the map and unmap calls are noise, small enough to keep what an open maps bounded.
+const RECOVER_WINDOW: u64 = 16 << 20;
+
+/// What a recovery pass over one segment has found so far.
+struct RecoveryPass {
+    /// Bytes of the whole valid batches from the segment's start.
+    valid: u64,
+    epochs: Vec<(i32, i64)>,
+    next_offset: i64,
+    corruption: Option<Corruption>,
+}
+
+impl RecoveryPass {
+    fn new(base_offset: i64) -> Self {
+        RecoveryPass {
+            valid: 0,
+            epochs: Vec::new(),
+            next_offset: base_offset,
+            corruption: None,
+        }
+    }
+
+    /// Counts a checked batch.
+    fn take(&mut self, batch: &crate::format::AnyBatch<'_>) {
+        if let crate::format::AnyBatch::V2(b) = batch {
+            if b.partition_leader_epoch() >= 0 {
+                self.epochs
+                    .push((b.partition_leader_epoch(), b.base_offset()));
+            }
+        }
+        self.next_offset = batch.last_offset() + 1;
+        self.valid += batch.size_in_bytes() as u64;
+    }
+}
+
+/// `tail` with its bytes counted to the end of the file: the iterator counts to the end of the bytes it
+/// was given, which for a corrupt batch depends on how much of the file the pass had read or mapped.
+fn to_file_end(tail: Tail, size: u64) -> Tail {
+    match tail {
+        Tail::Clean => Tail::Clean,
+        Tail::Partial { position, .. } => Tail::Partial {
+            position,
+            bytes: size - position,
+        },
+        Tail::ZeroFilled { position, .. } => Tail::ZeroFilled {
+            position,
+            bytes: size - position,
+        },
+        Tail::Corrupt { position, .. } => Tail::Corrupt {
+            position,
+            bytes: size - position,
+        },
+    }
+}
+
+/// `[start, end)` of `file` mapped read-only with every page populated. `MADV_POPULATE_READ` reads what is
+/// not cached and fails with the I/O error, where touching an unreadable page of a map raises SIGBUS.
+#[cfg(target_os = "linux")]
+fn map_populated(file: &std::fs::File, start: u64, end: u64) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: recovery runs while the partition is opened, before any reader or writer can reach it,
+    // with the log directory's lock held (no other klog process writes it), and the map is dropped
+    // before the pass cuts the file: nothing shrinks the file under the map.
+    let map = unsafe {
+        memmap2::MmapOptions::new()
+            .offset(start)
+            .len((end - start) as usize)
+            .map(file)
+    }?;
+    map.advise(memmap2::Advice::PopulateRead)?;
+    Ok(map)
+}
+
+/// Starts reading `[position, position + len)` of `file` into the page cache unless its first page is
+/// cached already (a 1-byte `RWF_NOWAIT` read says so without waiting): on a warm cache the pass then
+/// pays one syscall per window, not a page-cache lookup per page. Advice only: errors are ignored.
+#[cfg(target_os = "linux")]
+fn read_ahead_if_cold(file: &std::fs::File, position: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    let mut byte = 0u8;
+    let iov = libc::iovec {
+        iov_base: (&mut byte as *mut u8).cast(),
+        iov_len: 1,
+    };
+    // SAFETY: `iov` points at one writable byte that outlives the call; `fd` is open.
+    let n = unsafe { libc::preadv2(fd, &iov, 1, position as libc::off_t, libc::RWF_NOWAIT) };
+    if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN) {
+        // SAFETY: plain advice on an open descriptor; no memory is passed.
+        unsafe {
+            libc::posix_fadvise(
+                fd,
+                position as libc::off_t,
+                len as libc::off_t,
+                libc::POSIX_FADV_WILLNEED,
+            )
+        };
+    }
+}
+
+/// Whether this kernel has `MADV_POPULATE_READ` (Linux 5.14+); without it recovery reads through `pread`,
+/// never through a map whose unreadable page would raise SIGBUS.
+#[cfg(target_os = "linux")]
+fn populate_supported() -> bool {
+    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUPPORTED.get_or_init(|| {
+        memmap2::MmapOptions::new()
+            .len(4096)
+            .map_anon()
+            .and_then(|m| m.advise(memmap2::Advice::PopulateRead))
+            .is_ok()
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn populate_supported() -> bool {
+    false
+}
 /// Kafka's `LogSegment`: one `.log` and its `.index`, `.timeindex` and `.txnindex`.
 pub struct LogSegment {
     base_offset: i64,
@@ -831,18 +950,45 @@ impl LogSegment {
         // entry is placed as if the segment had just been created).
         let bytes_since_last_index_entry =
             std::mem::replace(&mut state.bytes_since_last_index_entry, 0);
-        let mut valid = 0u64;
-        let mut epochs = Vec::new();
-        let mut next_offset = self.base_offset;
-        let mut corruption = None;
-        // One streaming pass in `RECOVER_CHUNK` reads into one reused buffer: `buf` holds the file's bytes
-        // from `buf_start`; a batch cut by a read stays in it (the iterator ends with a `Tail`, not an
-        // error) and is completed by the next read. The last read decides the segment's tail.
-        // `buf[..filled]` is live; the buffer is zeroed only when it grows (a batch larger than a chunk),
-        // not on every read.
+        let mut pass = RecoveryPass::new(self.base_offset);
+        let tail = match self.mappable_log(size)? {
+            Some(file) => self.recover_mapped(&file, size, &mut state, &mut pass, on_batch)?,
+            None => self.recover_read(buf, size, &mut state, &mut pass, on_batch)?,
+        };
+        let tail = to_file_end(tail, size);
+        drop(state);
+        // Any window map of the pass is gone by now: the cut may shrink the file in place.
+        self.cut(pass.valid, size)?;
+        let mut state = self.state();
+        let (ts, off) = state.max_timestamp_so_far.expect("set above");
+        state.time_index.maybe_append(ts, off, true)?;
+        state.bytes_since_last_index_entry = bytes_since_last_index_entry;
+        Ok(SegmentRecovery {
+            valid_bytes: pass.valid,
+            truncated_bytes: size - pass.valid,
+            tail,
+            corruption: pass.corruption,
+            epochs: pass.epochs,
+            next_offset: pass.next_offset,
+        })
+    }
+
+    /// The recovery pass through `pread`s (storage that cannot be mapped: simulated, read-only, a direct
+    /// write path's file): `RECOVER_CHUNK` reads into one reused buffer. `buf` holds the file's bytes from
+    /// `buf_start`; a batch cut by a read stays in it (the iterator ends with a `Tail`, not an error) and
+    /// is completed by the next read. The last read decides the segment's tail. `buf[..filled]` is live;
+    /// the buffer is zeroed only when it grows (a batch larger than a chunk), not on every read.
+    fn recover_read(
+        &self,
+        buf: &mut Vec<u8>,
+        size: u64,
+        state: &mut State,
+        pass: &mut RecoveryPass,
+        on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
+    ) -> Result<Tail, Error> {
         let mut filled = 0usize;
         let (mut buf_start, mut read_to) = (0u64, 0u64);
-        let tail = loop {
+        loop {
             let want = RECOVER_CHUNK.min(size - read_to) as usize;
             if buf.len() < filled + want {
                 buf.resize(filled + want, 0);
@@ -854,63 +1000,124 @@ impl LogSegment {
             filled += n;
             read_to += n as u64;
             let at_end = n == 0 || read_to >= size;
-            let mut batches = Batches::at(&buf[..filled], buf_start);
-            for batch in batches.by_ref() {
-                let batch = match batch {
-                    Ok(b) => b,
-                    Err(Error::CorruptBatch { reason, .. }) => {
-                        corruption = Some(reason);
-                        break;
-                    }
-                    Err(e) => return Err(e),
-                };
-                let (first, last) = (batch.base_offset(), batch.last_offset());
-                // `last` may have wrapped (a corrupt delta) or be i64::MAX (no offset left for the log end).
-                let relative = last.checked_sub(self.base_offset);
-                if relative.is_none_or(|r| r > i32::MAX as i64)
-                    || first < self.base_offset
-                    || last < first
-                    || last == i64::MAX
-                {
-                    corruption = Some(Corruption::OffsetOverflow {
-                        segment_base: self.base_offset,
-                        first,
-                        last,
-                    });
-                    break;
-                }
-                self.index_batch(&mut state, &batch)?;
-                on_batch(&batch);
-                if let crate::format::AnyBatch::V2(b) = &batch {
-                    if b.partition_leader_epoch() >= 0 {
-                        epochs.push((b.partition_leader_epoch(), b.base_offset()));
-                    }
-                }
-                next_offset = last + 1;
-                valid += batch.size_in_bytes() as u64;
+            let (position, tail) =
+                self.check_batches(state, pass, &buf[..filled], buf_start, on_batch)?;
+            if pass.corruption.is_some() || at_end {
+                return Ok(tail.unwrap_or(Tail::Clean));
             }
-            if corruption.is_some() || at_end {
-                break batches.tail().unwrap_or(Tail::Clean);
-            }
-            let consumed = (batches.position() - buf_start) as usize;
+            let consumed = (position - buf_start) as usize;
             buf.copy_within(consumed..filled, 0);
             filled -= consumed;
             buf_start += consumed as u64;
+        }
+    }
+
+    /// The `.log` opened for mapping when the pass can read it through maps: a real file, not empty, on a
+    /// kernel that populates a map with an error instead of a SIGBUS (Linux 5.14+).
+    fn mappable_log(&self, size: u64) -> Result<Option<std::fs::File>, Error> {
+        let log = self.log_file();
+        let Some(path) = log.os_path().filter(|_| size > 0 && populate_supported()) else {
+            return Ok(None);
         };
-        drop(state);
-        self.cut(valid, size)?;
-        let mut state = self.state();
-        let (ts, off) = state.max_timestamp_so_far.expect("set above");
-        state.time_index.maybe_append(ts, off, true)?;
-        state.bytes_since_last_index_entry = bytes_since_last_index_entry;
-        Ok(SegmentRecovery {
-            valid_bytes: valid,
-            truncated_bytes: size - valid,
-            tail,
-            corruption,
-            epochs,
-            next_offset,
-        })
+        Ok(Some(std::fs::File::open(path).at(path)?))
+    }
+
+    /// The recovery pass through maps: each `RECOVER_WINDOW` of the file is mapped, its pages populated in
+    /// one call, checked in place and unmapped, so nothing is copied and at most a window (or one batch
+    /// larger than it) is mapped at once. While a window is checked, the next one is read ahead if it is
+    /// not cached (a cold page cache: the disk works while the CRC runs).
+    #[cfg(target_os = "linux")]
+    fn recover_mapped(
+        &self,
+        file: &std::fs::File,
+        size: u64,
+        state: &mut State,
+        pass: &mut RecoveryPass,
+        on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
+    ) -> Result<Tail, Error> {
+        let path = self.log_path_of();
+        let (mut start, mut len) = (0u64, RECOVER_WINDOW);
+        loop {
+            let end = start.saturating_add(len).min(size);
+            let window = map_populated(file, start, end).at(&path)?;
+            let at_end = end >= size;
+            if !at_end {
+                read_ahead_if_cold(file, end, RECOVER_WINDOW.min(size - end));
+            }
+            let (position, tail) = self.check_batches(state, pass, &window, start, on_batch)?;
+            drop(window);
+            if pass.corruption.is_some() || at_end {
+                return Ok(tail.unwrap_or(Tail::Clean));
+            }
+            // No whole batch in the window: one batch is larger than it, so map more of it.
+            len = if position == start {
+                len.saturating_mul(2)
+            } else {
+                RECOVER_WINDOW
+            };
+            start = position;
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn recover_mapped(
+        &self,
+        _file: &std::fs::File,
+        size: u64,
+        state: &mut State,
+        pass: &mut RecoveryPass,
+        on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
+    ) -> Result<Tail, Error> {
+        self.recover_read(&mut Vec::new(), size, state, pass, on_batch)
+    }
+
+    /// Checks the batches of `bytes` (the file's bytes from `start`) into `pass`, indexing each and handing
+    /// it to `on_batch`, until the bytes end or a check fails (`pass.corruption`). Returns the position
+    /// after the last whole batch taken and how the bytes ended.
+    fn check_batches(
+        &self,
+        state: &mut State,
+        pass: &mut RecoveryPass,
+        bytes: &[u8],
+        start: u64,
+        on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
+    ) -> Result<(u64, Option<Tail>), Error> {
+        let mut batches = Batches::at(bytes, start);
+        for batch in batches.by_ref() {
+            let batch = match batch {
+                Ok(b) => b,
+                Err(Error::CorruptBatch { reason, .. }) => {
+                    pass.corruption = Some(reason);
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            if let Some(c) = self.offset_overflow(&batch) {
+                pass.corruption = Some(c);
+                break;
+            }
+            self.index_batch(state, &batch)?;
+            on_batch(&batch);
+            pass.take(&batch);
+        }
+        Ok((batches.position(), batches.tail()))
+    }
+
+    /// The batch's offsets as a check: they must lie in this segment (relative offsets fit an `i32`) and
+    /// leave an offset for the log end.
+    fn offset_overflow(&self, batch: &crate::format::AnyBatch<'_>) -> Option<Corruption> {
+        let (first, last) = (batch.base_offset(), batch.last_offset());
+        // `last` may have wrapped (a corrupt delta) or be i64::MAX (no offset left for the log end).
+        let relative = last.checked_sub(self.base_offset);
+        (relative.is_none_or(|r| r > i32::MAX as i64)
+            || first < self.base_offset
+            || last < first
+            || last == i64::MAX)
+            .then_some(Corruption::OffsetOverflow {
+                segment_base: self.base_offset,
+                first,
+                last,
+            })
     }
 
     fn cut(&self, valid: u64, size: u64) -> Result<(), Error> {

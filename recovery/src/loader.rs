@@ -2,7 +2,8 @@
 //! `RecoveryReport`. One partition's failure (an error, or a bug that panics) is reported for that
 //! partition and never stops the others. Partitions load on up to `threads` threads at once (Kafka's
 //! `num.recovery.threads.per.data.dir`, default 1): each partition is independent, so a log directory's
-//! recovery is as parallel as its partitions.
+//! recovery is as parallel as its partitions, and the partitions with the most segments start first so
+//! that a large one does not run alone at the end.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -164,10 +165,10 @@ impl LogLoader {
         Ok((log_dir, outcomes))
     }
 
-    /// Loads `names` of `log_dir` on up to `threads` threads; the outcomes come back in the order of
-    /// `names`. `stop` is asked before each partition starts (one in progress always finishes): the
-    /// partitions never started are absent from the result. `done` is told each partition that finished
-    /// (from the thread that loaded it), for progress.
+    /// Loads `names` of `log_dir` on up to `threads` threads, those with the most segments first; the
+    /// outcomes come back in the order of `names`. `stop` is asked before each partition starts (one in
+    /// progress always finishes): the partitions never started are absent from the result. `done` is told
+    /// each partition that finished (from the thread that loaded it), for progress.
     pub fn load_partitions(
         &self,
         log_dir: &LogDir,
@@ -176,6 +177,7 @@ impl LogLoader {
         stop: &(dyn Fn() -> bool + Sync),
         done: &(dyn Fn(&str) + Sync),
     ) -> Vec<PartitionOutcome> {
+        let order = self.largest_first(log_dir.root(), names);
         let next = AtomicUsize::new(0);
         let slots: Mutex<Vec<Option<PartitionOutcome>>> =
             Mutex::new(names.iter().map(|_| None).collect());
@@ -183,10 +185,10 @@ impl LogLoader {
             if stop() {
                 return;
             }
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(name) = names.get(i) else {
+            let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
                 return;
             };
+            let name = &names[i];
             let result = self.load_partition_isolated(log_dir, name, take_snapshots);
             if let Err(e) = &result {
                 tracing::error!(partition = %name, error = %e, "partition failed to load; the others go on");
@@ -210,6 +212,27 @@ impl LogLoader {
             .into_iter()
             .flatten()
             .collect()
+    }
+
+    /// The order the partitions of `names` start in (indexes into it): most segments first, ties in the
+    /// names' order. The segment count stands for the work (files to open, bytes to rescan); a large
+    /// partition started last would run alone on one thread after the others finished. One listing per
+    /// partition, and only when the threads have partitions to choose from.
+    fn largest_first(&self, root: &Path, names: &[String]) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..names.len()).collect();
+        if self.threads > 1 && names.len() > self.threads {
+            let segments: Vec<usize> = names
+                .iter()
+                .map(|name| {
+                    self.storage.list(&root.join(name)).map_or(0, |files| {
+                        files.iter().filter(|f| f.ends_with(".log")).count()
+                    })
+                })
+                .collect();
+            // Stable: equal counts keep the names' order.
+            order.sort_by_key(|&i| std::cmp::Reverse(segments[i]));
+        }
+        order
     }
 
     /// The partition directories under `root`, sorted ([`partition_dir_names`]: a directory whose name

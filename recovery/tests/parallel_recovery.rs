@@ -257,3 +257,42 @@ fn a_failing_partition_is_its_own_with_several_threads() {
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert_eq!(failed[0].0, "not a partition-x");
 }
+
+#[test]
+fn the_partitions_with_the_most_segments_start_first() {
+    let root = temp_dir("parallel-largest-first");
+    build(&root);
+    // `p-6` gets five times the segments of the others: it is started first, not when its name comes up
+    // (last but one), where it would run alone after the others finished.
+    let storage: Arc<dyn Storage> = Arc::new(StdStorage);
+    let mut log_dir = LogDir::open(storage.clone(), &root).unwrap();
+    let (log, _) = log_dir.open_partition("p-6", config()).unwrap();
+    for i in 30..150i64 {
+        let mut b = BatchBuilder::new(Compression::None)
+            .base_offset(i)
+            .partition_leader_epoch(0);
+        b.append(1_700_000_000_000 + i, Some(b"k"), Some(&[b'g'; 700]), &[])
+            .unwrap();
+        log.append_as_follower(&b.build().unwrap()).unwrap();
+    }
+    log_dir.close_partition(log).unwrap();
+    log_dir.close().unwrap();
+    let loader = LogLoader::new(storage.clone(), config()).with_threads(2);
+    let log_dir = LogDir::open(storage, &root).unwrap();
+    let names = loader.partition_names(&root).unwrap();
+    // Two partitions may start, one per thread; the rest never do.
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let stop = || asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 2;
+    let outcomes = loader.load_partitions(&log_dir, &names, false, &stop, &|_| {});
+    let started: Vec<&str> = outcomes.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        started,
+        ["p-0", "p-6"],
+        "p-6 (most segments), then p-0 (first name)"
+    );
+    for (_, outcome) in outcomes {
+        let (log, report) = outcome.unwrap();
+        assert!(report.truncated.is_empty() || report.partition == "p-3");
+        log.close().unwrap();
+    }
+}
