@@ -87,13 +87,9 @@ pub fn validate(
     let mut batches = Vec::new();
     // Reused by every compressed batch of the set; an uncompressed set never allocates it.
     let mut scratch = Vec::new();
-    let mut it = Batches::new(bytes).without_crc();
+    let mut it = Batches::new(bytes);
     for batch in it.by_ref() {
         let batch = batch.map_err(|e| reject(KafkaError::CorruptMessage, e.to_string()))?;
-        let walked = walk_before_crc(&batch, origin);
-        batch
-            .verify_crc()
-            .map_err(|e| reject(KafkaError::CorruptMessage, e.to_string()))?;
         let summary = summarize(&batch);
         if summary.size > config.max_message_bytes as usize {
             return Err(reject(
@@ -114,15 +110,9 @@ pub fn validate(
             ));
         }
         let mut summary = summary;
-        if let Some(records_max) = check_origin(
-            &batch,
-            &summary,
-            origin,
-            config,
-            now_ms,
-            &mut scratch,
-            walked,
-        )? {
+        if let Some(records_max) =
+            check_origin(&batch, &summary, origin, config, now_ms, &mut scratch)?
+        {
             // Kafka's `setMaxTimestamp(CREATE_TIME, maxBatchTimestamp)`: the leader stamps it.
             summary.max_timestamp = records_max;
         }
@@ -178,25 +168,6 @@ pub fn validate(
     })
 }
 
-/// The records of an uncompressed leader batch, walked before its CRC is checked; the result is used only
-/// once the CRC has passed, where Kafka walks them, so every error stays the one Kafka gives (a batch that
-/// fails its CRC is CORRUPT_MESSAGE whatever its records hold). Why this order: the batch usually comes
-/// in cold, and the CRC-32C, which streams through memory far faster than the walk, waited on the cache
-/// misses alone (it ran at a third of its in-cache speed); the walk, bound by its instructions, leaves
-/// the hardware prefetcher time to bring the next lines in, and the CRC then reads cached bytes. The walk
-/// is safe on any bytes: it reads within the batch and stops at its end.
-fn walk_before_crc(
-    batch: &AnyBatch<'_>,
-    origin: AppendOrigin,
-) -> Option<Result<RecordsWalk, Corruption>> {
-    let AnyBatch::V2(b) = batch else {
-        return None;
-    };
-    let uncompressed = matches!(b.compression(), Ok(Compression::None));
-    (origin != AppendOrigin::Replication && uncompressed)
-        .then(|| walk_records(b.records_payload(), b.records_count(), b.base_timestamp()))
-}
-
 fn summarize(batch: &AnyBatch<'_>) -> BatchSummary {
     let (records_count, ple, is_control, magic) = match batch {
         AnyBatch::V2(b) => (
@@ -227,7 +198,6 @@ fn check_origin(
     config: &LogConfig,
     now_ms: i64,
     scratch: &mut Vec<u8>,
-    walked: Option<Result<RecordsWalk, Corruption>>,
 ) -> Result<Option<i64>, Error> {
     if origin == AppendOrigin::Replication {
         return Ok(None);
@@ -243,7 +213,7 @@ fn check_origin(
         check_client_batch(b, at)?;
     }
     check_offsets_match_count(b, at)?;
-    let walk = walk_batch(b, at, config, scratch, walked)?;
+    let walk = walk_batch(b, at, config, scratch)?;
     if let Some((index, delta)) = walk.offset_delta_gap {
         // Kafka rebuilds such a batch; klog assigns offsets in place, so the deltas must be 0..n-1.
         return Err(reject(
@@ -315,34 +285,13 @@ fn check_offsets_match_count(b: &RecordBatch<'_>, at: usize) -> Result<(), Error
     Ok(())
 }
 
-/// Every record walked in place (inflated first, within [`inflation_limit`], if compressed), or the
-/// walk [`walk_before_crc`] made.
+/// Every record walked in place (inflated first, within [`inflation_limit`], if compressed).
 fn walk_batch(
     b: &RecordBatch<'_>,
     at: usize,
     config: &LogConfig,
     scratch: &mut Vec<u8>,
-    walked: Option<Result<RecordsWalk, Corruption>>,
 ) -> Result<RecordsWalk, Error> {
-    let walked = match walked {
-        Some(walked) => walked,
-        None => inflate_and_walk(b, at, config, scratch)?,
-    };
-    // Kafka's `DefaultRecord.readFrom` and the batch iterator throw `InvalidRecordException`.
-    walked.map_err(|reason| {
-        reject(
-            KafkaError::InvalidRecord,
-            format!("batch at {at}: {reason}"),
-        )
-    })
-}
-
-fn inflate_and_walk(
-    b: &RecordBatch<'_>,
-    at: usize,
-    config: &LogConfig,
-    scratch: &mut Vec<u8>,
-) -> Result<Result<RecordsWalk, Corruption>, Error> {
     let codec = b
         .compression()
         .map_err(|e| reject(KafkaError::CorruptMessage, e.to_string()))?;
@@ -356,7 +305,13 @@ fn inflate_and_walk(
             scratch.as_slice()
         }
     };
-    Ok(walk_records(data, b.records_count(), b.base_timestamp()))
+    // Kafka's `DefaultRecord.readFrom` and the batch iterator throw `InvalidRecordException`.
+    walk_records(data, b.records_count(), b.base_timestamp()).map_err(|reason| {
+        reject(
+            KafkaError::InvalidRecord,
+            format!("batch at {at}: {reason}"),
+        )
+    })
 }
 
 fn inflate_error(reason: Corruption, at: usize) -> Error {

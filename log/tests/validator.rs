@@ -692,7 +692,8 @@ fn the_max_timestamp_is_set_to_the_records_maximum() {
 
 /// Kafka checks a batch's CRC before it reads a record (`UnifiedLog.analyzeAndValidateRecords` calls
 /// `ensureValid` before `LogValidator` iterates): a batch that fails its CRC is CORRUPT_MESSAGE whatever
-/// else is wrong with it, even though klog walks an uncompressed batch's records before its CRC.
+/// else is wrong with it. (Guards any reordering of the two for speed: walking first was measured, on
+/// branch `append-100b`, and did not pay.)
 #[test]
 fn a_batch_failing_its_crc_is_corrupt_message_even_if_its_records_are_malformed() {
     let mut shape = Shape::for_records(3);

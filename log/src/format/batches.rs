@@ -60,15 +60,6 @@ impl<'a> AnyBatch<'a> {
         }
     }
 
-    /// Checks its CRC (CRC-32C of a v2 batch, CRC-32 of a legacy message), for an iteration
-    /// [`without_crc`](Batches::without_crc) that checks it later.
-    pub fn verify_crc(&self) -> Result<(), Error> {
-        match self {
-            AnyBatch::V2(b) => b.verify_crc(),
-            AnyBatch::Legacy(e) => e.verify_crc(),
-        }
-    }
-
     /// The max timestamp (-1 for magic 0).
     pub fn max_timestamp(&self) -> i64 {
         match self {

@@ -55,21 +55,15 @@ impl<'a> LegacyEntry<'a> {
     /// Parses and validates the entry at the start of `buf`; returns it and the rest.
     pub fn parse(buf: &'a [u8], position: u64) -> Result<(Self, &'a [u8]), Error> {
         let (entry, rest) = Self::parse_unchecked_crc(buf, position)?;
-        entry.verify_crc()?;
-        Ok((entry, rest))
-    }
-
-    /// Recomputes the CRC-32 over `magic..end` and compares it with the stored one.
-    pub fn verify_crc(&self) -> Result<(), Error> {
-        let computed = self.compute_crc();
-        if computed != self.crc {
+        let computed = entry.compute_crc();
+        if computed != entry.crc {
             let reason = Corruption::Crc {
-                stored: self.crc,
+                stored: entry.crc,
                 computed,
             };
-            return Err(Error::corrupt(self.position(), reason));
+            return Err(Error::corrupt(position, reason));
         }
-        Ok(())
+        Ok((entry, rest))
     }
 
     /// CRC-32 over `magic..end`.
