@@ -203,13 +203,7 @@ pub fn walk_records(
         }
         let (end, offset_delta, timestamp_delta) = match skip_record_fast(data, position) {
             Some(record) => record,
-            // The precise path names the check that failed (and is the reference the fast path follows).
-            None => {
-                let mut cursor = Cursor::new(&data[position..]);
-                let (offset_delta, timestamp_delta) = skip_record(&mut cursor)
-                    .map_err(|reason| Corruption::Record { index, reason })?;
-                (position + cursor.position(), offset_delta, timestamp_delta)
-            }
+            None => skip_record_precise(data, position, index)?,
         };
         position = end;
         if offset_delta != index as i32 {
@@ -232,6 +226,23 @@ pub fn walk_records(
         });
     }
     Ok(walk)
+}
+
+/// The precise path, for a record the fast path refused: it names the check that failed (and is the
+/// reference the fast path follows), or skips a record the fast path does not take (a length of three
+/// varint bytes or more). Out of line: inlined, its cursor took the registers of the walk's loop, which
+/// then kept the data pointer and the timestamp bounds on the stack.
+#[cold]
+#[inline(never)]
+fn skip_record_precise(
+    data: &[u8],
+    position: usize,
+    index: u32,
+) -> Result<(usize, i32, i64), Corruption> {
+    let mut cursor = Cursor::new(&data[position..]);
+    let (offset_delta, timestamp_delta) =
+        skip_record(&mut cursor).map_err(|reason| Corruption::Record { index, reason })?;
+    Ok((position + cursor.position(), offset_delta, timestamp_delta))
 }
 
 /// The first gap in the offset deltas is the one reported.
