@@ -305,19 +305,23 @@ fn skip_record_fast(data: &[u8], position: usize) -> Option<(usize, i32, i64)> {
 /// two-byte varints (lengths below 8 KiB, offset deltas below 8192) take the inline path.
 #[inline(always)]
 fn varint(buf: &[u8], p: usize) -> Option<(i32, usize)> {
-    let first = *buf.get(p)? as u32;
-    let (raw, next) = if first < 0x80 {
-        (first, p + 1)
-    } else {
-        let second = *buf.get(p + 1)? as u32;
-        if second < 0x80 {
-            ((first & 0x7f) | (second << 7), p + 2)
-        } else {
-            let raw = unsigned_varlong(buf, p, 5)?;
-            (raw.0 as u32, raw.1)
-        }
-    };
+    let (raw, next) = zigzag_varint(buf, p)?;
     Some((((raw >> 1) as i32) ^ -((raw & 1) as i32), next))
+}
+
+/// The undecoded (zigzag) bits of the varint at `p`, and the position after it.
+#[inline(always)]
+fn zigzag_varint(buf: &[u8], p: usize) -> Option<(u32, usize)> {
+    let first = *buf.get(p)? as u32;
+    if first < 0x80 {
+        return Some((first, p + 1));
+    }
+    let second = *buf.get(p + 1)? as u32;
+    if second < 0x80 {
+        return Some(((first & 0x7f) | (second << 7), p + 2));
+    }
+    let (raw, next) = unsigned_varlong(buf, p, 5)?;
+    Some((raw as u32, next))
 }
 
 /// A zigzag varlong at `p` within `buf`, and the position after it (`Cursor::read_varlong`).
@@ -357,11 +361,13 @@ fn unsigned_varlong(buf: &[u8], p: usize, max_bytes: u32) -> Option<(u64, usize)
 /// Skips a varint length and that many bytes (-1: null) within `buf`; other negatives fail.
 #[inline(always)]
 fn skip_nullable(buf: &[u8], p: usize) -> Option<usize> {
-    let (len, p) = varint(buf, p)?;
-    if len == -1 {
-        return Some(p);
+    // Read on the zigzag bits, without decoding: 1 is -1 (null), any other odd value is below -1, and an
+    // even value is twice the length.
+    let (raw, p) = zigzag_varint(buf, p)?;
+    if raw & 1 != 0 {
+        return (raw == 1).then_some(p);
     }
-    let end = p.checked_add(usize::try_from(len).ok()?)?;
+    let end = p.checked_add((raw >> 1) as usize)?;
     (end <= buf.len()).then_some(end)
 }
 
