@@ -12,6 +12,7 @@ mod control;
 mod header;
 mod legacy;
 mod record;
+mod record_layout;
 pub mod varint;
 
 pub use batch::{RecordBatch, RecordBatchMut};

@@ -4,6 +4,7 @@
 //! key (varint length, -1 = null), value (likewise), header count varint, headers. The body must be exactly
 //! `length` bytes; header keys are never null.
 
+use super::record_layout::RecordLayout;
 use super::varint::Cursor;
 use super::{increment_sequence, NO_SEQUENCE};
 use crate::{Corruption, Error, RecordCorruption};
@@ -174,6 +175,9 @@ pub struct RecordsWalk {
     pub latest: Option<(u32, i64)>,
 }
 
+/// How many record layouts one walk learns before it stops checking records against the last one.
+const LAYOUTS_LEARNED: u32 = 4;
+
 /// Walks the `declared` records in `data` with the checks of `DefaultRecord.readFrom` and of the batch's
 /// record iterator: each body exactly its declared length, key and value lengths of at least -1, header
 /// counts of at least 0 and within the body, header keys of at least 0 bytes and values of at least -1,
@@ -194,6 +198,9 @@ pub fn walk_records(
     // (index, timestamp); index u32::MAX until a record with a timestamp is seen.
     let (mut earliest, mut latest) = ((u32::MAX, i64::MAX), (u32::MAX, i64::MIN));
     let mut position = 0usize;
+    // The layout of the last record the full walk took, while it keeps paying: a batch whose records
+    // vary in size stops learning after LAYOUTS_LEARNED records.
+    let (mut layout, mut learned) = (None::<RecordLayout>, 0u32);
     for index in 0..declared as u32 {
         if position == data.len() {
             return Err(Corruption::MissingRecords {
@@ -201,14 +208,23 @@ pub fn walk_records(
                 found: index,
             });
         }
-        let (end, offset_delta, timestamp_delta) = match skip_record_fast(data, position) {
-            Some(record) => record,
-            // The precise path names the check that failed (and is the reference the fast path follows).
+        let same_layout = layout
+            .as_ref()
+            .and_then(|l| l.matches(data, position, index));
+        let (end, offset_delta, timestamp_delta) = match same_layout {
+            Some((end, timestamp_delta)) => (end, index as i32, timestamp_delta),
             None => {
-                let mut cursor = Cursor::new(&data[position..]);
-                let (offset_delta, timestamp_delta) = skip_record(&mut cursor)
-                    .map_err(|reason| Corruption::Record { index, reason })?;
-                (position + cursor.position(), offset_delta, timestamp_delta)
+                let record = match skip_record_fast(data, position) {
+                    Some(record) => record,
+                    None => skip_record_precise(data, position, index)?,
+                };
+                layout = (learned < LAYOUTS_LEARNED)
+                    .then(|| {
+                        learned += 1;
+                        RecordLayout::learn(&data[position..record.0])
+                    })
+                    .flatten();
+                record
             }
         };
         position = end;
@@ -232,6 +248,23 @@ pub fn walk_records(
         });
     }
     Ok(walk)
+}
+
+/// The precise path, for a record the fast path refused: it names the check that failed (and is the
+/// reference the fast path follows), or skips a record the fast path does not take (a length of three
+/// varint bytes or more). Out of line: inlined, its cursor took the registers of the walk's loop, which
+/// then kept the data pointer and the timestamp bounds on the stack.
+#[cold]
+#[inline(never)]
+fn skip_record_precise(
+    data: &[u8],
+    position: usize,
+    index: u32,
+) -> Result<(usize, i32, i64), Corruption> {
+    let mut cursor = Cursor::new(&data[position..]);
+    let (offset_delta, timestamp_delta) =
+        skip_record(&mut cursor).map_err(|reason| Corruption::Record { index, reason })?;
+    Ok((position + cursor.position(), offset_delta, timestamp_delta))
 }
 
 /// The first gap in the offset deltas is the one reported.
@@ -294,19 +327,23 @@ fn skip_record_fast(data: &[u8], position: usize) -> Option<(usize, i32, i64)> {
 /// two-byte varints (lengths below 8 KiB, offset deltas below 8192) take the inline path.
 #[inline(always)]
 fn varint(buf: &[u8], p: usize) -> Option<(i32, usize)> {
-    let first = *buf.get(p)? as u32;
-    let (raw, next) = if first < 0x80 {
-        (first, p + 1)
-    } else {
-        let second = *buf.get(p + 1)? as u32;
-        if second < 0x80 {
-            ((first & 0x7f) | (second << 7), p + 2)
-        } else {
-            let raw = unsigned_varlong(buf, p, 5)?;
-            (raw.0 as u32, raw.1)
-        }
-    };
+    let (raw, next) = zigzag_varint(buf, p)?;
     Some((((raw >> 1) as i32) ^ -((raw & 1) as i32), next))
+}
+
+/// The undecoded (zigzag) bits of the varint at `p`, and the position after it.
+#[inline(always)]
+fn zigzag_varint(buf: &[u8], p: usize) -> Option<(u32, usize)> {
+    let first = *buf.get(p)? as u32;
+    if first < 0x80 {
+        return Some((first, p + 1));
+    }
+    let second = *buf.get(p + 1)? as u32;
+    if second < 0x80 {
+        return Some(((first & 0x7f) | (second << 7), p + 2));
+    }
+    let (raw, next) = unsigned_varlong(buf, p, 5)?;
+    Some((raw as u32, next))
 }
 
 /// A zigzag varlong at `p` within `buf`, and the position after it (`Cursor::read_varlong`).
@@ -346,11 +383,13 @@ fn unsigned_varlong(buf: &[u8], p: usize, max_bytes: u32) -> Option<(u64, usize)
 /// Skips a varint length and that many bytes (-1: null) within `buf`; other negatives fail.
 #[inline(always)]
 fn skip_nullable(buf: &[u8], p: usize) -> Option<usize> {
-    let (len, p) = varint(buf, p)?;
-    if len == -1 {
-        return Some(p);
+    // Read on the zigzag bits, without decoding: 1 is -1 (null), any other odd value is below -1, and an
+    // even value is twice the length.
+    let (raw, p) = zigzag_varint(buf, p)?;
+    if raw & 1 != 0 {
+        return (raw == 1).then_some(p);
     }
-    let end = p.checked_add(usize::try_from(len).ok()?)?;
+    let end = p.checked_add((raw >> 1) as usize)?;
     (end <= buf.len()).then_some(end)
 }
 
@@ -520,7 +559,84 @@ mod tests {
         ));
     }
 
+    /// The walk as the precise path alone makes it, record by record: the reference for the fast paths.
+    fn walk_precisely(
+        data: &[u8],
+        declared: i32,
+        base_timestamp: i64,
+    ) -> Result<RecordsWalk, Corruption> {
+        let mut walk = RecordsWalk {
+            offset_delta_gap: None,
+            earliest: None,
+            latest: None,
+        };
+        let mut position = 0;
+        for index in 0..declared.max(0) as u32 {
+            if position == data.len() {
+                return Err(Corruption::MissingRecords {
+                    declared,
+                    found: index,
+                });
+            }
+            let (end, offset_delta, timestamp_delta) = skip_record_precise(data, position, index)?;
+            position = end;
+            if offset_delta != index as i32 && walk.offset_delta_gap.is_none() {
+                walk.offset_delta_gap = Some((index, offset_delta));
+            }
+            let t = base_timestamp.wrapping_add(timestamp_delta);
+            if t != crate::format::NO_TIMESTAMP {
+                if walk.earliest.is_none_or(|(_, e)| t < e) {
+                    walk.earliest = Some((index, t));
+                }
+                if walk.latest.is_none_or(|(_, l)| t > l) {
+                    walk.latest = Some((index, t));
+                }
+            }
+        }
+        if position != data.len() {
+            return Err(Corruption::TrailingBytes {
+                bytes: (data.len() - position) as u64,
+            });
+        }
+        Ok(walk)
+    }
+
+    /// `n` records without headers, all of one size (what the walk's layout check takes), with
+    /// timestamps `step` ms apart (a step of 2 or more makes two-byte deltas after a while).
+    fn same_size_records(n: i64, value_bytes: usize, step: i64) -> Vec<u8> {
+        let mut b = BatchBuilder::new(Compression::None);
+        let value = vec![7u8; value_bytes];
+        for i in 0..n {
+            let key = format!("k{i:07}");
+            b.append(1000 + i * step, Some(key.as_bytes()), Some(&value), &[])
+                .unwrap();
+        }
+        b.build().unwrap()[crate::format::RECORD_BATCH_OVERHEAD..].to_vec()
+    }
+
     proptest! {
+        /// On batches of same-sized records (the layout check's case: offset deltas past 63 and timestamp
+        /// deltas past 63 take two bytes), mutated or cut, the walk answers exactly as the precise path
+        /// record by record: the same gap, bounds and error.
+        #[test]
+        fn the_walk_of_same_sized_records_agrees_with_the_precise_path(
+            n in 60i64..70,
+            value_bytes in prop_oneof![Just(0usize), Just(5), Just(100), Just(200)],
+            step in 0i64..3,
+            flips in proptest::collection::vec((0usize..20_000, any::<u8>()), 0..3),
+            cut in 0usize..3,
+            declared_off in -2i32..3,
+        ) {
+            let mut data = same_size_records(n, value_bytes, step);
+            for (at, byte) in flips {
+                let at = at % data.len();
+                data[at] = byte;
+            }
+            data.truncate(data.len() - cut);
+            let declared = n as i32 + declared_off;
+            prop_assert_eq!(walk_records(&data, declared, 1000), walk_precisely(&data, declared, 1000));
+        }
+
         /// The validator's walk and the reader's iterator accept exactly the same bytes: what a leader
         /// admits, klog can read back.
         #[test]
