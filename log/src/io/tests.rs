@@ -622,3 +622,49 @@ fn concurrent_syncs_of_one_direct_file_each_cover_their_own_writes() {
     let disk = read_file(&sim, &path).unwrap().unwrap();
     assert!(disk[..expected.len()] == expected[..]);
 }
+
+/// Group commit with flushes overlapping (one gathering and writing while another syncs): every flush
+/// returns with the recovery point at or past its offset, the recovery point never moves back, and a
+/// crash after the appenders stop keeps every batch any flush covered.
+#[test]
+fn overlapping_flushes_of_one_log_claim_only_what_is_durable() {
+    use crate::format::{BatchBuilder, Compression};
+    use crate::partition_log::{OpenOptions, PartitionLog};
+    use std::sync::atomic::Ordering;
+    let sim = SimStorage::new(17).with_direct_writes();
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let dir = Path::new("/overlap/t-0");
+    let config = crate::config::LogConfig::default();
+    let (log, _) =
+        PartitionLog::open(storage.clone(), dir, config.clone(), OpenOptions::default()).unwrap();
+    let flushed = std::sync::atomic::AtomicI64::new(0);
+    std::thread::scope(|s| {
+        for t in 0..8u8 {
+            let (log, flushed) = (&log, &flushed);
+            s.spawn(move || {
+                for i in 0..25u8 {
+                    let mut b = BatchBuilder::new(Compression::None);
+                    b.append(0, None, Some(&pattern(3000, t ^ i)), &[]).unwrap();
+                    let info = log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+                    let before = log.recovery_point();
+                    log.flush(info.last_offset + 1).unwrap();
+                    let after = log.recovery_point();
+                    assert!(after > info.last_offset, "the flush covers its append");
+                    assert!(after >= before, "the recovery point never moves back");
+                    flushed.fetch_max(info.last_offset + 1, Ordering::AcqRel);
+                }
+            });
+        }
+    });
+    let flushed = flushed.load(Ordering::Acquire);
+    assert_eq!(flushed, 200);
+    drop(log);
+    sim.crash(true);
+    let options = OpenOptions {
+        recovery_point: flushed,
+        log_start_offset: 0,
+        clean_shutdown: false,
+    };
+    let (log, _) = PartitionLog::open(storage, dir, config, options).unwrap();
+    assert_eq!(log.log_end_offset(), flushed, "every flushed batch survives");
+}
