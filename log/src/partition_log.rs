@@ -348,7 +348,11 @@ impl FlushTurn<'_> {
     /// The group is gathered and this flush covers up to `target`: the next flush may start while this
     /// one syncs, and callers `target` covers wait for this one.
     fn syncing(&mut self, target: i64) {
-        let mut state = self.log.flush_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self
+            .log
+            .flush_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         state.running = false;
         state.syncing.push(target);
         self.target = Some(target);
@@ -359,7 +363,11 @@ impl FlushTurn<'_> {
 
 impl Drop for FlushTurn<'_> {
     fn drop(&mut self) {
-        let mut state = self.log.flush_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self
+            .log
+            .flush_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         match self.target {
             None => state.running = false,
             Some(target) => {

@@ -372,12 +372,20 @@ impl<D: ChunkDevice> TailFile<D> {
                 for position in (from..to).step_by(FILL_PIECE) {
                     let n = (to - position).min(FILL_PIECE as u64) as usize;
                     let bytes = &zeros()[..n];
-                    writes.push(ChunkWrite { dev, position, bytes });
+                    writes.push(ChunkWrite {
+                        dev,
+                        position,
+                        bytes,
+                    });
                     owner.push(k);
                 }
             }
             for (position, bytes) in p.snapshot.iter().flat_map(Snapshot::pieces) {
-                writes.push(ChunkWrite { dev, position, bytes });
+                writes.push(ChunkWrite {
+                    dev,
+                    position,
+                    bytes,
+                });
                 owner.push(k);
             }
         }
@@ -662,7 +670,10 @@ mod tests {
         append(&mut t, 3000);
         t.written(8000);
         t.synced(&first);
-        assert_eq!(t.durable_end, 5000, "the first sync covers the first write only");
+        assert_eq!(
+            t.durable_end, 5000,
+            "the first sync covers the first write only"
+        );
         let second = t.ticket().expect("the second write is not synced yet");
         t.synced(&second);
         assert_eq!(t.durable_end, 8000);

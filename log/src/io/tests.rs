@@ -585,7 +585,10 @@ fn a_crash_keeps_every_synced_byte_whatever_unsynced_writes_land() {
             .count();
         outcomes.insert(kept == 0);
         for (i, (&a, &b)) in rest.iter().zip(spilled.iter()).enumerate().skip(kept) {
-            assert!(a == 0 || a == b, "seed {seed}: byte {i} past the sync is {a}");
+            assert!(
+                a == 0 || a == b,
+                "seed {seed}: byte {i} past the sync is {a}"
+            );
         }
     }
     assert_eq!(
@@ -666,5 +669,9 @@ fn overlapping_flushes_of_one_log_claim_only_what_is_durable() {
         clean_shutdown: false,
     };
     let (log, _) = PartitionLog::open(storage, dir, config, options).unwrap();
-    assert_eq!(log.log_end_offset(), flushed, "every flushed batch survives");
+    assert_eq!(
+        log.log_end_offset(),
+        flushed,
+        "every flushed batch survives"
+    );
 }
