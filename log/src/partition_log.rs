@@ -278,9 +278,12 @@ pub struct PartitionLog {
     psm: Mutex<ProducerStateManager>,
     /// Producer snapshots taken at rolls, written by the next flush (off the append path).
     pending_snapshots: Mutex<Vec<(i64, Vec<u8>)>>,
-    /// Whether a flush is running; callers whose offset it will not cover wait on `flush_done`.
+    /// Which flushes are under way; callers wait on `flush_done` for the one that covers them, or for
+    /// the one gathering to finish gathering.
     flush_lock: Mutex<FlushState>,
     flush_done: Condvar,
+    /// Held by a flush while it writes the pending snapshots and syncs the directory.
+    flush_files: Mutex<()>,
     /// Appends between their entry and their publication (group commit waits for them, bounded).
     appends_in_progress: AtomicUsize,
     appends_started: std::sync::atomic::AtomicU64,
@@ -313,7 +316,13 @@ impl std::fmt::Debug for PartitionLog {
 /// Who is flushing and who waits for it (under `flush_lock`).
 #[derive(Debug, Default)]
 struct FlushState {
+    /// A flush is gathering its group and reading its target: one at a time (the group is what it
+    /// gathers).
     running: bool,
+    /// The targets of the flushes past that point, whose syncs are under way: a caller whose offset one
+    /// of them covers waits for it; any other may start the next flush at once, so the next group is
+    /// written while this one's device flush runs.
+    syncing: Vec<i64>,
     /// Callers asleep on `flush_done`.
     waiting: usize,
     /// Callers woken by the last flush that have not yet rechecked: those it covered return and, as a
@@ -323,20 +332,56 @@ struct FlushState {
     released: u64,
     /// `appends_started` when the last flush ended.
     appends_started_at_release: u64,
+    /// Flushes ended so far: a waiter woken by a flush that only finished gathering is not one the
+    /// last flush released.
+    ended: u64,
 }
 
-/// The running flush: when it ends (or unwinds), the next caller may flush and every waiter rechecks.
-struct FlushTurn<'a>(&'a PartitionLog);
+/// A flush under way: gathering (`target` None), then syncing up to `target`. When it ends (or
+/// unwinds), every waiter rechecks.
+struct FlushTurn<'a> {
+    log: &'a PartitionLog,
+    target: Option<i64>,
+}
+
+impl FlushTurn<'_> {
+    /// The group is gathered and this flush covers up to `target`: the next flush may start while this
+    /// one syncs, and callers `target` covers wait for this one.
+    fn syncing(&mut self, target: i64) {
+        let mut state = self
+            .log
+            .flush_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        state.running = false;
+        state.syncing.push(target);
+        self.target = Some(target);
+        drop(state);
+        self.log.flush_done.notify_all();
+    }
+}
 
 impl Drop for FlushTurn<'_> {
     fn drop(&mut self) {
-        let mut state = self.0.flush_lock.lock().unwrap_or_else(|e| e.into_inner());
-        state.running = false;
+        let mut state = self
+            .log
+            .flush_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match self.target {
+            None => state.running = false,
+            Some(target) => {
+                if let Some(i) = state.syncing.iter().position(|&t| t == target) {
+                    state.syncing.swap_remove(i);
+                }
+            }
+        }
         state.rechecking = state.waiting;
         state.released = 1;
-        state.appends_started_at_release = self.0.appends_started.load(Ordering::Acquire);
+        state.ended += 1;
+        state.appends_started_at_release = self.log.appends_started.load(Ordering::Acquire);
         drop(state);
-        self.0.flush_done.notify_all();
+        self.log.flush_done.notify_all();
     }
 }
 
@@ -508,6 +553,7 @@ impl PartitionLog {
             pending_snapshots: Mutex::new(Vec::new()),
             flush_lock: Mutex::new(FlushState::default()),
             flush_done: Condvar::new(),
+            flush_files: Mutex::new(()),
             appends_in_progress: AtomicUsize::new(0),
             appends_started: std::sync::atomic::AtomicU64::new(0),
             // Entries created before this open (by an earlier process) may not be durable yet.
@@ -1320,20 +1366,25 @@ impl PartitionLog {
         if self.recovery_point() >= offset {
             return Ok(());
         }
-        // One flusher at a time. The others sleep until it is done and are all woken at once: those it
-        // covered return together, instead of taking the lock one after the other.
+        // One flush gathers at a time; the others sleep until it has gathered or ended and are all woken
+        // at once: those it covers wait for its sync and return together, instead of taking the lock one
+        // after the other; one it does not cover starts the next flush while this one syncs.
         let mut flushing = self.flush_lock.lock().expect("flush lock poisoned");
         loop {
             if self.recovery_point() >= offset {
                 return Ok(());
             }
-            if !flushing.running {
+            let covered = flushing.syncing.iter().any(|&t| t >= offset);
+            if !flushing.running && !covered {
                 break;
             }
             flushing.waiting += 1;
+            let ended = flushing.ended;
             flushing = self.flush_done.wait(flushing).expect("flush lock poisoned");
             flushing.waiting -= 1;
-            flushing.rechecking = flushing.rechecking.saturating_sub(1);
+            if flushing.ended != ended {
+                flushing.rechecking = flushing.rechecking.saturating_sub(1);
+            }
             if self.recovery_point() >= offset {
                 flushing.released += 1;
                 return Ok(());
@@ -1341,9 +1392,14 @@ impl PartitionLog {
         }
         flushing.running = true;
         drop(flushing);
-        let _turn = FlushTurn(self);
+        let mut turn = FlushTurn {
+            log: self,
+            target: None,
+        };
         self.gather_appends();
-        self.flush_covering_log_end()
+        let target = self.log_end_offset();
+        turn.syncing(target);
+        self.flush_covering(target)
     }
 
     /// Group commit: before syncing, let the appenders the last flush released come back and the appends
@@ -1374,9 +1430,10 @@ impl PartitionLog {
         }
     }
 
-    /// The flush itself: everything up to the log end offset of when it starts.
-    fn flush_covering_log_end(&self) -> Result<(), Error> {
-        let target = self.log_end_offset();
+    /// The flush itself: everything up to `target` (the log end offset of when it started), and what
+    /// was appended since. Two may run at once (one writing while the other's sync runs): each moves the
+    /// recovery point only to its own target, and only once its own syncs covered it.
+    fn flush_covering(&self, target: i64) -> Result<(), Error> {
         let from = self.recovery_point();
         for seg in self.segment_list() {
             let next_base = self
@@ -1393,6 +1450,9 @@ impl PartitionLog {
             }
             seg.flush()?;
         }
+        // Held until the snapshots and the directory are synced: a flush running beside this one must not
+        // find them taken or the directory clean and move its recovery point before they are durable.
+        let _files = self.flush_files.lock().expect("flush files lock poisoned");
         self.write_pending_snapshots()?;
         // A new segment's (and snapshot's) directory entry must be durable before the recovery point passes it.
         if self.dir_dirty.swap(false, Ordering::AcqRel) {

@@ -5,16 +5,24 @@
 //! aligned buffer holding the file from `base` (a multiple of [`ALIGN`]) to the log's end; readers of that
 //! range are answered from it. The device only ever sees whole aligned chunks:
 //! - a sync writes everything pending, the last block padded with zeros, as [`CHUNK`]-sized writes all in
-//!   flight at once, each `RWF_DSYNC` (durable on completion: no separate fdatasync unless an earlier
-//!   unsynced write or resize is outstanding). The padded block is rewritten with the next chunk: its
+//!   flight at once, none of them `RWF_DSYNC`, then ONE fdatasync per file. On a device without FUA
+//!   (this project's VMs) every `RWF_DSYNC` write ends in its own cache flush, so a group of 8 batches
+//!   cost 8 device flushes; it now costs one. The padded block is rewritten with the next chunk: its
 //!   first bytes are identical in both writes, so a write torn at any sector keeps every durable byte.
 //! - once [`SPILL`] bytes are pending, an append writes them the same way, not synced;
-//! - the file is zero-filled ([`FILL_WINDOW`] at a time, durably) ahead of the data, so a data write
-//!   overwrites allocated, written blocks and changes no file metadata: its `RWF_DSYNC` is a device flush.
+//! - the file is zero-filled ahead of the data, in the same batch as the data and not synced on its own:
+//!   the next fdatasync makes it durable with the data (size included), and later data writes overwrite
+//!   allocated, written blocks, so their fdatasync is a device flush only. The window starts at
+//!   [`FIRST_FILL`] and doubles with each fill up to [`FILL_WINDOW`]: a partition that gets one batch (a
+//!   failover's barrier on each of 1,000 partitions) writes 64 KiB of zeros, not 1 MiB.
 //!
-//! Device writes of a file take turns (its `io` lock) and run on a copy of the pending bytes, outside the
-//! lock of the tail: appenders keep appending while a sync is on the disk, which is what lets a group
-//! commit gather the next group. Only blocks a completed write covered leave memory.
+//! A file's device writes take turns (its `io` lock: two writes of the same padded block in flight at
+//! once could land in either order), but its fdatasync does not: the turn is held for the writes only,
+//! so the next group's writes run while this group's device flush does. A sync's durable claim is what
+//! had COMPLETED when it was issued ([`Ticket`]), never what completes during it. Writes run on a copy
+//! of the pending bytes, outside the lock of the tail: appenders keep appending while a sync is on the
+//! disk, which is what lets a group commit gather the next group. Only blocks a completed write covered
+//! leave memory.
 //!
 //! The bytes on disk stay Kafka's: batches, then zeros (what Kafka's `preallocate=true` leaves, which
 //! recovery already cuts as a `Tail`), trimmed to the log's size when the segment rolls or closes.
@@ -38,8 +46,10 @@ pub const CHUNK: usize = 16 << 10;
 const INITIAL_BUF: usize = 32 << 10;
 /// The largest single write of the zero fill.
 const FILL_PIECE: usize = 256 << 10;
-/// Zero-filled at a time ahead of the data.
+/// The most zero-filled at a time ahead of the data.
 pub const FILL_WINDOW: u64 = 1 << 20;
+/// The first zero fill of a file opened or cut; each fill after it doubles, up to [`FILL_WINDOW`].
+pub const FIRST_FILL: u64 = 64 << 10;
 
 fn align_down(x: u64) -> u64 {
     x / ALIGN * ALIGN
@@ -49,13 +59,12 @@ fn align_up(x: u64) -> u64 {
     x.div_ceil(ALIGN) * ALIGN
 }
 
-/// One write of a batch: a device, an aligned position, aligned bytes, and whether it must be durable
-/// when it completes (`RWF_DSYNC`).
+/// One write of a batch: a device, an aligned position, aligned bytes. Not durable until an fdatasync
+/// of the device issued after it completed.
 pub struct ChunkWrite<'a, D> {
     pub dev: &'a D,
     pub position: u64,
     pub bytes: &'a [u8],
-    pub dsync: bool,
 }
 
 /// The device under a [`TailFile`]: positioned reads, and batches of aligned writes and syncs that a
@@ -114,10 +123,16 @@ struct Tail {
     durable_end: u64,
     /// Every byte below it is on the device (written, maybe not synced).
     written_end: u64,
-    /// A write or resize since the last fdatasync that `RWF_DSYNC` did not cover.
-    dirty: bool,
-    /// The device is zero-filled (durably) up to here, from the data's aligned end on.
+    /// Device changes (completed writes and resizes) so far.
+    changes: u64,
+    /// `changes` when the latest fdatasync that succeeded was issued: a sync is needed while below it.
+    synced: u64,
+    /// Cuts of the file so far: a sync issued before a cut claims nothing after it.
+    cuts: u64,
+    /// The device is zero-filled (maybe not durably yet) up to here, from the data's aligned end on.
     filled: u64,
+    /// The size of the next zero fill.
+    fill_window: u64,
     /// A write or sync failed: every later call fails too. A failed fdatasync is never retried (the
     /// kernel may have dropped the pages it could not write, and a second one would succeed).
     failed: Option<io::Error>,
@@ -186,16 +201,32 @@ impl Tail {
     fn fill_needed(&self, end: u64) -> Option<(u64, u64)> {
         let hi = align_up(end);
         let from = self.filled.max(hi);
-        (self.filled < hi + CHUNK as u64).then_some((from, from + FILL_WINDOW))
+        (self.filled < hi + CHUNK as u64).then_some((from, from + self.fill_window))
     }
 
-    /// A write of the data up to `end` completed (durable with `durable`): the blocks below it leave
-    /// memory, the partial last one stays (it is rewritten with the next write).
-    fn written(&mut self, end: u64, durable: bool) {
-        self.written_end = self.written_end.max(end);
-        if durable {
-            self.durable_end = self.durable_end.max(end);
+    /// What an fdatasync issued now would make durable; None when nothing changed since the last one.
+    fn ticket(&self) -> Option<Ticket> {
+        (self.synced < self.changes).then_some(Ticket {
+            changes: self.changes,
+            written_end: self.written_end,
+            cuts: self.cuts,
+        })
+    }
+
+    /// An fdatasync issued with `ticket` succeeded: what had completed before it is durable (and nothing
+    /// that completed during it, nor anything of a file cut since).
+    fn synced(&mut self, ticket: &Ticket) {
+        self.synced = self.synced.max(ticket.changes);
+        if ticket.cuts == self.cuts {
+            self.durable_end = self.durable_end.max(ticket.written_end);
         }
+    }
+
+    /// A write of the data up to `end` completed (not durable yet): the blocks below it leave memory,
+    /// the partial last one stays (it is rewritten with the next write).
+    fn written(&mut self, end: u64) {
+        self.written_end = self.written_end.max(end);
+        self.changes += 1;
         let cut = align_down(end);
         if cut <= self.base {
             return;
@@ -208,6 +239,15 @@ impl Tail {
         self.base = cut;
         self.len = len - keep_from;
     }
+}
+
+/// What one fdatasync of a file covers, read when it is issued: the device changes and the data end that
+/// had completed by then.
+#[derive(Debug, Clone, Copy)]
+struct Ticket {
+    changes: u64,
+    written_end: u64,
+    cuts: u64,
 }
 
 /// The pending bytes of a file as they were when a write of them began.
@@ -237,12 +277,10 @@ pub struct TailFile<D: ChunkDevice> {
     io: Mutex<()>,
 }
 
-/// What one file brings to a batch: its snapshot, the zero fill it needs, whether writes must be
-/// followed by an fdatasync.
+/// What one file brings to a batch: its snapshot and the zero fill it needs.
 struct Plan {
     snapshot: Option<Snapshot>,
     fill: Option<(u64, u64)>,
-    dirty: bool,
 }
 
 impl<D: ChunkDevice> TailFile<D> {
@@ -260,8 +298,11 @@ impl<D: ChunkDevice> TailFile<D> {
             durable_end: end,
             written_end: end,
             failed: None,
-            dirty: false,
+            changes: 0,
+            synced: 0,
+            cuts: 0,
             filled: align_up(end),
+            fill_window: FIRST_FILL,
         };
         Ok(TailFile {
             dev,
@@ -279,7 +320,7 @@ impl<D: ChunkDevice> TailFile<D> {
         self.io.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Under the `io` turn: what this file writes in the next batch (None: it failed earlier).
+    /// Under the `io` turn: what this file writes in the next batch (an error: it failed earlier).
     fn plan(&self, fill_ahead: bool) -> io::Result<Plan> {
         let tail = self.lock();
         tail.check()?;
@@ -288,123 +329,117 @@ impl<D: ChunkDevice> TailFile<D> {
             Some(s) if fill_ahead => tail.fill_needed(s.end),
             _ => None,
         };
-        Ok(Plan {
-            snapshot,
-            fill,
-            dirty: tail.dirty,
-        })
+        Ok(Plan { snapshot, fill })
     }
 
-    /// Writes and (with `sync`) makes durable what every file has pending, in as few batches as the
-    /// device allows: the zero fills, then the data (`RWF_DSYNC` unless the file is dirty), then an
-    /// fdatasync of the dirty ones. Each file's device writes take their turn (`io`), its appenders do
-    /// not wait. The result of each file.
+    /// Writes what every file has pending and (with `sync`) makes it durable: one batch of writes for
+    /// all of them (zero fills and data together, none `RWF_DSYNC`), then one batch of fdatasyncs. Each
+    /// file's writes take their turn (`io`), its fdatasync does not: the next batch of a file may be
+    /// written while this one's sync runs. The result of each file.
     fn flush_files(files: &[&TailFile<D>], sync: bool, fill_ahead: bool) -> Vec<io::Result<()>> {
-        // Turns in address order, so two batches sharing files cannot deadlock.
         let mut order: Vec<usize> = (0..files.len()).collect();
         order.sort_by_key(|&i| files[i] as *const TailFile<D> as usize);
         order.dedup_by_key(|i| files[*i] as *const TailFile<D> as usize);
+        let mut results = Self::write_files(files, &order, fill_ahead);
+        if sync {
+            Self::sync_written(files, &order, &mut results);
+        }
+        results
+    }
+
+    /// Under every file's turn (taken in address order, so two batches sharing files cannot deadlock):
+    /// the zero fills and the data of every file, all in flight together. The result of each file.
+    fn write_files(
+        files: &[&TailFile<D>],
+        order: &[usize],
+        fill_ahead: bool,
+    ) -> Vec<io::Result<()>> {
         let _turns: Vec<MutexGuard<'_, ()>> = order.iter().map(|&i| files[i].io_turn()).collect();
         let mut results: Vec<io::Result<()>> = (0..files.len()).map(|_| Ok(())).collect();
         let mut plans = Vec::new();
-        for &i in &order {
+        for &i in order {
             match files[i].plan(fill_ahead) {
                 Ok(p) => plans.push((i, p)),
                 Err(e) => results[i] = Err(e),
             }
         }
-        // The zero fills, durable, before any data lands beyond what was filled.
-        let fills: Vec<_> = plans
-            .iter()
-            .filter_map(|(i, p)| p.fill.map(|f| (*i, f)))
-            .collect();
-        let mut writes = Vec::new();
-        for &(i, (from, to)) in &fills {
-            let mut p = from;
-            while p < to {
-                let n = (to - p).min(FILL_PIECE as u64) as usize;
-                writes.push(ChunkWrite {
-                    dev: &files[i].dev,
-                    position: p,
-                    bytes: &zeros()[..n],
-                    dsync: true,
-                });
-                p += n as u64;
-            }
-        }
-        if let Err(e) = D::write_batch(&writes)
-            .into_iter()
-            .collect::<io::Result<()>>()
-        {
-            for (i, _) in &plans {
-                results[*i] = Err(files[*i].lock().fail(clone_error(&e)));
-            }
-            return results;
-        }
-        for &(i, (_, to)) in &fills {
-            files[i].lock().filled = to;
-        }
-        // The data of every file, all in flight together.
         let mut writes = Vec::new();
         let mut owner = Vec::new();
         for (k, (i, p)) in plans.iter().enumerate() {
-            if let Some(snap) = &p.snapshot {
-                for (position, bytes) in snap.pieces() {
+            let dev = &files[*i].dev;
+            // The fill lies beyond the data's padded end: the two never overlap.
+            if let Some((from, to)) = p.fill {
+                for position in (from..to).step_by(FILL_PIECE) {
+                    let n = (to - position).min(FILL_PIECE as u64) as usize;
+                    let bytes = &zeros()[..n];
                     writes.push(ChunkWrite {
-                        dev: &files[*i].dev,
+                        dev,
                         position,
                         bytes,
-                        dsync: sync && !p.dirty,
                     });
                     owner.push(k);
                 }
             }
+            for (position, bytes) in p.snapshot.iter().flat_map(Snapshot::pieces) {
+                writes.push(ChunkWrite {
+                    dev,
+                    position,
+                    bytes,
+                });
+                owner.push(k);
+            }
         }
-        let mut failed = vec![false; plans.len()];
+        let mut failed: Vec<Option<io::Error>> = plans.iter().map(|_| None).collect();
         for (k, r) in owner.into_iter().zip(D::write_batch(&writes)) {
             if let Err(e) = r {
-                let i = plans[k].0;
-                if !failed[k] {
-                    results[i] = Err(files[i].lock().fail(e));
-                }
-                failed[k] = true;
+                failed[k].get_or_insert(e);
             }
         }
         drop(writes);
-        let mut to_sync = Vec::new();
-        for (k, (i, p)) in plans.iter().enumerate() {
-            if failed[k] {
+        for ((i, p), failure) in plans.iter().zip(failed) {
+            let mut tail = files[*i].lock();
+            if let Some(e) = failure {
+                results[*i] = Err(tail.fail(e));
                 continue;
             }
-            let durable = sync && !p.dirty;
-            let mut tail = files[*i].lock();
+            if let Some((_, to)) = p.fill {
+                tail.filled = to;
+                tail.fill_window = (tail.fill_window * 2).min(FILL_WINDOW);
+                tail.changes += 1;
+            }
             if let Some(snap) = &p.snapshot {
-                tail.written(snap.end, durable);
-                if !durable {
-                    tail.dirty = true;
-                }
-            }
-            if sync && tail.dirty {
-                to_sync.push(*i);
-            }
-        }
-        let devs: Vec<&D> = to_sync.iter().map(|&i| &files[i].dev).collect();
-        for (&i, r) in to_sync.iter().zip(D::sync_batch(&devs)) {
-            let mut tail = files[i].lock();
-            match r {
-                Ok(()) => {
-                    tail.dirty = false;
-                    let written = tail.written_end;
-                    tail.durable_end = tail.durable_end.max(written);
-                }
-                Err(e) => results[i] = Err(tail.fail(e)),
+                tail.written(snap.end);
             }
         }
         results
     }
 
+    /// One fdatasync of every file that changed since its last one, all together and outside the turns;
+    /// each covers what had completed when it was issued (its [`Ticket`]).
+    fn sync_written(files: &[&TailFile<D>], order: &[usize], results: &mut [io::Result<()>]) {
+        let mut tickets = Vec::new();
+        for &i in order {
+            if results[i].is_err() {
+                continue;
+            }
+            let tail = files[i].lock();
+            match tail.check() {
+                Err(e) => results[i] = Err(e),
+                Ok(()) => tickets.extend(tail.ticket().map(|t| (i, t))),
+            }
+        }
+        let devs: Vec<&D> = tickets.iter().map(|&(i, _)| &files[i].dev).collect();
+        for ((i, ticket), r) in tickets.iter().zip(D::sync_batch(&devs)) {
+            let mut tail = files[*i].lock();
+            match r {
+                Ok(()) => tail.synced(ticket),
+                Err(e) => results[*i] = Err(tail.fail(e)),
+            }
+        }
+    }
+
     /// Syncs every file given: one batch of writes for all of them (one io_uring submission), then one
-    /// of fdatasyncs for those that need one. The result of each file.
+    /// of fdatasyncs for those that changed. The result of each file.
     pub fn sync_many(files: &[&TailFile<D>]) -> Vec<io::Result<()>> {
         Self::flush_files(files, true, true)
     }
@@ -529,6 +564,7 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
                 }
                 tail.durable_end = tail.durable_end.min(len);
                 tail.written_end = tail.written_end.min(len);
+                tail.cuts += 1;
             }
         }
         self.write_out(false)?;
@@ -538,7 +574,8 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
             return Err(tail.fail(e));
         }
         tail.filled = align_up(len);
-        tail.dirty = true;
+        tail.fill_window = FIRST_FILL;
+        tail.changes += 1;
         Ok(())
     }
 
@@ -593,4 +630,70 @@ pub fn sync_files<D: ChunkDevice>(files: &[Arc<dyn StorageFile>]) -> io::Result<
         }
     }
     TailFile::sync_many(&tails).into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tail(end: u64) -> Tail {
+        Tail {
+            base: align_down(end),
+            buf: AlignedBuf::new(INITIAL_BUF),
+            len: (end - align_down(end)) as usize,
+            durable_end: end,
+            written_end: end,
+            changes: 0,
+            synced: 0,
+            cuts: 0,
+            filled: align_up(end),
+            fill_window: FIRST_FILL,
+            failed: None,
+        }
+    }
+
+    fn append(tail: &mut Tail, n: usize) {
+        tail.reserve(n);
+        tail.len += n;
+    }
+
+    /// The rule group commit relies on once the fdatasync runs outside the write turn: a sync claims
+    /// what had completed when it was issued, not what completed while it ran.
+    #[test]
+    fn a_sync_claims_only_writes_completed_before_it_was_issued() {
+        let mut t = tail(0);
+        assert!(t.ticket().is_none(), "nothing written: no sync needed");
+        append(&mut t, 5000);
+        t.written(5000);
+        let first = t.ticket().expect("a write since the last sync");
+        // The next group's write completes while the first sync is on the device.
+        append(&mut t, 3000);
+        t.written(8000);
+        t.synced(&first);
+        assert_eq!(
+            t.durable_end, 5000,
+            "the first sync covers the first write only"
+        );
+        let second = t.ticket().expect("the second write is not synced yet");
+        t.synced(&second);
+        assert_eq!(t.durable_end, 8000);
+        assert!(t.ticket().is_none());
+        // Syncs completing out of order never move the claim back.
+        t.synced(&first);
+        assert_eq!(t.durable_end, 8000);
+    }
+
+    /// A sync issued before a cut claims nothing after it: the bytes it covered may be gone.
+    #[test]
+    fn a_sync_issued_before_a_cut_claims_nothing_after_it() {
+        let mut t = tail(0);
+        append(&mut t, 9000);
+        t.written(9000);
+        let before_cut = t.ticket().expect("written");
+        t.durable_end = t.durable_end.min(100);
+        t.written_end = t.written_end.min(100);
+        t.cuts += 1;
+        t.synced(&before_cut);
+        assert_eq!(t.durable_end, 0);
+    }
 }

@@ -3,8 +3,11 @@
 //! Each file has a `live` image (what reads see) and a `durable` image (what survives a crash); `sync`
 //! copies live to durable. Directory entries likewise: creations, renames and removals become durable only
 //! with `sync_dir`. `crash()` drops everything not durable and can tear the last unsynced write at a
-//! 512-byte boundary. Faults (EIO, ENOSPC, a short write) fire at a chosen operation number. Everything
-//! is a pure function of the operations and the seed.
+//! 512-byte boundary. On the direct write path (`with_direct_writes`) every write completed since its
+//! file's last sync is at the mercy of a crash, as in a device's volatile cache: each one, in the order
+//! they completed, reaches the durable image whole, torn at a sector, or not at all (zero fills
+//! included). Faults (EIO, ENOSPC, a short write) fire at a chosen operation number. Everything is a pure
+//! function of the operations and the seed.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -46,6 +49,11 @@ struct State {
     power_off_from: Option<u64>,
     /// The last write not yet synced: (inode, position, bytes), a candidate for tearing.
     last_unsynced_write: Option<(u64, u64, Vec<u8>)>,
+    /// Writes of the direct path completed and not yet synced, in completion order: (inode, position,
+    /// bytes). A crash lands each whole, torn, or not at all.
+    unsynced_chunks: Vec<(u64, u64, Vec<u8>)>,
+    /// Device cache flushes: fdatasyncs of files (a device without FUA flushes its cache for each).
+    device_flushes: u64,
     rng: u64,
     /// Segment `.log`s go through the direct write path (`direct.rs`), as on the uring backend.
     direct_writes: bool,
@@ -147,6 +155,11 @@ impl SimStorage {
         self.lock().batches
     }
 
+    /// Device cache flushes so far: every file sync (what one fdatasync costs on a device without FUA).
+    pub fn device_flushes(&self) -> u64 {
+        self.lock().device_flushes
+    }
+
     /// Operations performed so far (writes, syncs, resizes, creations, renames, removals, dir syncs).
     pub fn ops(&self) -> u64 {
         self.lock().ops
@@ -172,6 +185,14 @@ impl SimStorage {
     /// last unsynced write may have reached the disk. Handles opened before the crash stop working.
     pub fn crash(&self, tear: bool) {
         let mut s = self.lock();
+        for (inode, position, bytes) in std::mem::take(&mut s.unsynced_chunks) {
+            if tear {
+                let landed = s.landed(bytes.len());
+                if landed > 0 {
+                    s.put(inode, position, &bytes[..landed], true);
+                }
+            }
+        }
         if let Some((inode, position, bytes)) = s.last_unsynced_write.take() {
             let r = s.next_random();
             if tear && !bytes.is_empty() {
@@ -278,11 +299,13 @@ impl StorageFile for SimFile {
             if let Some(f) = s.tick() {
                 return Err(State::fail(f));
             }
+            s.device_flushes += 1;
             let node = s.inodes.get_mut(&id).expect("checked");
             node.durable = node.live.clone();
             if s.last_unsynced_write.as_ref().is_some_and(|w| w.0 == id) {
                 s.last_unsynced_write = None;
             }
+            s.unsynced_chunks.retain(|w| w.0 != id);
             Ok(())
         })
     }
@@ -311,6 +334,17 @@ impl StorageFile for SimFile {
 }
 
 impl State {
+    /// How many of a write's `len` bytes reach the disk when it is caught by a power failure: all, a
+    /// sector-aligned prefix, or none, chosen by the seed.
+    fn landed(&mut self, len: usize) -> usize {
+        let r = self.next_random();
+        match r % 3 {
+            0 => len,
+            1 => ((r >> 8) % len.max(1) as u64 / SECTOR * SECTOR) as usize,
+            _ => 0,
+        }
+    }
+
     /// Puts `bytes` at `position` in the live image and, with `durable`, in the durable one too.
     fn put(&mut self, id: u64, position: u64, bytes: &[u8], durable: bool) {
         let node = self.inodes.get_mut(&id).expect("checked");
@@ -330,9 +364,10 @@ impl State {
 }
 
 impl ChunkDevice for SimFile {
-    /// Each write is one operation. When one of them fails (the power went out, an injected fault), the
-    /// whole batch was in flight: each write reached the disk whole, torn at a sector, or not at all,
-    /// chosen by the seed, and every write of the batch fails.
+    /// Each write is one operation, and none is durable until its file is synced. When one of them
+    /// fails (the power went out, an injected fault), the whole batch was in flight: each write reached
+    /// the device whole, torn at a sector, or not at all, chosen by the seed, and every write of the
+    /// batch fails.
     fn write_batch(writes: &[ChunkWrite<'_, Self>]) -> Vec<io::Result<()>> {
         let Some(first) = writes.first() else {
             return Vec::new();
@@ -354,25 +389,22 @@ impl ChunkDevice for SimFile {
                 fault.get_or_insert(f);
             }
         }
-        let Some(fault) = fault else {
-            for w in writes {
-                s.put(w.dev.inode, w.position, w.bytes, w.dsync);
-                if !w.dsync {
-                    s.last_unsynced_write = Some((w.dev.inode, w.position, w.bytes.to_vec()));
-                }
-            }
-            return writes.iter().map(|_| Ok(())).collect();
-        };
         for w in writes {
-            let r = s.next_random();
-            let landed = match r % 3 {
-                0 => w.bytes.len(),
-                1 => ((r >> 8) % w.bytes.len().max(1) as u64 / SECTOR * SECTOR) as usize,
-                _ => 0,
+            let landed = match fault {
+                None => w.bytes.len(),
+                Some(_) => s.landed(w.bytes.len()),
             };
-            s.put(w.dev.inode, w.position, &w.bytes[..landed], true);
+            if landed > 0 {
+                let bytes = &w.bytes[..landed];
+                s.put(w.dev.inode, w.position, bytes, false);
+                s.unsynced_chunks
+                    .push((w.dev.inode, w.position, bytes.to_vec()));
+            }
         }
-        writes.iter().map(|_| Err(State::fail(fault))).collect()
+        match fault {
+            None => writes.iter().map(|_| Ok(())).collect(),
+            Some(fault) => writes.iter().map(|_| Err(State::fail(fault))).collect(),
+        }
     }
 
     fn sync_batch(devs: &[&Self]) -> Vec<io::Result<()>> {

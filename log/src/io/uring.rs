@@ -356,7 +356,6 @@ impl DirectDev {
         w: &ChunkWrite<'_, Self>,
     ) -> io::Result<squeue::Entry> {
         let offset = checked_offset(w.position)?;
-        let flags = if w.dsync { libc::RWF_DSYNC } else { 0 };
         let len = w.bytes.len() as u32;
         let buffer = registered.buffer(w.bytes);
         let slot = registered.file(&ring.submitter(), &self.key, self.write.as_raw_fd());
@@ -365,11 +364,9 @@ impl DirectDev {
                 match buffer {
                     Some((at, index)) => opcode::WriteFixed::new($file, at, len, index)
                         .offset(offset)
-                        .rw_flags(flags)
                         .build(),
                     None => opcode::Write::new($file, w.bytes.as_ptr(), len)
                         .offset(offset)
-                        .rw_flags(flags)
                         .build(),
                 }
             };
@@ -391,23 +388,21 @@ impl DirectDev {
         .build()
     }
 
-    fn write_entry(&self, bytes: &[u8], position: u64, dsync: bool) -> io::Result<squeue::Entry> {
-        let flags = if dsync { libc::RWF_DSYNC } else { 0 };
+    fn write_entry(&self, bytes: &[u8], position: u64) -> io::Result<squeue::Entry> {
         Ok(opcode::Write::new(
             types::Fd(self.write.as_raw_fd()),
             bytes.as_ptr(),
             bytes.len() as u32,
         )
         .offset(checked_offset(position)?)
-        .rw_flags(flags)
         .build())
     }
 
     /// The rest of a write that completed short or was interrupted, one piece at a time.
-    fn finish_write(&self, bytes: &[u8], position: u64, dsync: bool) -> io::Result<()> {
+    fn finish_write(&self, bytes: &[u8], position: u64) -> io::Result<()> {
         let mut done = 0;
         while done < bytes.len() {
-            let entry = self.write_entry(&bytes[done..], position + done as u64, dsync)?;
+            let entry = self.write_entry(&bytes[done..], position + done as u64)?;
             let [res] = complete([entry])?.results;
             done += written(res)?;
         }
@@ -435,8 +430,13 @@ impl ChunkDevice for DirectDev {
         results
     }
 
-    /// Every fdatasync in one submission.
+    /// One file's fdatasync as a plain system call on the calling thread (through io_uring it would be
+    /// punted to an io-wq worker, a handoff and a wakeup for nothing); many files' in one submission,
+    /// where the device and the file system take them all at once.
     fn sync_batch(devs: &[&Self]) -> Vec<io::Result<()>> {
+        if let [dev] = devs {
+            return vec![dev.read.sync_data()];
+        }
         let mut results = Vec::with_capacity(devs.len());
         for part in devs.chunks(RING_ENTRIES as usize) {
             let round = run_round(|ring, registered| {
@@ -488,8 +488,8 @@ fn finish(w: &ChunkWrite<'_, DirectDev>, res: i32) -> io::Result<()> {
         n if n >= 0 && n as usize == w.bytes.len() => Ok(()),
         n if n > 0 => w
             .dev
-            .finish_write(&w.bytes[n as usize..], w.position + n as u64, w.dsync),
-        e if retryable(e) => w.dev.finish_write(w.bytes, w.position, w.dsync),
+            .finish_write(&w.bytes[n as usize..], w.position + n as u64),
+        e if retryable(e) => w.dev.finish_write(w.bytes, w.position),
         0 => Err(io::ErrorKind::WriteZero.into()),
         e => Err(io::Error::from_raw_os_error(-e)),
     }
