@@ -135,3 +135,59 @@ fn a_malformed_follower_batch_reads_back_as_an_error_not_a_panic() {
         );
     }
 }
+
+/// A batch file larger than the memory the command may use: `klog append` walks it through a bounded
+/// window, batch by batch. (It read the whole file into memory first, so a file bigger than the memory
+/// failed with "out of memory" before one batch was appended.)
+#[test]
+fn a_batch_file_larger_than_the_allowed_memory_is_appended_whole() {
+    use std::os::unix::process::CommandExt;
+
+    const LIMIT: u64 = 32 << 20;
+    let root = scratch_dir("cli-append-larger-than-memory");
+    let mut batch = BatchBuilder::new(Compression::None);
+    for i in 0..15 {
+        batch
+            .append(
+                now_ms(),
+                Some(format!("k{i}").as_bytes()),
+                Some(&[7u8; 1024]),
+                &[],
+            )
+            .unwrap();
+    }
+    let batch = batch.build().unwrap();
+    let copies = (48usize << 20).div_ceil(batch.len());
+    let input = root.join("batches.bin");
+    std::fs::write(&input, batch.repeat(copies)).unwrap();
+    assert!(std::fs::metadata(&input).unwrap().len() > LIMIT + (8 << 20));
+    let dir = root.join("t-0");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_klog"));
+    command
+        .args(["append", "--json"])
+        .arg(&dir)
+        .arg(&input)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: the closure runs in the child between fork and exec and only calls setrlimit, which is
+    // async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: LIMIT,
+                rlim_max: LIMIT,
+            };
+            match libc::setrlimit(libc::RLIMIT_DATA, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        log_end_offset(dir.to_str().unwrap()),
+        15 * copies as i64,
+        "every batch appended"
+    );
+}

@@ -7,6 +7,8 @@
 //! partition refuses them with READ_ONLY_TOPIC unless its mirror state is STOPPED.
 
 use std::io::Write;
+use std::ops::ControlFlow;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,7 +17,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use klog::log::clock::SystemClock;
 use klog::log::config::LogConfig;
-use klog::log::format::{AnyBatch, Batches};
+use klog::log::format::{AnyBatch, BatchStream};
 use klog::log::io::open_backend;
 use klog::log::log_dir::LogDir;
 use klog::log::partition_log::{parse_dir_name, partition_dir_name, LogAppendInfo, PartitionLog};
@@ -68,8 +70,14 @@ pub fn split_partition_dir(dir: &Path) -> anyhow::Result<(PathBuf, String)> {
 
 pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
     let config = LogConfig::from_pairs(args.configs.iter().map(String::as_str))?;
-    let data =
-        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    // The batches are read through a bounded window as they are appended: memory is one window (or one
+    // batch larger than it), never the file.
+    let file = std::fs::File::open(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?;
+    let len = file
+        .metadata()
+        .with_context(|| format!("reading {}", args.file.display()))?
+        .len();
     let (root, name) = split_partition_dir(&args.dir)?;
     let storage = open_backend(config.io_backend)?;
     let mut target = if Cluster::exists(storage.as_ref(), &root) {
@@ -101,56 +109,27 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
     // SIGTERM/SIGINT: stop between batches, then flush and close as on success.
     super::shutdown::install()?;
     let mut interrupted = None;
-    let mut batches = Batches::new(&data).without_crc();
-    for batch in batches.by_ref() {
-        if let Some(signal) = super::shutdown::requested() {
-            interrupted = Some(signal);
-            break;
-        }
-        let (result, position) = match batch {
-            Ok(b) => {
-                let mut bytes = b.as_bytes().to_vec();
-                // Markers and barriers come from the coordinator, not a producer.
-                let control = matches!(b, AnyBatch::V2(v) if v.is_control());
-                (
-                    target.append(args.role, control, args.leader_epoch, &mut bytes),
-                    b.position(),
-                )
+    let mut read_at = |buf: &mut [u8], position: u64| {
+        file.read_at(buf, position)
+            .map_err(|e| klog::log::Error::Io {
+                path: args.file.clone(),
+                source: e,
+            })
+    };
+    let tail = BatchStream::default().without_crc().scan::<anyhow::Error>(
+        &mut read_at,
+        0,
+        len,
+        &mut |batch| {
+            if let Some(signal) = super::shutdown::requested() {
+                interrupted = Some(signal);
+                return Ok(ControlFlow::Break(()));
             }
-            Err(e) => (Err(Failure::from_log(&e)), 0),
-        };
-        let log = target.log_handle();
-        match result {
-            Ok(info) => {
-                log.update_high_watermark(log.log_end_offset());
-                let (first, last) = (info.first_offset, info.last_offset);
-                let line = match (args.json, info.duplicate) {
-                    (true, true) => json!({"base_offset": first, "last_offset": last, "duplicate": true}).to_string(),
-                    (true, false) => json!({"base_offset": first, "last_offset": last}).to_string(),
-                    (false, true) => format!("duplicate of offsets {first}..={last} (batch at position {position}): nothing written"),
-                    (false, false) => format!("appended offsets {first}..={last} (batch at position {position})"),
-                };
-                writeln!(out, "{line}")?;
-            }
-            Err(Failure { name, message }) => {
-                clean = false;
-                if args.json {
-                    writeln!(out, "{}", json!({"error": name, "message": message}))?;
-                } else {
-                    writeln!(
-                        out,
-                        "error {name} (batch at position {position}): {message}"
-                    )?;
-                }
-                if log.is_failed() {
-                    break;
-                }
-            }
-        }
-    }
-    if let Some(tail) = batches
-        .tail()
-        .filter(|t| *t != klog::log::format::Tail::Clean && interrupted.is_none())
+            append_batch(args, &mut target, &mut out, &mut clean, batch)
+        },
+    )?;
+    if let Some(tail) =
+        tail.filter(|t| *t != klog::log::format::Tail::Clean && interrupted.is_none())
     {
         clean = false;
         let message = format!(
@@ -179,6 +158,58 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Appends one batch of the file (or reports the error that ends the file's batches), printing its
+/// line; `Break` once the log has failed.
+fn append_batch(
+    args: &AppendArgs,
+    target: &mut Target,
+    out: &mut impl Write,
+    clean: &mut bool,
+    batch: Result<AnyBatch<'_>, klog::log::Error>,
+) -> anyhow::Result<ControlFlow<()>> {
+    let (result, position) = match batch {
+        Ok(b) => {
+            let mut bytes = b.as_bytes().to_vec();
+            // Markers and barriers come from the coordinator, not a producer.
+            let control = matches!(b, AnyBatch::V2(v) if v.is_control());
+            (
+                target.append(args.role, control, args.leader_epoch, &mut bytes),
+                b.position(),
+            )
+        }
+        Err(e) => (Err(Failure::from_log(&e)), 0),
+    };
+    let log = target.log_handle();
+    match result {
+        Ok(info) => {
+            log.update_high_watermark(log.log_end_offset());
+            let (first, last) = (info.first_offset, info.last_offset);
+            let line = match (args.json, info.duplicate) {
+                (true, true) => json!({"base_offset": first, "last_offset": last, "duplicate": true}).to_string(),
+                (true, false) => json!({"base_offset": first, "last_offset": last}).to_string(),
+                (false, true) => format!("duplicate of offsets {first}..={last} (batch at position {position}): nothing written"),
+                (false, false) => format!("appended offsets {first}..={last} (batch at position {position})"),
+            };
+            writeln!(out, "{line}")?;
+        }
+        Err(Failure { name, message }) => {
+            *clean = false;
+            if args.json {
+                writeln!(out, "{}", json!({"error": name, "message": message}))?;
+            } else {
+                writeln!(
+                    out,
+                    "error {name} (batch at position {position}): {message}"
+                )?;
+            }
+            if log.is_failed() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+    }
+    Ok(ControlFlow::Continue(()))
 }
 
 /// Where the batches go: a bare partition directory, or a partition of a klog cluster.
