@@ -120,6 +120,8 @@ struct State {
     ever_mapped: bool,
 }
 
+/// Bytes copied at a time when a truncation replaces a `.log` that was mapped (`replace_with_prefix`).
+const REPLACE_CHUNK: u64 = 1 << 20;
 /// Bytes read at a time by `recover` through `pread` (one buffer, reused: it stays in the CPU cache).
 const RECOVER_CHUNK: u64 = 1 << 20;
 /// Bytes mapped at a time by `recover` when the `.log` is a real file. A map costs a page-table entry per
@@ -779,13 +781,33 @@ impl LogSegment {
     }
 
     /// Replaces the `.log` with its first `len` bytes in a new file, so maps of the old file stay valid.
+    /// The prefix is copied through one buffer of at most `REPLACE_CHUNK` bytes (a truncation into a
+    /// 1 GiB sealed segment must not hold 1 GiB), written to `<name>.log.tmp`, synced, renamed over the
+    /// `.log` and the directory synced: a crash leaves the old file or the new one (a stray `.tmp` is
+    /// removed by the next open).
     fn replace_with_prefix(&self, len: u64) -> Result<(), Error> {
         let path = self.log_path_of();
         let tmp = crate::io::tmp_path(&path);
-        let prefix = self.read_bytes(0, len as usize)?;
-        let _ = self.storage.remove(&tmp);
+        match self.storage.remove(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&tmp, e)),
+        }
         let file = self.storage.create(&tmp).at(&tmp)?;
-        file.write_at(&prefix, 0).at(&tmp)?;
+        let old = self.log_file();
+        let mut buf = vec![0u8; (len.min(REPLACE_CHUNK)) as usize];
+        let mut copied = 0u64;
+        while copied < len {
+            let want = (len - copied).min(buf.len() as u64) as usize;
+            let n = old.read_at(&mut buf[..want], copied).at(&path)?;
+            if n == 0 {
+                let why = format!("the .log ends at {copied} bytes, before the {len} kept");
+                let eof = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, why);
+                return Err(Error::io(&path, eof));
+            }
+            file.write_at(&buf[..n], copied).at(&tmp)?;
+            copied += n as u64;
+        }
         file.sync().at(&tmp)?;
         drop(file);
         self.storage.rename(&tmp, &path).at(&path)?;
@@ -793,6 +815,13 @@ impl LogSegment {
         *self.log.lock().expect("segment log lock poisoned") =
             self.storage.open(&path).at(&path)?;
         Ok(())
+    }
+
+    /// For tests on storage that cannot be mapped (the simulation): the segment acts as if a reader had
+    /// mapped its `.log`, so a truncation replaces the file instead of shrinking it.
+    #[doc(hidden)]
+    pub fn assume_mapped(&self) {
+        self.state().ever_mapped = true;
     }
 
     /// Kafka's `recover`: rebuilds the offset and time indexes (and returns the epochs seen) from the `.log`,
