@@ -105,6 +105,64 @@ fn a_killed_kafka_directory_recovers_to_what_kafka_recovered() {
     assert!(out.status.success(), "{}", stdout(&out));
 }
 
+/// `verify` of the SIGKILLed broker's directory before any recovery: the active segment's preallocated,
+/// untrimmed `.index` and `.timeindex` are one note each (derived state recovery rebuilds), not one
+/// problem per zero slot (1,704 lines before), and the directory verifies.
+#[test]
+fn a_killed_kafka_directory_verifies_with_one_note_per_untrimmed_index() {
+    let root = scratch_dir("verify-kafka-killed").join("logs");
+    copy_tree(&fixtures().join("kafka-segments/killed"), &root);
+    let out = klog(&["verify", root.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let dir = root.join("workload-0").display().to_string();
+    assert_eq!(
+        lines,
+        vec![
+            format!("{dir}/00000000000000000214.index: note: 512 zero-filled slots from byte 0: a preallocated index not trimmed (its broker did not stop cleanly); rebuilt from the .log by the next open"),
+            format!("{dir}/00000000000000000214.timeindex: note: 341 zero-filled slots from byte 0: a preallocated index not trimmed (its broker did not stop cleanly); rebuilt from the .log by the next open"),
+            format!("{dir}: ok"),
+        ],
+    );
+    let out = klog(&["verify", root.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    let v = &json_lines(&stdout(&out))[0];
+    assert_eq!(
+        (&v["ok"], &v["problems"]),
+        (&Value::Bool(true), &serde_json::json!([])),
+        "{v}"
+    );
+    assert_eq!(v["notes"].as_array().map(Vec::len), Some(2), "{v}");
+}
+
+/// A cleanly stopped broker's `__cluster_metadata-0` has no `.index` or `.timeindex` (Kafka never loaded
+/// them): derived state, noted, and the directory verifies (it exited 1 before).
+#[test]
+fn a_clean_metadata_log_without_indexes_verifies() {
+    let root = scratch_dir("verify-kafka-clean").join("logs");
+    copy_tree(&fixtures().join("kafka-segments/clean"), &root);
+    let meta = root.join("__cluster_metadata-0");
+    assert!(!meta.join("00000000000000000000.index").exists());
+    let out = klog(&["verify", meta.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let v = &json_lines(&stdout(&out))[0];
+    assert_eq!(v["ok"], true, "{v}");
+    let notes: Vec<&str> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(notes.len(), 2, "{v}");
+    assert!(
+        notes[0].ends_with("00000000000000000000.index") && notes[1].ends_with(".timeindex"),
+        "{v}"
+    );
+    let out = klog(&["verify", root.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stdout(&out));
+}
+
 /// Kafka 4.2's `__cluster_metadata-0` and `__consumer_offsets-15` from the shared fixtures, when present.
 #[test]
 fn shared_kafka_directories_recover_to_the_same_end_with_byte_identical_indexes() {
@@ -153,14 +211,30 @@ fn partition_ends(reports: &[Value]) -> Vec<(String, i64)> {
         .collect()
 }
 
-/// Deletes the index files, checks `verify` reports them missing, recovers, checks each is rebuilt byte for
+/// Deletes the index files, checks `verify` notes them missing (derived state: exit 0), recovers, checks each is rebuilt byte for
 /// byte and `verify` then passes; returns the recovery reports.
 fn recover_without_indexes(root: &Path, originals: &[(PathBuf, Vec<u8>)]) -> Vec<Value> {
     for (p, _) in originals {
         std::fs::remove_file(p).unwrap();
     }
     let out = klog(&["verify", root.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1), "missing indexes are reported");
+    assert!(
+        out.status.success(),
+        "missing indexes are not problems: {}",
+        stdout(&out)
+    );
+    let text = stdout(&out);
+    for (p, _) in originals
+        .iter()
+        .filter(|(p, _)| p.extension().is_some_and(|e| e != "txnindex"))
+    {
+        let note = format!("{}: note: missing: derived from the .log", p.display());
+        assert!(
+            text.lines().any(|l| l.starts_with(&note)),
+            "{} noted: {text}",
+            p.display()
+        );
+    }
     let out = klog(&["recover", root.to_str().unwrap(), "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let reports = json_lines(&stdout(&out));

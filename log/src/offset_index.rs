@@ -126,6 +126,37 @@ impl OffsetIndex {
         })
     }
 
+    /// The entry `back` places before the largest one with offset <= `target` (0: that entry), as
+    /// (offset, position); None when there is no such entry. A reader that finds an entry pointing at the
+    /// wrong bytes tries the ones before it.
+    pub fn entry_at_or_below(
+        &mut self,
+        target: i64,
+        back: usize,
+    ) -> Result<Option<(i64, u32)>, Error> {
+        let base = self.base_offset;
+        let entries = self.file.entries()?;
+        let n = entries.partition_point(|e| base + e.relative_offset.get() as i64 <= target);
+        Ok(n.checked_sub(back + 1).map(|i| {
+            let e = entries[i];
+            (
+                base + e.relative_offset.get() as i64,
+                e.position.get() as u32,
+            )
+        }))
+    }
+
+    /// The first entry as (offset, position), if any.
+    pub fn first_entry(&mut self) -> Result<Option<(i64, u32)>, Error> {
+        let base = self.base_offset;
+        Ok(self.file.entries()?.first().map(|e| {
+            (
+                base + e.relative_offset.get() as i64,
+                e.position.get() as u32,
+            )
+        }))
+    }
+
     /// Drops entries with offset >= `offset`.
     pub fn truncate_to(&mut self, offset: i64) -> Result<(), Error> {
         let base = self.base_offset;

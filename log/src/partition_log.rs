@@ -1584,6 +1584,15 @@ impl PartitionLog {
         Ok(info(SegmentBytes::Owned(Vec::new()), start_offset))
     }
 
+    /// Lookups of the open segments that found an index entry pointing at the wrong bytes and walked the
+    /// `.log` from an earlier position instead (each also traced; see `segment/lookup.rs`).
+    pub fn index_fallbacks(&self) -> u64 {
+        self.segment_list()
+            .iter()
+            .map(|s| s.index_fallbacks())
+            .sum()
+    }
+
     /// The first offset whose record timestamp is >= `timestamp`, with that timestamp.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, Error> {
         let start = self.log_start_offset();

@@ -10,16 +10,14 @@
 //! leaves it as it was. Indexes written across a restart are then the broker's (tests/kafka_metadata.rs).
 #![allow(unsafe_code)]
 
-use std::ops::ControlFlow;
+mod lookup;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::IoContext;
-use crate::format::{
-    BatchStream, Batches, OnBatch, Tail, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD,
-    MIN_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD,
-};
+use crate::format::{BatchStream, Batches, OnBatch, Tail, RECORD_BATCH_OVERHEAD};
 use crate::index::IndexFile;
 use crate::io::{Storage, StorageFile};
 use crate::offset_index::OffsetIndex;
@@ -122,8 +120,8 @@ struct State {
     ever_mapped: bool,
 }
 
-/// Bytes read at a time by `find_offset_by_timestamp`; doubled for a batch larger than this.
-const TIMESTAMP_SEARCH_CHUNK: u64 = 64 << 10;
+/// Bytes copied at a time when a truncation replaces a `.log` that was mapped (`replace_with_prefix`).
+const REPLACE_CHUNK: u64 = 1 << 20;
 /// Bytes read at a time by `recover` through `pread` (one buffer, reused: it stays in the CPU cache).
 const RECOVER_CHUNK: u64 = 1 << 20;
 /// Bytes mapped at a time by `recover` when the `.log` is a real file. A map costs a page-table entry per
@@ -257,6 +255,8 @@ pub struct LogSegment {
     unsynced_indexes: AtomicBool,
     index_interval_bytes: u64,
     max_index_bytes: usize,
+    /// Lookups that passed over an index entry pointing at the wrong bytes (`lookup.rs`).
+    index_fallbacks: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -433,6 +433,7 @@ impl LogSegment {
             unsynced_indexes: AtomicBool::new(false),
             index_interval_bytes: index_interval_bytes as u64,
             max_index_bytes,
+            index_fallbacks: AtomicU64::new(0),
             state: Mutex::new(state),
         }
     }
@@ -534,107 +535,6 @@ impl LogSegment {
             log.read_at(buf, position).map_err(|e| Error::io(&path, e))
         };
         stream.scan(&mut read_at, start, self.size(), on_batch)
-    }
-
-    /// Kafka's `readNextOffset`: the offset after the last batch, walking from the last index entry (the
-    /// base offset when the segment is empty), and the bytes walked.
-    pub fn read_next_offset(&self) -> Result<(i64, u64), Error> {
-        let position = self.state().offset_index.lookup(i64::MAX)?.1 as u64;
-        let mut next = self.base_offset;
-        let mut walked = 0u64;
-        let mut stream = BatchStream::default().without_crc();
-        self.scan::<Error>(&mut stream, position, &mut |b| {
-            let b = b?;
-            // A batch ending at i64::MAX leaves no offset for the log end: klog never appends one.
-            next = b
-                .last_offset()
-                .checked_add(1)
-                .ok_or_else(|| Error::CorruptBatch {
-                    position: b.position(),
-                    reason: crate::Corruption::OffsetOverflow {
-                        segment_base: self.base_offset,
-                        first: b.base_offset(),
-                        last: b.last_offset(),
-                    },
-                })?;
-            walked += b.size_in_bytes() as u64;
-            Ok(ControlFlow::Continue(()))
-        })?;
-        Ok((next, walked))
-    }
-
-    /// (base offset, last offset, size) of the batch at `position`, read from its header; None past the
-    /// data or where no batch can be. The magic byte (at 16 in every format) decides the layout: a v2
-    /// batch's last offset is `base + last_offset_delta`; a legacy (v0/v1) entry's is its own offset (a
-    /// compressed wrapper carries its last inner offset), and it may be shorter than a v2 header.
-    /// The header comes from `map` (a sealed segment's) when given, else from one `pread` into the stack.
-    fn header_at(
-        &self,
-        position: u64,
-        map: Option<&memmap2::Mmap>,
-    ) -> Result<Option<(i64, i64, u32)>, Error> {
-        let end = position
-            .saturating_add(RECORD_BATCH_OVERHEAD as u64)
-            .min(self.size());
-        let want = end.saturating_sub(position) as usize;
-        let mut header = [0u8; RECORD_BATCH_OVERHEAD];
-        let bytes = match map {
-            Some(map) if end as usize <= map.len() => &map[position as usize..end as usize],
-            _ => {
-                let n = self
-                    .log_file()
-                    .read_at(&mut header[..want], position)
-                    .map_err(|e| Error::io(&self.log_path_of(), e))?;
-                &header[..n]
-            }
-        };
-        if bytes.len() < HEADER_SIZE_UP_TO_MAGIC {
-            return Ok(None);
-        }
-        let base = i64::from_be_bytes(bytes[0..8].try_into().expect("8"));
-        let len = i32::from_be_bytes(bytes[8..12].try_into().expect("4"));
-        let last = match bytes[16] {
-            2 if bytes.len() >= 27 && len >= 49 => {
-                // Wrapping, as Java's: a corrupt delta near the limits must not panic.
-                base.wrapping_add(i32::from_be_bytes(bytes[23..27].try_into().expect("4")) as i64)
-            }
-            0 | 1 if len >= MIN_RECORD_OVERHEAD => base,
-            _ => return Ok(None),
-        };
-        Ok(Some((base, last, LOG_OVERHEAD as u32 + len as u32)))
-    }
-
-    /// Kafka's `translateOffset`: the first batch whose last offset is >= `offset`, scanning from the index.
-    /// A sealed segment already mapped (by a read) is scanned in its map; nothing is mapped here, so a
-    /// lookup alone (truncation, the producer-state replay) never makes a later truncation copy the file.
-    pub fn translate_offset(
-        &self,
-        offset: i64,
-        start_position: u64,
-    ) -> Result<Option<BatchPosition>, Error> {
-        let (indexed, map) = {
-            let mut state = self.state();
-            let indexed = state.offset_index.lookup(offset)?.1 as u64;
-            (indexed, state.mapped.clone())
-        };
-        // `make_active` drops the map, but a map taken just before stays valid: it is never shrunk.
-        let map = map.filter(|_| !self.active.load(Ordering::Acquire));
-        let mut position = indexed.max(start_position);
-        let size = self.size();
-        while position < size {
-            let Some((_, last, batch_size)) = self.header_at(position, map.as_deref())? else {
-                return Ok(None);
-            };
-            if last >= offset {
-                return Ok(Some(BatchPosition {
-                    last_offset: last,
-                    position: position as u32,
-                    size: batch_size,
-                }));
-            }
-            position += batch_size as u64;
-        }
-        Ok(None)
     }
 
     /// Appends `bytes` (whole, validated batches) ending at `largest_offset`. Returns the position written at.
@@ -880,31 +780,34 @@ impl LogSegment {
         Ok(old - new_size)
     }
 
-    /// After truncation the time index may miss the max of batches after its last entry: scan them.
-    fn rescan_max_timestamp_after_index(&self) -> Result<(), Error> {
-        let (_, offset) = self.state().time_index.last_entry()?;
-        let start = self.state().offset_index.lookup(offset)?.1 as u64;
-        let bytes = self.read_bytes(start, (self.size() - start) as usize)?;
-        let mut best = self.state().max_timestamp_so_far.expect("loaded");
-        for b in Batches::new(&bytes).without_crc().flatten() {
-            if let crate::format::AnyBatch::V2(b) = b {
-                if b.max_timestamp() > best.0 {
-                    best = (b.max_timestamp(), b.last_offset());
-                }
-            }
-        }
-        self.state().max_timestamp_so_far = Some(best);
-        Ok(())
-    }
-
     /// Replaces the `.log` with its first `len` bytes in a new file, so maps of the old file stay valid.
+    /// The prefix is copied through one buffer of at most `REPLACE_CHUNK` bytes (a truncation into a
+    /// 1 GiB sealed segment must not hold 1 GiB), written to `<name>.log.tmp`, synced, renamed over the
+    /// `.log` and the directory synced: a crash leaves the old file or the new one (a stray `.tmp` is
+    /// removed by the next open).
     fn replace_with_prefix(&self, len: u64) -> Result<(), Error> {
         let path = self.log_path_of();
         let tmp = crate::io::tmp_path(&path);
-        let prefix = self.read_bytes(0, len as usize)?;
-        let _ = self.storage.remove(&tmp);
+        match self.storage.remove(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&tmp, e)),
+        }
         let file = self.storage.create(&tmp).at(&tmp)?;
-        file.write_at(&prefix, 0).at(&tmp)?;
+        let old = self.log_file();
+        let mut buf = vec![0u8; (len.min(REPLACE_CHUNK)) as usize];
+        let mut copied = 0u64;
+        while copied < len {
+            let want = (len - copied).min(buf.len() as u64) as usize;
+            let n = old.read_at(&mut buf[..want], copied).at(&path)?;
+            if n == 0 {
+                let why = format!("the .log ends at {copied} bytes, before the {len} kept");
+                let eof = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, why);
+                return Err(Error::io(&path, eof));
+            }
+            file.write_at(&buf[..n], copied).at(&tmp)?;
+            copied += n as u64;
+        }
         file.sync().at(&tmp)?;
         drop(file);
         self.storage.rename(&tmp, &path).at(&path)?;
@@ -912,6 +815,13 @@ impl LogSegment {
         *self.log.lock().expect("segment log lock poisoned") =
             self.storage.open(&path).at(&path)?;
         Ok(())
+    }
+
+    /// For tests on storage that cannot be mapped (the simulation): the segment acts as if a reader had
+    /// mapped its `.log`, so a truncation replaces the file instead of shrinking it.
+    #[doc(hidden)]
+    pub fn assume_mapped(&self) {
+        self.state().ever_mapped = true;
     }
 
     /// Kafka's `recover`: rebuilds the offset and time indexes (and returns the epochs seen) from the `.log`,
@@ -1134,31 +1044,6 @@ impl LogSegment {
         Ok(())
     }
 
-    /// Checks the indexes against Kafka's sanity rules (stricter: entries must increase).
-    pub fn sanity_check(&self) -> Result<(), Error> {
-        let mut state = self.state();
-        state.offset_index.sanity_check()?;
-        state.time_index.sanity_check()?;
-        state.txn_index.sanity_check(self.base_offset)?;
-        let size = self.size();
-        if let Some(e) = state.offset_index.file().entries()?.last() {
-            if e.position.get() as u64 >= size {
-                return Err(Error::CorruptIndex {
-                    path: LogSegment::index_path(&self.dir, self.base_offset),
-                    reason: format!("entry {e:?} points past the end of the .log ({size} bytes)"),
-                });
-            }
-        }
-        let last = state.offset_index.last_offset()?;
-        if last < self.base_offset {
-            return Err(Error::CorruptIndex {
-                path: LogSegment::index_path(&self.dir, self.base_offset),
-                reason: format!("last offset {last} is below the base offset"),
-            });
-        }
-        Ok(())
-    }
-
     /// Appends an aborted transaction to this segment's `.txnindex`.
     pub fn append_aborted_txn(&self, txn: crate::txn_index::AbortedTxn) -> Result<(), Error> {
         self.state().txn_index.append(txn)
@@ -1173,53 +1058,6 @@ impl LogSegment {
         self.state()
             .txn_index
             .collect_aborted(fetch_offset, upper_bound)
-    }
-
-    /// Kafka's `findOffsetByTimestamp`: the first record with timestamp >= `ts` and offset >= `starting`.
-    pub fn find_offset_by_timestamp(
-        &self,
-        ts: i64,
-        starting_offset: i64,
-    ) -> Result<Option<(i64, i64)>, Error> {
-        let (_, indexed_offset) = self.state().time_index.lookup(ts)?;
-        let position = self
-            .state()
-            .offset_index
-            .lookup(indexed_offset.max(starting_offset))?
-            .1 as u64;
-        // Walk forward from the indexed position a chunk at a time (the answer is usually a few batches
-        // on: the time index has an entry every `index.interval.bytes`), never the whole segment.
-        let end = self.size();
-        let mut position = position;
-        let mut chunk = TIMESTAMP_SEARCH_CHUNK;
-        let mut scratch = Vec::new();
-        while position < end {
-            let bytes = self.slice(position, position.saturating_add(chunk).min(end))?;
-            let mut batches = Batches::at(bytes.as_slice(), position).without_crc();
-            for b in &mut batches {
-                let crate::format::AnyBatch::V2(b) = b? else {
-                    continue;
-                };
-                if b.max_timestamp() < ts {
-                    continue;
-                }
-                for r in b.records(&mut scratch)? {
-                    let r = r?;
-                    if r.timestamp >= ts && r.offset >= starting_offset {
-                        return Ok(Some((r.timestamp, r.offset)));
-                    }
-                }
-            }
-            // The iterator stops at the first batch the chunk cuts (a `Tail`, not an error).
-            if batches.position() > position {
-                position = batches.position();
-            } else if position + chunk >= end {
-                break; // a partial batch at the segment's end
-            } else {
-                chunk = chunk.saturating_mul(2); // one batch larger than the chunk
-            }
-        }
-        Ok(None)
     }
 
     /// Writes the in-memory index entries (for a clean close) and trims a preallocated `.log`.

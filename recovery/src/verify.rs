@@ -2,6 +2,12 @@
 //! index entry against the `.log`, every `.txnindex` entry against its marker, every producer snapshot
 //! against a replay from the one before it, and the partition's checkpoint files.
 //!
+//! Problems are what is wrong; notes are derived state the next open rebuilds from the `.log` whatever
+//! the shutdown was, as Kafka's `LogLoader` does: a missing `.index` or `.timeindex` (a broker leaves none
+//! for a segment whose index it never loaded, e.g. KRaft's `__cluster_metadata-0` after a clean stop), and
+//! the zero-filled tail of a preallocated index a broker did not trim (it was killed), one note per file
+//! however many slots the tail holds.
+//!
 //! Linear and bounded: each `.log` is walked once in a window ([`BatchStream`]); what the later checks need
 //! is kept per index entry (the segment's index files, matched by binary search as batches pass) and per
 //! producer (the state replayed since the last snapshot), never per batch.
@@ -33,6 +39,7 @@ struct Checker<'a> {
     storage: &'a dyn Storage,
     dir: &'a Path,
     problems: Vec<Problem>,
+    notes: Vec<Problem>,
     /// One window walks every `.log`, reused from segment to segment.
     stream: BatchStream,
     batches: u64,
@@ -41,6 +48,13 @@ struct Checker<'a> {
 impl Checker<'_> {
     fn problem(&mut self, file: PathBuf, what: impl Into<String>) {
         self.problems.push(Problem {
+            file,
+            what: what.into(),
+        });
+    }
+
+    fn note(&mut self, file: PathBuf, what: impl Into<String>) {
+        self.notes.push(Problem {
             file,
             what: what.into(),
         });
@@ -60,6 +74,8 @@ impl Checker<'_> {
 pub struct Verification {
     /// Every problem found, in the order found.
     pub problems: Vec<Problem>,
+    /// Derived state the next open rebuilds (not problems): missing indexes, untrimmed preallocated ones.
+    pub notes: Vec<Problem>,
     /// Bytes of `.log` files read (each once).
     pub log_bytes_read: u64,
     /// Batches checked.
@@ -79,6 +95,7 @@ pub fn verify(storage: &dyn Storage, dir: &Path) -> Result<Verification, Error> 
         storage,
         dir,
         problems: Vec::new(),
+        notes: Vec::new(),
         stream: BatchStream::default(),
         batches: 0,
     };
@@ -106,6 +123,7 @@ pub fn verify(storage: &dyn Storage, dir: &Path) -> Result<Verification, Error> 
     }
     Ok(Verification {
         problems: c.problems,
+        notes: c.notes,
         log_bytes_read: c.stream.bytes_read(),
         batches: c.batches,
     })
@@ -351,7 +369,7 @@ impl SegmentIndexes {
     fn report_offset_index(&self, c: &mut Checker<'_>) {
         let index_path = LogSegment::index_path(c.dir, self.base);
         let Some(len) = self.offset_len else {
-            c.problem(index_path, "missing (it would be rebuilt from the .log)");
+            c.note(index_path, MISSING);
             return;
         };
         if len % 8 != 0 {
@@ -360,8 +378,10 @@ impl SegmentIndexes {
                 format!("length {len} is not a multiple of 8"),
             );
         }
+        let entries = zero_tail_start(&self.offsets, |&(o, p)| o == self.base && p == 0);
+        note_zero_tail(c, &index_path, self.offsets.len() - entries, entries * 8);
         let mut last = None;
-        for (&(offset, position), found) in self.offsets.iter().zip(&self.offset_found) {
+        for (&(offset, position), found) in self.offsets[..entries].iter().zip(&self.offset_found) {
             if last.is_some_and(|l| offset <= l) {
                 c.problem(
                     index_path.clone(),
@@ -386,7 +406,7 @@ impl SegmentIndexes {
     fn report_time_index(&self, c: &mut Checker<'_>) {
         let time_path = LogSegment::time_index_path(c.dir, self.base);
         let Some(len) = self.time_len else {
-            c.problem(time_path, "missing (it would be rebuilt from the .log)");
+            c.note(time_path, MISSING);
             return;
         };
         if len % 12 != 0 {
@@ -395,8 +415,10 @@ impl SegmentIndexes {
                 format!("length {len} is not a multiple of 12"),
             );
         }
+        let entries = zero_tail_start(&self.times, |&(ts, o)| ts == 0 && o == self.base);
+        note_zero_tail(c, &time_path, self.times.len() - entries, entries * 12);
         let mut last_ts = i64::MIN;
-        for &(ts, offset) in &self.times {
+        for &(ts, offset) in &self.times[..entries] {
             if ts <= last_ts {
                 c.problem(
                     time_path.clone(),
@@ -412,6 +434,26 @@ impl SegmentIndexes {
                 );
             }
         }
+    }
+}
+
+/// What a missing `.index` or `.timeindex` is: derived state, not corruption.
+const MISSING: &str =
+    "missing: derived from the .log, rebuilt by the next open (as Kafka's LogLoader does)";
+
+/// Where the run of all-zero entries that ends the index starts (its length when there is none): the
+/// preallocated slots of an index its broker never trimmed. An entry of zeros is never a real one (an
+/// offset entry at position 0 is never written: the first batch of a segment gets none).
+fn zero_tail_start<E>(entries: &[E], is_zero: impl Fn(&E) -> bool) -> usize {
+    entries.len() - entries.iter().rev().take_while(|e| is_zero(e)).count()
+}
+
+fn note_zero_tail(c: &mut Checker<'_>, path: &Path, slots: usize, position: usize) {
+    if slots > 0 {
+        c.note(
+            path.to_owned(),
+            format!("{slots} zero-filled slots from byte {position}: a preallocated index not trimmed (its broker did not stop cleanly); rebuilt from the .log by the next open"),
+        );
     }
 }
 

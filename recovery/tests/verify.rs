@@ -187,3 +187,68 @@ fn crc32c_of(bytes: &[u8]) -> u32 {
     }
     !crc
 }
+
+/// Derived state the next open rebuilds is a note, not a problem: the last segment's indexes left
+/// preallocated with zeros after their entries (a broker killed before it trimmed them: one note per file,
+/// not one per slot) and a segment with no `.index` or `.timeindex` (a broker that never loaded them).
+#[test]
+fn untrimmed_and_missing_indexes_are_notes_not_problems() {
+    let (storage, dir) = build();
+    let logs = files(&storage, &dir, ".log");
+    let last = logs.last().unwrap();
+    let (index, time_index) = (
+        last.with_extension("index"),
+        last.with_extension("timeindex"),
+    );
+    let entries = |p: &Path| read_file(storage.inner.as_ref(), p).unwrap().unwrap().len();
+    let (index_len, time_len) = (entries(&index), entries(&time_index));
+    assert!(
+        index_len >= 8 && time_len >= 12,
+        "the last segment has entries"
+    );
+    // Preallocated as Kafka does: 4 KiB of index, each file a whole number of entries.
+    patch(&storage, &index, index_len, &vec![0u8; 4096 - index_len]);
+    patch(&storage, &time_index, time_len, &vec![0u8; 4092 - time_len]);
+    let first = &logs[0];
+    for p in [
+        first.with_extension("index"),
+        first.with_extension("timeindex"),
+    ] {
+        storage.inner.remove(&p).unwrap();
+    }
+
+    let found = klog_recovery::verify::verify(storage.io.as_ref(), &dir).unwrap();
+    assert_eq!(found.problems, vec![]);
+    let notes: Vec<(PathBuf, String)> = found
+        .notes
+        .iter()
+        .map(|n| (n.file.clone(), n.what.clone()))
+        .collect();
+    assert_eq!(notes.len(), 4, "{notes:#?}");
+    let note_of = |p: &Path| {
+        &notes
+            .iter()
+            .find(|n| n.0 == p)
+            .unwrap_or_else(|| panic!("{notes:#?}"))
+            .1
+    };
+    assert!(
+        note_of(&first.with_extension("index")).starts_with("missing: "),
+        "{notes:#?}"
+    );
+    assert!(
+        note_of(&first.with_extension("timeindex")).starts_with("missing: "),
+        "{notes:#?}"
+    );
+    let slots = (4096 - index_len) / 8;
+    assert!(
+        note_of(&index).starts_with(&format!("{slots} zero-filled slots from byte {index_len}")),
+        "{notes:#?}"
+    );
+    let slots = (4092 - time_len) / 12;
+    assert!(
+        note_of(&time_index)
+            .starts_with(&format!("{slots} zero-filled slots from byte {time_len}")),
+        "{notes:#?}"
+    );
+}

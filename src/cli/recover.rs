@@ -17,7 +17,8 @@ use klog::log::kraft::TopicConfig;
 use klog::log::log_dir::partition_dir_names;
 use klog::log::log_dir::LogDir;
 use klog::log::partition_log::partition_dir_name;
-use klog::recovery::{verify_partition, LogLoader, Problem, RecoveryReport};
+use klog::recovery::verify::verify as verify_partition;
+use klog::recovery::{LogLoader, Problem, RecoveryReport};
 use serde_json::json;
 
 use super::topic_config::{configs_json, configs_text, ConfigArgs, TopicConfigs};
@@ -304,11 +305,15 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             }
             let dir = root.join(&name);
             let mut config = None;
+            let mut notes = Vec::new();
             let problems = match partition_dir_name(&dir) {
                 Ok(_) => {
                     // No check depends on a topic config; the JSON says which the partition has.
                     config = Some(configs.for_partition(&root, &name));
-                    verify_partition(&ReadOnlyStorage::new(Arc::new(StdStorage)), &dir)?
+                    let found =
+                        verify_partition(&ReadOnlyStorage::new(Arc::new(StdStorage)), &dir)?;
+                    notes = found.notes;
+                    found.problems
                 }
                 Err(e) => {
                     let what = match e {
@@ -326,16 +331,26 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|p| json!({"file": p.file.display().to_string(), "problem": p.what}))
                     .collect();
+                let notes: Vec<_> = notes
+                    .iter()
+                    .map(|p| json!({"file": p.file.display().to_string(), "note": p.what}))
+                    .collect();
                 let configs_of = config.as_ref().map(configs_json);
                 outln!(
                     "{}",
                     json!({"partition": name, "ok": problems.is_empty(), "problems": list,
+                        "notes": notes,
                         "metadata_log": configs.metadata_dir().map(|d| d.display().to_string()),
                         "configs": configs_of})
                 );
-            } else if problems.is_empty() {
-                outln!("{}: ok", root.join(&name).display());
             } else {
+                // Notes first (derived state the next open rebuilds), then the verdict or the problems.
+                for n in notes {
+                    outln!("{}: note: {}", n.file.display(), n.what);
+                }
+                if problems.is_empty() {
+                    outln!("{}: ok", root.join(&name).display());
+                }
                 for p in problems {
                     outln!("{}: {}", p.file.display(), p.what);
                 }

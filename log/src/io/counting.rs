@@ -31,6 +31,12 @@ pub enum IoOp {
     Rename,
     /// [`Storage::remove`] calls.
     Remove,
+    /// The largest buffer one [`StorageFile::read_at`] asked for (a maximum, not a sum): what a reader
+    /// holds at once.
+    LargestRead,
+    /// The largest buffer one [`StorageFile::write_at`] or [`StorageFile::write_at_and_sync`] wrote (a
+    /// maximum, not a sum).
+    LargestWrite,
 }
 
 /// The kind of file a path names: what follows the first dot of its file name (`00000000000000000000.log`
@@ -52,6 +58,12 @@ type Counts = Arc<Mutex<BTreeMap<(IoOp, String), u64>>>;
 fn add(counts: &Counts, op: IoOp, kind: &str, n: u64) {
     let mut counts = counts.lock().unwrap_or_else(|e| e.into_inner());
     *counts.entry((op, kind.to_owned())).or_default() += n;
+}
+
+fn raise(counts: &Counts, op: IoOp, kind: &str, n: u64) {
+    let mut counts = counts.lock().unwrap_or_else(|e| e.into_inner());
+    let largest = counts.entry((op, kind.to_owned())).or_default();
+    *largest = (*largest).max(n);
 }
 
 /// Counts every operation on `inner` by [`IoOp`] and [`file_kind`], and otherwise is `inner`.
@@ -172,6 +184,12 @@ struct CountingFile {
 
 impl StorageFile for CountingFile {
     fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
+        raise(
+            &self.counts,
+            IoOp::LargestRead,
+            &self.kind,
+            buf.len() as u64,
+        );
         let n = self.inner.read_at(buf, position)?;
         add(&self.counts, IoOp::Read, &self.kind, 1);
         add(&self.counts, IoOp::ReadBytes, &self.kind, n as u64);
@@ -179,6 +197,12 @@ impl StorageFile for CountingFile {
     }
     fn write_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
         add(&self.counts, IoOp::Write, &self.kind, 1);
+        raise(
+            &self.counts,
+            IoOp::LargestWrite,
+            &self.kind,
+            buf.len() as u64,
+        );
         self.inner.write_at(buf, position)
     }
     fn sync(&self) -> io::Result<()> {
@@ -187,6 +211,12 @@ impl StorageFile for CountingFile {
     }
     fn write_at_and_sync(&self, buf: &[u8], position: u64) -> io::Result<()> {
         add(&self.counts, IoOp::Write, &self.kind, 1);
+        raise(
+            &self.counts,
+            IoOp::LargestWrite,
+            &self.kind,
+            buf.len() as u64,
+        );
         add(&self.counts, IoOp::Sync, &self.kind, 1);
         self.inner.write_at_and_sync(buf, position)
     }
@@ -255,7 +285,14 @@ mod tests {
         // Forwarded: the simulated disk holds what went through.
         assert_eq!(sim.live_bytes(&dir.join("0.log")).unwrap(), b"hello");
         assert!(sim.list(dir).unwrap().contains(&"1.index".to_owned()));
-        assert_eq!(counting.take().len(), 8);
+        assert_eq!(counting.count(IoOp::LargestRead, "log"), 5);
+        log.write_at(b"hi", 5).unwrap();
+        assert_eq!(
+            counting.count(IoOp::LargestWrite, "log"),
+            5,
+            "a maximum, not a sum"
+        );
+        assert_eq!(counting.take().len(), 10);
         assert_eq!(counting.count(IoOp::Write, "log"), 0, "take starts again");
     }
 }
