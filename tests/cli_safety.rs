@@ -4,13 +4,13 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{batches_near_now, klog, klog_ok, scratch_dir, stderr, stdout};
+use common::tree::Tree;
+use common::{batches_near_now, klog, klog_ok, required, scratch_dir, signal, stderr, stdout};
 
 /// `n` producer batches of 3 records with timestamps near now (Kafka's timestamp bounds accept them).
 fn producer_batches(n: usize) -> Vec<u8> {
@@ -141,24 +141,29 @@ fn a_second_writer_is_refused_at_once_naming_the_directory() {
     assert!(append.status.success(), "{}", stderr(&append));
 }
 
-/// Every file under `dir` with its bytes and modification time, and the directories' own listings.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, Option<std::time::SystemTime>)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        let meta = std::fs::metadata(&d).unwrap();
-        out.insert(d.clone(), (Vec::new(), meta.modified().ok()));
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let m = std::fs::metadata(&p).unwrap();
-                out.insert(p.clone(), (std::fs::read(&p).unwrap(), m.modified().ok()));
-            }
-        }
-    }
-    out
+/// Every reader of a partition directory and its log directory: `read`, `producers`, `verify`,
+/// `recover --dry-run`, and `dump` of every file the partition holds.
+fn readers<'a>(logs: &'a str, dir: &'a str, files: &'a [String]) -> Vec<Vec<&'a str>> {
+    let mut all = vec![
+        vec!["read", dir, "--offset", "0", "--max-bytes", "100000", "--json"],
+        vec!["producers", dir, "--json"],
+        vec!["verify", dir, "--json"],
+        vec!["verify", logs],
+        vec!["recover", logs, "--dry-run", "--json"],
+    ];
+    let mut dump = vec!["dump"];
+    dump.extend(files.iter().map(String::as_str));
+    all.push(dump);
+    all
+}
+
+/// The files of a partition directory, sorted.
+fn files_of(dir: &Path) -> Vec<String> {
+    common::sorted_entries(dir)
+        .into_iter()
+        .filter(|p| p.is_file())
+        .map(|p| p.to_str().unwrap().to_owned())
+        .collect()
 }
 
 #[test]
@@ -166,25 +171,13 @@ fn readers_beside_a_running_writer_change_nothing_and_lose_nothing() {
     let root = scratch_dir("safety-readers-beside-writer");
     let logs = root.join("logs");
     let dir = logs.join("events-0");
-    let d = dir.to_str().unwrap();
+    let (l, d) = (logs.to_str().unwrap(), dir.to_str().unwrap());
     for round in 0..3u64 {
         let mut writer = Writer::start(&dir, 11 + round);
         writer.wait_flushes(2);
-        for args in [
-            vec![
-                "read",
-                d,
-                "--offset",
-                "0",
-                "--max-bytes",
-                "100000",
-                "--json",
-            ],
-            vec!["producers", d, "--json"],
-            vec!["verify", d, "--json"],
-            vec!["recover", logs.to_str().unwrap(), "--dry-run", "--json"],
-            vec!["dump", d],
-        ] {
+        // While it writes: no reader needs the lock, none fails on what a live writer leaves.
+        let files = files_of(&dir);
+        for args in readers(l, d, &files) {
             let o = klog(&args);
             assert_no_panic(&o, args[0]);
             assert!(
@@ -197,6 +190,23 @@ fn readers_beside_a_running_writer_change_nothing_and_lose_nothing() {
                 assert!(o.status.success(), "{args:?}: {}", stderr(&o));
             }
         }
+        // Paused (still the holder of the lock, files open, its tail unflushed and its indexes
+        // preallocated): the whole tree, bytes, names, sizes, modes and mtimes, is what it was after
+        // every reader ran.
+        signal(&writer.child, "STOP");
+        let before = Tree::of(&logs);
+        let files = files_of(&dir);
+        for args in readers(l, d, &files) {
+            let o = klog(&args);
+            assert_no_panic(&o, args[0]);
+            let changed = Tree::of(&logs).changes_since(&before);
+            assert!(
+                changed.is_empty(),
+                "round {round}: `klog {}` changed the log directory of a running writer: {changed:?}",
+                args.join(" ")
+            );
+        }
+        signal(&writer.child, "CONT");
         writer.wait_flushes(2);
         let flushed = writer.kill();
         let o = klog(&["read", d, "--offset", "0", "--max-bytes", "1", "--json"]);
@@ -235,6 +245,21 @@ impl Drop for ReadOnlyMount {
     }
 }
 
+/// The problems `verify --json` of one partition listed, as (file name, problem).
+fn problems(line: &str) -> Vec<(String, String)> {
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    v["problems"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no problems list: {v}"))
+        .iter()
+        .map(|p| {
+            let file = Path::new(p["file"].as_str().unwrap());
+            let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+            (name, p["problem"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
 #[test]
 fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
     let root = scratch_dir("safety-read-only");
@@ -256,7 +281,8 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
     let index = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "index"))
+        .filter(|p| p.extension().is_some_and(|e| e == "index"))
+        .min()
         .unwrap();
     std::fs::remove_file(&index).unwrap();
     let last_log = std::fs::read_dir(&dir)
@@ -266,6 +292,7 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
         .max()
         .unwrap();
     let torn = producer_batches(1);
+    let torn_at = std::fs::metadata(&last_log).unwrap().len();
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(&last_log)
@@ -273,11 +300,13 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
     std::io::Write::write_all(&mut f, &torn[..torn.len() / 2]).unwrap();
     drop(f);
 
+    // CI runs as root and must test a real read-only file system (`.ci/run` sets KLOG_REQUIRE_MOUNT).
     let mount = ReadOnlyMount::new(&logs, &root.join("ro"));
     if mount.is_none() {
         assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs as root and must test a real read-only file system"
+            !required("KLOG_REQUIRE_MOUNT") && std::env::var_os("CI").is_none(),
+            "KLOG_REQUIRE_MOUNT=1 (or CI) but no read-only bind mount could be made (mount --bind, then \
+             mount -o remount,bind,ro; needs root)"
         );
         eprintln!("no read-only bind mount here (not root): checking the tree is unchanged only");
     }
@@ -288,7 +317,7 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
     };
     let ro_dir = ro_logs.join("orders-0");
     let rd = ro_dir.to_str().unwrap();
-    let before = tree(&logs);
+    let before = Tree::of(&logs);
 
     let read = klog(&[
         "read",
@@ -299,42 +328,81 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
         "1000000",
         "--json",
     ]);
-    assert!(read.status.success(), "read: {}", stderr(&read));
+    assert_eq!(read.status.code(), Some(0), "read: {}", stderr(&read));
     let r: serde_json::Value = serde_json::from_str(stdout(&read).trim()).unwrap();
     assert_eq!(r["log_end_offset"], 180, "{r}");
     assert!(!r["batches"].as_array().unwrap().is_empty());
 
     let p = klog(&["producers", rd, "--json"]);
-    assert!(p.status.success(), "producers: {}", stderr(&p));
+    assert_eq!(p.status.code(), Some(0), "producers: {}", stderr(&p));
 
     let dry = klog(&["recover", ro_logs.to_str().unwrap(), "--dry-run", "--json"]);
-    assert!(dry.status.success(), "recover --dry-run: {}", stderr(&dry));
+    assert_eq!(dry.status.code(), Some(0), "recover --dry-run: {}", stderr(&dry));
     let rep: serde_json::Value =
         serde_json::from_str(stdout(&dry).lines().next().unwrap()).unwrap();
     assert_eq!(rep["log_end_offset"], 180, "{rep}");
-    assert!(
-        rep.to_string().contains(&format!("{}", torn.len() / 2)),
-        "the dry run reports the torn tail it would cut: {rep}"
-    );
+    assert_eq!(rep["bytes_truncated"], torn.len() / 2, "the torn tail it would cut: {rep}");
 
+    // verify: exit 1, and exactly the crash's findings, read from the read-only files.
     let v = klog(&["verify", rd, "--json"]);
     assert_no_panic(&v, "verify");
-    assert!(
-        !stderr(&v).contains("Read-only file system"),
-        "{}",
-        stderr(&v)
+    assert_eq!(v.status.code(), Some(1), "verify: {}{}", stdout(&v), stderr(&v));
+    assert_eq!(stderr(&v), "", "verify on a read-only file system");
+    let found = problems(stdout(&v).trim());
+    let (index_name, log_name) = (
+        index.file_name().unwrap().to_str().unwrap(),
+        last_log.file_name().unwrap().to_str().unwrap(),
     );
-    let dump = klog(&["dump", last_log.to_str().unwrap()]);
-    assert!(dump.status.success() || dump.status.code() == Some(1));
+    let cut = torn.len() / 2;
+    assert_eq!(
+        found,
+        [
+            (
+                index_name.to_owned(),
+                "missing (it would be rebuilt from the .log)".to_owned()
+            ),
+            (
+                log_name.to_owned(),
+                format!("an incomplete batch of {cut} bytes at position {torn_at}")
+            ),
+        ],
+        "verify's findings: the missing index and the torn tail, nothing else"
+    );
 
-    // A writer on the read-only mount fails cleanly.
+    // dump of the torn segment on the mount: every whole batch, then exit 1 naming the torn tail.
+    let ro_last_log = ro_dir.join(log_name);
+    let dump = klog(&["dump", ro_last_log.to_str().unwrap()]);
+    assert_no_panic(&dump, "dump");
+    assert_eq!(dump.status.code(), Some(1), "dump: {}", stderr(&dump));
+    let segment_base: i64 = log_name.trim_end_matches(".log").parse().unwrap();
+    let dumped = stdout(&dump);
+    assert_eq!(
+        dumped.lines().filter(|l| l.starts_with("baseOffset:")).count() as i64,
+        (180 - segment_base) / 3,
+        "every whole batch of the segment: {dumped}"
+    );
+    assert_eq!(
+        dumped.lines().last(),
+        Some(format!("Found {cut} invalid bytes at the end of {log_name}").as_str())
+    );
+    assert_eq!(
+        stderr(&dump),
+        format!(
+            "klog: {}: truncated batch at position {torn_at}: {cut} bytes do not form a whole batch\n",
+            ro_last_log.display()
+        )
+    );
+
+    // A writer on the read-only mount fails cleanly, naming the file system.
     if mount.is_some() {
         let a = klog(&["append", rd, input.to_str().unwrap()]);
         assert_no_panic(&a, "append on a read-only file system");
-        assert!(!a.status.success());
+        assert_eq!(a.status.code(), Some(2), "append: {}", stderr(&a));
+        assert!(stderr(&a).contains("Read-only file system"), "{}", stderr(&a));
     }
     drop(mount);
-    assert!(before == tree(&logs), "a reader changed the log directory");
+    let changed = Tree::of(&logs).changes_since(&before);
+    assert!(changed.is_empty(), "a reader changed the log directory: {changed:?}");
 }
 
 #[test]
