@@ -130,7 +130,9 @@ fn a_partition_mirrored_from_kafka_has_the_indexes_kafka_wrote() {
         .find(|c| c["name"] == "index.interval.bytes")
         .cloned();
     assert_eq!(
-        interval.as_ref().map(|c| (c["value"].to_string(), c["source"].clone())),
+        interval
+            .as_ref()
+            .map(|c| (c["value"].to_string(), c["source"].clone())),
         Some((format!("\"{INDEX_INTERVAL_BYTES}\""), "mirror".into())),
         "index.interval.bytes came from the source: {described}"
     );

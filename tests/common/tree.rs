@@ -30,8 +30,8 @@ impl Tree {
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let dir = meta.is_dir();
             let bytes = if dir {
-                let entries = std::fs::read_dir(&path)
-                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let entries =
+                    std::fs::read_dir(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 for e in entries {
                     stack.push(e.expect("a readable directory entry").path());
                 }
