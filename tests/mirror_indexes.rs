@@ -1,7 +1,8 @@
 //! A mirrored partition's `.index` and `.timeindex` are the source's, byte for byte, when both use the same
 //! configs: the mirror appends whole fetches, and Kafka 4.x indexes each batch of an append on its own
 //! (`LogSegment.append`), exactly as the source's leader did one batch at a time. `klog verify` of the
-//! mirror is clean.
+//! mirror is clean. Both sides here are klog's index code: `tests/kafka_mirror_indexes.rs` holds the
+//! mirror to the indexes a real Kafka broker wrote.
 
 #[path = "mirror_support/mod.rs"]
 mod support;

@@ -640,5 +640,6 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         print_describe(&rows, false)?;
     }
-    Ok(ExitCode::SUCCESS)
+    // Stopped by a signal: closed cleanly, but the run did not end by itself (`docs/cli.md`, Signals).
+    Ok(super::shutdown::requested().map_or(ExitCode::SUCCESS, super::shutdown::exit_code))
 }

@@ -3,6 +3,10 @@
 //! in progress, flushes, writes the checkpoints (and the clean-shutdown marker where it may vouch for the
 //! directory) and releases the lock. A second signal ends the process at once (a stuck shutdown must
 //! still be stoppable), like Kafka's broker on a second Ctrl-C.
+//!
+//! One exit rule for all of them: a command a signal stopped exits 128 + the signal (143 for SIGTERM,
+//! 130 for SIGINT) after its clean close, whatever it had done by then, so a script can tell a run
+//! that was stopped from one that finished (0) or failed (1, 2). A close that fails is an error (2).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 

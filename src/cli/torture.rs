@@ -82,5 +82,5 @@ pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
     // Stopped by a signal or the batch limit: a clean close (flush, checkpoints, marker, lock released).
     log_dir.close_partition(log)?;
     log_dir.close()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(super::shutdown::requested().map_or(ExitCode::SUCCESS, super::shutdown::exit_code))
 }

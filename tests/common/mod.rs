@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod kafka;
+pub mod tree;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -150,6 +151,15 @@ pub fn scratch_dir(name: &str) -> PathBuf {
 /// Whether a required external tool's absence must fail the test (CI) rather than skip it (a laptop).
 pub fn required(var: &str) -> bool {
     std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+/// Sends `kill -SIGNAL` (`TERM`, `INT`, `STOP`, `CONT`, ...) to a child process.
+pub fn signal(child: &std::process::Child, signal: &str) {
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success(), "kill -{signal} {}", child.id());
 }
 
 /// Java on PATH?
