@@ -120,16 +120,18 @@ fn recover_of_a_log_dir_with_an_unreadable_partition_fails_naming_it_and_writes_
                 .unwrap();
             assert!(owner.success());
         }
-        std::fs::set_permissions(logs.join("x-0"), std::fs::Permissions::from_mode(0o000))
-            .unwrap();
-        let args = ["recover", s(&logs)];
-        let out = if as_root {
-            klog_unprivileged(&args)
-        } else {
-            klog(&args)
+        std::fs::set_permissions(logs.join("x-0"), std::fs::Permissions::from_mode(0o000)).unwrap();
+        let run = |args: &[&str]| {
+            if as_root {
+                klog_unprivileged(args)
+            } else {
+                klog(args)
+            }
         };
-        std::fs::set_permissions(logs.join("x-0"), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
+        let out = run(&["recover", s(&logs)]);
+        // `verify` names it too, and still checks y-0.
+        let verified = run(&["verify", s(&logs)]);
+        std::fs::set_permissions(logs.join("x-0"), std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(
             out.status.code(),
             Some(1),
@@ -146,6 +148,19 @@ fn recover_of_a_log_dir_with_an_unreadable_partition_fails_naming_it_and_writes_
             stdout(&out).contains("y-0"),
             "clean {clean}: y-0 is still recovered: {}",
             stdout(&out)
+        );
+        assert_eq!(verified.status.code(), Some(1), "{}", stderr(&verified));
+        let report = stdout(&verified);
+        assert!(
+            report.contains(&format!(
+                "{}: the partition directory cannot be listed",
+                s(&logs.join("x-0"))
+            )),
+            "{report}"
+        );
+        assert!(
+            report.contains(&format!("{}: ok", s(&logs.join("y-0")))),
+            "{report}"
         );
         assert!(
             !logs.join(MARKER).exists(),

@@ -308,7 +308,16 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                 Ok(_) => {
                     // No check depends on a topic config; the JSON says which the partition has.
                     config = Some(configs.for_partition(&root, &name));
-                    verify_partition(&ReadOnlyStorage::new(Arc::new(StdStorage)), &dir)?
+                    match std::fs::read_dir(&dir) {
+                        // A directory it may not list is a finding naming it; the others go on.
+                        Err(e) => vec![Problem {
+                            file: dir.clone(),
+                            what: format!("the partition directory cannot be listed: {e}"),
+                        }],
+                        Ok(_) => {
+                            verify_partition(&ReadOnlyStorage::new(Arc::new(StdStorage)), &dir)?
+                        }
+                    }
                 }
                 Err(e) => {
                     let what = match e {
