@@ -73,7 +73,9 @@ pub enum Error {
     },
     /// A second writable `LogDir` of one log directory in this process: its close would put the
     /// clean-shutdown marker down while the other still appends.
-    #[error("{dir} is already open for writing in this process: one writable log directory per root")]
+    #[error(
+        "{dir} is already open for writing in this process: one writable log directory per root"
+    )]
     LogDirInUse {
         /// The log directory.
         dir: std::path::PathBuf,

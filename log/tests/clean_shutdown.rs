@@ -105,7 +105,10 @@ fn the_marker_goes_down_for_what_was_closed_or_left_alone() {
     let (x, _) = dir.open_partition("x-0", LogConfig::default()).unwrap();
     dir.close_partition(x).unwrap();
     dir.close().unwrap();
-    assert!(!marker(storage.as_ref()), "y-0 was neither clean nor closed");
+    assert!(
+        !marker(storage.as_ref()),
+        "y-0 was neither clean nor closed"
+    );
     let mut dir = LogDir::open(storage.clone(), Path::new(ROOT)).unwrap();
     for name in ["x-0", "y-0"] {
         let (log, _) = dir.open_partition(name, LogConfig::default()).unwrap();
@@ -179,6 +182,10 @@ fn small_files_written_at_once_from_two_threads_each_land_whole() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(left, ["recovery-point-offset-checkpoint"], "temp files left");
+    assert_eq!(
+        left,
+        ["recovery-point-offset-checkpoint"],
+        "temp files left"
+    );
     std::fs::remove_dir_all(&root).unwrap();
 }

@@ -72,7 +72,11 @@ fn a_cluster_over_a_torn_partition_it_does_not_know_vouches_only_for_what_it_clo
     drop(cluster);
     // Kafka loads every partition directory at startup: x-0 was recovered, so the marker is true.
     let segment = Path::new(ROOT).join("x-0").join("00000000000000000000.log");
-    assert_eq!(sim.live_bytes(&segment).unwrap().len(), whole, "x-0's torn tail");
+    assert_eq!(
+        sim.live_bytes(&segment).unwrap().len(),
+        whole,
+        "x-0's torn tail"
+    );
     assert!(has_marker(storage.as_ref()));
 
     // The next writer adopts x-0 (a topic created over it) and appends: the batch must be read back at
@@ -80,10 +84,7 @@ fn a_cluster_over_a_torn_partition_it_does_not_know_vouches_only_for_what_it_clo
     let cluster = Cluster::open(storage.clone(), clock.clone(), root).unwrap();
     cluster.create_topic("x", 1, None, &[]).unwrap();
     let info = cluster.produce("x", 0, &mut batch(b"after")).unwrap();
-    assert_eq!(
-        info.first_offset, 3,
-        "the append went after the torn bytes"
-    );
+    assert_eq!(info.first_offset, 3, "the append went after the torn bytes");
     let log = cluster.log("x", 0).unwrap();
     let read = log.read(info.first_offset, 1 << 20, None, true).unwrap();
     let bytes = read.records.as_slice();
