@@ -339,11 +339,19 @@ fn dump_stops_quietly_when_the_reader_goes_away() {
 fn recover_finishes_every_partition_when_the_reader_goes_away() {
     let logs = scratch_dir("no-panic-pipe-recover").join("logs");
     let names = many_partitions(&logs, 150);
-    // Unclean: every partition is rescanned, so recovery runs while the pipe is closed.
+    // Unclean (no marker, no recovery points): every partition is rescanned, so recovery runs while the
+    // pipe is closed.
+    std::fs::remove_file(logs.join(".kafka_cleanshutdown")).unwrap();
     std::fs::remove_file(logs.join("recovery-point-offset-checkpoint")).unwrap();
-    let out = run_into_closed_pipe(&["recover", s(&logs)]);
+    let out = run_into_closed_pipe(&["recover", s(&logs), "--json"]);
     assert_no_panic(&out, "recover | head -1");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let first: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(first["clean_shutdown"], false, "{first}");
+    assert!(
+        first["segments_scanned"].as_u64().unwrap() > 0,
+        "nothing rescanned: {first}"
+    );
     let points = read_offsets(&StdStorage, &logs.join("recovery-point-offset-checkpoint")).unwrap();
     let hws = read_offsets(&StdStorage, &logs.join("replication-offset-checkpoint")).unwrap();
     for name in &names {

@@ -3,8 +3,9 @@
 //!
 //! Inside one process the lock is shared: a `LogDir`, the partitions it opens and a cluster on top of them
 //! are one writer, and they hold one `Arc<DirLock>` (a second lock of the same file from this process
-//! would refuse the process itself). A second writable open of the same *partition* in this process is
-//! refused by [`PartitionClaim`]. Readers take neither: they open through [`crate::io::ReadOnlyStorage`].
+//! would refuse the process itself). A second writable open of the same *partition*, or a second writable
+//! [`crate::log_dir::LogDir`] of the same root, in this process is refused by a [`Claim`]. Readers take
+//! neither: they open through [`crate::io::ReadOnlyStorage`].
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -73,35 +74,52 @@ impl DirLock {
     }
 }
 
-/// The partition directories open for writing in this process, by canonical path.
+/// The partition directories and log directories open for writing in this process, by canonical path.
 static CLAIMED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
 
-/// This process's claim on a partition directory: one writable open at a time. Released on drop.
+/// This process's claim on a directory for one writable open at a time: a partition directory
+/// ([`DirLock::claim_partition`]) or a log directory ([`DirLock::claim_log_dir`]). Released on drop.
 #[derive(Debug)]
-pub struct PartitionClaim {
+pub struct Claim {
     key: Option<PathBuf>,
 }
+
+/// This process's claim on a partition directory (see [`Claim`]).
+pub type PartitionClaim = Claim;
 
 impl DirLock {
     /// Claims the partition directory `dir` (inside this log directory; it must exist) for one writable
     /// open in this process. Simulated storage has no claims: its tests open and "crash" logs freely, and
     /// nothing outside the simulation can reach its files.
-    pub fn claim_partition(&self, dir: &Path) -> Result<PartitionClaim, Error> {
+    pub fn claim_partition(&self, dir: &Path) -> Result<Claim, Error> {
+        self.claim(dir, || Error::PartitionInUse {
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// Claims the locked log directory itself for one writable `LogDir` in this process: the lock is
+    /// shared inside the process, and two writers of one root would each write its checkpoints and
+    /// one's close would put the clean-shutdown marker down while the other still appends.
+    pub fn claim_log_dir(&self) -> Result<Claim, Error> {
+        self.claim(&self.dir, || Error::LogDirInUse {
+            dir: self.dir.clone(),
+        })
+    }
+
+    fn claim(&self, dir: &Path, in_use: impl FnOnce() -> Error) -> Result<Claim, Error> {
         if self._file.is_none() {
-            return Ok(PartitionClaim { key: None });
+            return Ok(Claim { key: None });
         }
         let key = std::fs::canonicalize(dir).at(dir)?;
         let mut claimed = CLAIMED.lock().unwrap_or_else(|e| e.into_inner());
         if !claimed.get_or_insert_with(HashSet::new).insert(key.clone()) {
-            return Err(Error::PartitionInUse {
-                dir: dir.to_owned(),
-            });
+            return Err(in_use());
         }
-        Ok(PartitionClaim { key: Some(key) })
+        Ok(Claim { key: Some(key) })
     }
 }
 
-impl Drop for PartitionClaim {
+impl Drop for Claim {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
             let mut claimed = CLAIMED.lock().unwrap_or_else(|e| e.into_inner());

@@ -71,6 +71,15 @@ pub enum Error {
         /// The holder's pid, when its lock file names one.
         holder: Option<u32>,
     },
+    /// A second writable `LogDir` of one log directory in this process: its close would put the
+    /// clean-shutdown marker down while the other still appends.
+    #[error(
+        "{dir} is already open for writing in this process: one writable log directory per root"
+    )]
+    LogDirInUse {
+        /// The log directory.
+        dir: std::path::PathBuf,
+    },
     /// A second writable open of a partition directory in this process.
     #[error("{dir} is already open for writing in this process: one writer per partition")]
     PartitionInUse {

@@ -5,10 +5,16 @@
 //! One writer per log directory: a writable open holds the directory's `.lock` for its life
 //! ([`crate::dir_lock`]); [`LogDir::open_read_only`] takes none and changes nothing on disk.
 //!
-//! The clean-shutdown marker is Kafka's rule: its presence at open means nothing is rescanned. It is removed
-//! while partitions are open (so a crash counts as unclean) and written back at close only if it was there
-//! at open or this writer closed cleanly every partition directory the log directory holds: a tool that
-//! opened one partition must not vouch for the others.
+//! The clean-shutdown marker is Kafka's rule (`LogManager.shutdown`: the marker only for a directory
+//! whose every log was loaded and closed): its presence at open means nothing is rescanned. It is removed
+//! at open (so a crash counts as unclean) and written back at close ([`LogDir::shut_down`]) only if every
+//! partition directory the root holds is one this writer opened and closed cleanly, or was there
+//! untouched since a clean shutdown (the marker was there at open and this writer never opened it for
+//! writing). A partition directory opened and not closed cleanly, one left unopened after an unclean
+//! shutdown, or one that cannot be listed withholds the marker: a tool that opened one partition must
+//! not vouch for the others. `LogDir`, the cluster node and every CLI writer close through this rule.
+//! One writable `LogDir` per root per process ([`crate::dir_lock::Claim`]): a second one's close would
+//! vouch for partitions the first still appends to.
 //!
 //! Checkpoints: a line that does not parse is an error naming the file and the line, raised before anything
 //! is written ([`LogDir::open`]); dropping it would reset that partition's offsets, and rewriting the file
@@ -27,7 +33,7 @@ use crate::checkpoint::{
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::config::LogConfig;
-use crate::dir_lock::DirLock;
+use crate::dir_lock::{Claim, DirLock};
 use crate::error::IoContext;
 use crate::io::Storage;
 use crate::partition_log::{
@@ -58,11 +64,13 @@ pub struct LogDir {
     storage: Arc<dyn Storage>,
     /// Kafka's `.lock`, held while this writer lives (None for a read-only open).
     lock: Option<Arc<DirLock>>,
+    /// This process's one writable `LogDir` of the root, released at [`LogDir::shut_down`] or drop.
+    claim: Option<Claim>,
     root: PathBuf,
     had_clean_shutdown: bool,
-    /// Partition directories this writer closed cleanly (and has not reopened since): if they are all the
-    /// directory holds, it may vouch for the whole directory at close.
-    closed_cleanly: std::sync::Mutex<BTreeSet<String>>,
+    /// Which partition directories this writer opened for writing and how they ended: the marker
+    /// vouches only for what closed cleanly (or was never opened since a clean shutdown).
+    partitions: std::sync::Mutex<Opened>,
     recovery_points: OffsetMap,
     log_start_offsets: OffsetMap,
     high_watermarks: OffsetMap,
@@ -100,14 +108,17 @@ impl LogDir {
         root: &Path,
         salvaging: bool,
     ) -> Result<(Self, Vec<Error>), Error> {
-        let lock = if storage.is_read_only() {
+        let (lock, claim) = if storage.is_read_only() {
             if storage.list(root).is_err() {
                 return Err(Error::io(root, std::io::ErrorKind::NotFound.into()));
             }
-            None
+            (None, None)
         } else {
             storage.create_dir_all(root).at(root)?;
-            Some(DirLock::acquire(storage.as_ref(), root)?)
+            let lock = DirLock::acquire(storage.as_ref(), root)?;
+            let claim = lock.claim_log_dir()?;
+            remove_temp_files(storage.as_ref(), root)?;
+            (Some(lock), Some(claim))
         };
         let mut problems = Vec::new();
         let mut read = |name: &str| -> Result<OffsetMap, Error> {
@@ -141,7 +152,8 @@ impl LogDir {
             high_watermarks,
             storage,
             lock,
-            closed_cleanly: Default::default(),
+            claim,
+            partitions: Default::default(),
             root: root.to_owned(),
             had_clean_shutdown,
             written: BTreeSet::new(),
@@ -193,10 +205,7 @@ impl LogDir {
         config: LogConfig,
         clock: Arc<dyn crate::clock::Clock>,
     ) -> Result<(PartitionLog, OpenReport), Error> {
-        self.closed_cleanly
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(name);
+        self.opening(name);
         let dir = self.root.join(name);
         let (topic, partition) = partition_dir_name(&dir)?;
         if name != format!("{topic}-{partition}") {
@@ -218,6 +227,16 @@ impl LogDir {
             log.update_high_watermark(hw);
         }
         Ok((log, report))
+    }
+
+    /// Records that partition directory `name` is being opened for writing (or changed by recovery before
+    /// its open): until it is closed cleanly through this `LogDir`, the close writes no marker.
+    pub fn opening(&self, name: &str) {
+        if !self.storage.is_read_only() {
+            let mut partitions = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
+            partitions.closed_cleanly.remove(name);
+            partitions.opened.insert(name.to_owned());
+        }
     }
 
     /// Flushes these partitions of the directory to their log ends together: on io_uring their writes
@@ -294,54 +313,110 @@ impl LogDir {
         logs: Vec<PartitionLog>,
     ) -> Result<Vec<Result<(), Error>>, Error> {
         let refs: Vec<&PartitionLog> = logs.iter().collect();
-        let results = PartitionLog::close_each(&refs);
-        let closed: Vec<&PartitionLog> = refs
+        self.close_logs(&refs)
+    }
+
+    /// [`close_partitions`](Self::close_partitions) for logs shared with others (a cluster node's): each
+    /// is closed in place, and only those that closed and were checkpointed count as closed cleanly.
+    pub fn close_logs(&mut self, logs: &[&PartitionLog]) -> Result<Vec<Result<(), Error>>, Error> {
+        let results = PartitionLog::close_each(logs);
+        let closed: Vec<&PartitionLog> = logs
             .iter()
             .zip(&results)
             .filter(|(_, r)| r.is_ok())
             .map(|(l, _)| *l)
             .collect();
         self.checkpoint_many(&closed)?;
-        let mut cleanly = self
-            .closed_cleanly
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut partitions = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
         for log in closed {
             if let Some(name) = log.dir().file_name() {
-                cleanly.insert(name.to_string_lossy().into_owned());
+                let name = name.to_string_lossy().into_owned();
+                partitions.opened.remove(&name);
+                partitions.closed_cleanly.insert(name);
             }
         }
         Ok(results)
     }
 
-    /// Ends the session. The clean-shutdown marker goes down if it was there at open, or if this writer
-    /// closed cleanly every partition directory the log directory holds (Kafka's rule: a directory whose
-    /// logs all finished loading and were closed), so the next open rescans nothing.
-    pub fn close(self) -> Result<(), Error> {
-        if self.storage.is_read_only() {
-            return Ok(());
-        }
-        if self.had_clean_shutdown || self.closed_everything()? {
-            checkpoint::write_clean_shutdown(self.storage.as_ref(), &self.root, -1)?;
-        }
-        Ok(())
+    /// Ends the session ([`shut_down`](Self::shut_down)) and releases the directory.
+    pub fn close(mut self) -> Result<(), Error> {
+        self.shut_down().map(|_| ())
     }
 
-    fn closed_everything(&self) -> Result<bool, Error> {
-        let closed = self
-            .closed_cleanly
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if closed.is_empty() {
+    /// Kafka's clean shutdown of the directory: `.kafka_cleanshutdown` goes down if every partition
+    /// directory the root holds is vouched for (see the module docs), so the next open rescans nothing;
+    /// otherwise it stays away, and each partition directory that withheld it is logged. Releases this
+    /// process's claim on the root. Returns whether the marker was written.
+    pub fn shut_down(&mut self) -> Result<bool, Error> {
+        if self.storage.is_read_only() {
             return Ok(false);
         }
-        let names = self.storage.list(&self.root).at(&self.root)?;
-        Ok(names
-            .iter()
-            .filter(|n| parse_dir_name(&self.root.join(n)).is_some())
-            .filter(|n| self.storage.list(&self.root.join(n)).is_ok())
-            .all(|n| closed.contains(n)))
+        let unvouched = self.unvouched();
+        self.claim = None;
+        let unvouched = unvouched?;
+        for (dir, why) in &unvouched {
+            tracing::info!(dir = %dir.display(), why, "no clean-shutdown marker");
+        }
+        if !unvouched.is_empty() {
+            return Ok(false);
+        }
+        checkpoint::write_clean_shutdown(self.storage.as_ref(), &self.root, -1)?;
+        Ok(true)
     }
+
+    /// The partition directories of the root the clean-shutdown marker cannot vouch for, each with why.
+    pub fn unvouched(&self) -> Result<Vec<(PathBuf, &'static str)>, Error> {
+        let partitions = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut unvouched = Vec::new();
+        for name in self.storage.list(&self.root).at(&self.root)? {
+            let dir = self.root.join(&name);
+            if parse_dir_name(&dir).is_none() {
+                continue; // not a live partition (a file, `-delete`, a name Kafka refuses): no log
+            }
+            let why = match self.storage.list(&dir) {
+                Err(e) if is_not_a_directory(&e) => continue,
+                Err(_) => "the partition directory cannot be listed",
+                Ok(_) if partitions.closed_cleanly.contains(&name) => continue,
+                Ok(_) if partitions.opened.contains(&name) => "opened and not closed cleanly",
+                Ok(_) if self.had_clean_shutdown => continue,
+                Ok(_) => "not opened since an unclean shutdown",
+            };
+            unvouched.push((dir, why));
+        }
+        Ok(unvouched)
+    }
+}
+
+/// The partition directories a `LogDir` opened for writing, and those of them it closed cleanly.
+#[derive(Debug, Default)]
+struct Opened {
+    /// Opened (or changed by recovery) and not closed cleanly since.
+    opened: BTreeSet<String>,
+    /// Closed cleanly through this `LogDir`, and not reopened since.
+    closed_cleanly: BTreeSet<String>,
+}
+
+/// Whether a listing failed because the entry is a file (or is gone), not a directory it cannot read.
+fn is_not_a_directory(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
+}
+
+/// Removes the temp files (`*.tmp`) a crash left in the root: each write names its own
+/// ([`crate::io::unique_tmp_path`]), so nothing else would ever replace them. Only the root's writer,
+/// holding its lock and this process's claim, may: no write of its files is in flight.
+fn remove_temp_files(storage: &dyn Storage, root: &Path) -> Result<(), Error> {
+    for name in storage.list(root).at(root)? {
+        if name.ends_with(".tmp") {
+            let path = root.join(&name);
+            if storage.list(&path).is_err() {
+                storage.remove(&path).at(&path)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The directories of log directory `root` that Kafka would load as partitions, sorted: every directory
@@ -358,7 +433,13 @@ pub fn partition_dir_names(storage: &dyn Storage, root: &Path) -> Result<Vec<Str
                 parse_partition_dir_name(name),
                 Ok(PartitionDirName::Marked { .. })
             );
-            !marked && name != REMOTE_INDEX_CACHE_DIR && storage.list(&root.join(name)).is_ok()
+            // A directory that cannot be listed is listed: loading it fails naming it, as Kafka takes a
+            // log directory offline, instead of it being skipped without a word.
+            let is_dir = match storage.list(&root.join(name)) {
+                Ok(_) => true,
+                Err(e) => !is_not_a_directory(&e),
+            };
+            !marked && name != REMOTE_INDEX_CACHE_DIR && is_dir
         })
         .collect();
     names.sort();

@@ -139,17 +139,14 @@ pub fn write_snapshot(
     bytes: &[u8],
 ) -> Result<(), Error> {
     let path = snapshot_path(dir, offset);
-    let tmp = crate::io::tmp_path(&path);
-    match storage.remove(&tmp) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io(&tmp, e)),
+    // Its own temp name: two writes of one snapshot never share (and remove) one temp file.
+    let tmp = crate::io::unique_tmp_path(&path);
+    let written = crate::io::write_then_rename(storage, &tmp, &path, bytes);
+    if written.is_err() {
+        // Best effort: a temp file a failure left behind is removed by the partition's next open.
+        let _ = storage.remove(&tmp);
     }
-    let file = storage.create(&tmp).at(&tmp)?;
-    file.write_at(bytes, 0).at(&tmp)?;
-    file.sync().at(&tmp)?;
-    drop(file);
-    storage.rename(&tmp, &path).at(&path)
+    written.at(&path)
 }
 
 /// Deletes the snapshot at `offset` (no error when it is absent).

@@ -13,13 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use klog_log::checkpoint::{self, TopicId};
+use klog_log::checkpoint::TopicId;
 use klog_log::clock::Clock;
 use klog_log::config::LogConfig;
 use klog_log::coordinator::CONSUMER_OFFSETS_TOPIC;
 use klog_log::dir_lock::DirLock;
 use klog_log::io::{read_file, write_atomic, Storage};
-use klog_log::log_dir::LogDir;
+use klog_log::log_dir::{partition_dir_names, LogDir};
 use klog_log::partition_log::{LogAppendInfo, PartitionLog, WriteMode};
 use klog_log::validator::AppendOrigin;
 use klog_recovery::loader::{LogLoader, RecoveryReport};
@@ -173,7 +173,7 @@ impl Node {
         } else {
             Some(DirLock::acquire(storage.as_ref(), root)?)
         };
-        let log_dir = LogDir::open(Arc::clone(&storage), root)?;
+        let mut log_dir = LogDir::open(Arc::clone(&storage), root)?;
         let mut logs = BTreeMap::new();
         let mut state_logs = Vec::new();
         let mut reports = Vec::new();
@@ -213,6 +213,13 @@ impl Node {
             log.update_high_watermark(log.log_end_offset());
             logs.insert((CONSUMER_OFFSETS_TOPIC.to_owned(), p), Arc::new(log));
         }
+        if !log_dir.had_clean_shutdown() && !storage.is_read_only() {
+            let known: Vec<String> = logs
+                .keys()
+                .map(|(t, p)| partition_dir_name(t, *p))
+                .collect();
+            recover_unknown_partitions(&internal, &mut log_dir, &known)?;
+        }
         let clock_for_store = Arc::clone(&clock);
         let store = MirrorStateStore::open(state_logs, Arc::new(move || clock_for_store.now_ms()))?;
         let node = Node {
@@ -242,17 +249,22 @@ impl Node {
         lock(&self.store).set_sync(sync);
     }
 
-    /// Clean shutdown: every partition flushed and closed, checkpoints written, the clean-shutdown
-    /// marker put down (this process led every partition, so it vouches for all of them).
+    /// Clean shutdown: every partition flushed and closed, checkpoints written, and the clean-shutdown
+    /// marker put down by the log directory's rule ([`LogDir::shut_down`]): only if every partition
+    /// directory of the root closed cleanly here or was untouched since a clean shutdown. A partition
+    /// that failed to close is the error, and no marker is written.
     pub fn close(&self) -> Result<(), Error> {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
         let logs = lock(&self.logs);
         let logs: Vec<&PartitionLog> = logs.values().map(|l| l.as_ref()).collect();
-        let closed = PartitionLog::close_each(&logs);
-        self.checkpoint_those(&logs, closed)?;
-        checkpoint::write_clean_shutdown(self.storage.as_ref(), &self.root, -1)?;
+        let mut log_dir = lock(&self.log_dir);
+        let closed = log_dir.close_logs(&logs)?;
+        if let Some(e) = closed.into_iter().find_map(Result::err) {
+            return Err(e.into());
+        }
+        log_dir.shut_down()?;
         lock(&self.dir_lock).take();
         Ok(())
     }
@@ -502,6 +514,27 @@ impl Node {
     pub fn mirrors(&self) -> BTreeMap<String, MirrorMeta> {
         lock(&self.meta).mirrors.clone()
     }
+}
+
+/// Kafka loads every partition directory of its log directory at startup; after an unclean shutdown the
+/// node recovers (and closes at once) those its metadata does not name (a directory that held partitions
+/// before `cluster init`, a topic's leftovers), so the marker its close writes is true for them too. One
+/// that fails to load is logged and withholds the marker; the cluster opens without it.
+fn recover_unknown_partitions(
+    loader: &LogLoader,
+    log_dir: &mut LogDir,
+    known: &[String],
+) -> Result<(), Error> {
+    let names = partition_dir_names(log_dir.storage().as_ref(), log_dir.root())?;
+    for name in names.iter().filter(|n| !known.contains(n)) {
+        let closed = loader
+            .load_partition(log_dir, name, false)
+            .and_then(|(log, _)| log_dir.close_partition(log));
+        if let Err(e) = closed {
+            tracing::warn!(partition = %name, error = %e, "a partition directory outside the cluster's metadata failed to recover; no clean-shutdown marker until it does");
+        }
+    }
+    Ok(())
 }
 
 /// The `__consumer_offsets-<p>` directories in `root`, with their partition numbers.

@@ -276,6 +276,8 @@ impl LogLoader {
         let _span = tracing::info_span!("load_partition", partition = name).entered();
         // Before anything in the directory is touched (completing swaps renames and deletes files).
         partition_dir_name(&log_dir.root().join(name))?;
+        // From here the directory may change: unless it is closed cleanly, the marker cannot vouch for it.
+        log_dir.opening(name);
         let swaps = complete_swaps(self.storage.as_ref(), &log_dir.root().join(name))?;
         let (log, open) = log_dir.open_partition_with_clock(
             name,

@@ -310,10 +310,21 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                 Ok(_) => {
                     // No check depends on a topic config; the JSON says which the partition has.
                     config = Some(configs.for_partition(&root, &name));
-                    let found =
-                        verify_partition(&ReadOnlyStorage::new(Arc::new(StdStorage)), &dir)?;
-                    notes = found.notes;
-                    found.problems
+                    match std::fs::read_dir(&dir) {
+                        // A directory it may not list is a finding naming it; the others go on.
+                        Err(e) => vec![Problem {
+                            file: dir.clone(),
+                            what: format!("the partition directory cannot be listed: {e}"),
+                        }],
+                        Ok(_) => {
+                            let found = verify_partition(
+                                &ReadOnlyStorage::new(Arc::new(StdStorage)),
+                                &dir,
+                            )?;
+                            notes = found.notes;
+                            found.problems
+                        }
+                    }
                 }
                 Err(e) => {
                     let what = match e {

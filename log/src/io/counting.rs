@@ -47,6 +47,13 @@ pub fn file_kind(path: &Path) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // A write's own temp name (`<name>.<pid>-<n>.tmp`, `super::unique_tmp_path`) counts as `<name>.tmp`.
+    let name = match name.strip_suffix(".tmp").and_then(|n| n.rsplit_once('.')) {
+        Some((stem, unique)) if unique.split('-').all(|d| d.parse::<u64>().is_ok()) => {
+            format!("{stem}.tmp")
+        }
+        _ => name,
+    };
     match name.split('.').nth(1) {
         Some(ext) => ext.to_owned(),
         None => name,
@@ -247,6 +254,11 @@ mod tests {
         let kind = |p: &str| file_kind(Path::new(p));
         assert_eq!(kind("/d/t-0/00000000000000000000.log"), "log");
         assert_eq!(kind("/d/t-0/00000000000000000042.snapshot.tmp"), "snapshot");
+        assert_eq!(
+            kind("/d/t-0/00000000000000000042.snapshot.77-3.tmp"),
+            "snapshot"
+        );
+        assert_eq!(kind("/d/recovery-point-offset-checkpoint.77-3.tmp"), "tmp");
         assert_eq!(
             kind("/d/recovery-point-offset-checkpoint"),
             "recovery-point-offset-checkpoint"

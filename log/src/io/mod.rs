@@ -251,18 +251,28 @@ pub fn open_backend(backend: IoBackend) -> io::Result<Arc<dyn Storage>> {
 /// Writes `bytes` to `path` durably and atomically: a temp file, fsync, rename over the target, fsync of
 /// the directory. Every small file klog writes (checkpoints, metadata) goes through here.
 pub fn write_atomic(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = tmp_path(path);
-    match storage.remove(&tmp) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
+    let tmp = unique_tmp_path(path);
+    let written = write_then_rename(storage, &tmp, path, bytes);
+    if written.is_err() {
+        // Best effort: a temp file left by a failure is removed by the next writable open.
+        let _ = storage.remove(&tmp);
     }
-    let file = storage.create(&tmp)?;
+    written?;
+    storage.sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Writes `bytes` to the new file `tmp`, syncs it and renames it over `path`.
+pub(crate) fn write_then_rename(
+    storage: &dyn Storage,
+    tmp: &Path,
+    path: &Path,
+    bytes: &[u8],
+) -> io::Result<()> {
+    let file = storage.create(tmp)?;
     file.write_at(bytes, 0)?;
     file.sync()?;
     drop(file);
-    storage.rename(&tmp, path)?;
-    storage.sync_dir(path.parent().unwrap_or(Path::new(".")))
+    storage.rename(tmp, path)
 }
 
 /// Reads a whole file; `Ok(None)` when it does not exist.
@@ -290,6 +300,17 @@ pub fn read_file(storage: &dyn Storage, path: &Path) -> io::Result<Option<Vec<u8
 pub fn tmp_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".tmp");
+    PathBuf::from(s)
+}
+
+/// `<path>.<pid>-<n>.tmp`: a temp name no other write of this file uses, in this process or another (a
+/// fixed `<path>.tmp` let two writes of one file remove, overwrite and rename each other's temp file).
+/// It ends in `.tmp`, the suffix a writable open removes from its directory after a crash.
+pub fn unique_tmp_path(path: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{}-{n}.tmp", std::process::id()));
     PathBuf::from(s)
 }
 

@@ -59,6 +59,8 @@ struct State {
     direct_writes: bool,
     /// Batches of the direct write path run so far (each one io_uring submission on the uring backend).
     batches: u64,
+    /// Directories whose listing fails with EACCES (a partition directory an operator made unreadable).
+    unlistable: std::collections::BTreeSet<PathBuf>,
 }
 
 /// In-memory storage with crash simulation. Clones share the same state.
@@ -168,6 +170,12 @@ impl SimStorage {
     /// Fails operation number `op` (1-based, counting from the storage's creation) with `fault`.
     pub fn inject(&self, op: u64, fault: Fault) {
         self.lock().faults.insert(op, fault);
+    }
+
+    /// Makes every listing of `dir` fail with EACCES, as a directory with mode 000 does for a user
+    /// other than root (the directory and its files stay as they are).
+    pub fn deny_list(&self, dir: &Path) {
+        self.lock().unlistable.insert(dir.to_owned());
     }
 
     /// Removes every injected fault.
@@ -555,6 +563,9 @@ impl Storage for SimStorage {
     /// File entries and subdirectories, sorted.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let s = self.lock();
+        if s.unlistable.contains(dir) {
+            return Err(io::Error::from_raw_os_error(13));
+        }
         let entries = s.live_dirs.get(dir).ok_or_else(|| not_found(dir))?;
         let mut names: Vec<String> = entries.keys().cloned().collect();
         let subdirs = s.live_dirs.keys().filter(|d| d.parent() == Some(dir));
