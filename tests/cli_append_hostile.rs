@@ -191,3 +191,54 @@ fn a_batch_file_larger_than_the_allowed_memory_is_appended_whole() {
         "every batch appended"
     );
 }
+
+/// `klog append --as follower` of a batch over the topic's `max.message.bytes`: kept, as Kafka's
+/// `appendAsFollower` keeps what its leader accepted (`ignoreRecordSize`), and read back whole; the same
+/// batch as a producer's is MESSAGE_TOO_LARGE.
+#[test]
+fn a_follower_batch_over_max_message_bytes_is_appended_and_reads_back() {
+    let root = scratch_dir("cli-append-follower-large");
+    let dir = root.join("logs/orders-0");
+    let d = dir.to_str().unwrap();
+    let mut b = BatchBuilder::new(Compression::None).partition_leader_epoch(2);
+    b.append(now_ms(), Some(b"k"), Some(&[b'v'; 4096]), &[])
+        .unwrap();
+    let large = b.build().unwrap();
+    let input = root.join("large.bin");
+    std::fs::write(&input, &large).unwrap();
+    let limit = "max.message.bytes=1000";
+    let input = input.to_str().unwrap();
+    let out = klog(&[
+        "append", d, input, "--as", "follower", "--config", limit, "--json",
+    ]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let line: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(
+        (line["base_offset"].as_i64(), line["last_offset"].as_i64()),
+        (Some(0), Some(0))
+    );
+    let out = klog(&["read", d, "--offset", "0", "--config", limit, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let read: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let batch = &read["batches"][0];
+    assert_eq!(batch["batch_size"].as_u64(), Some(large.len() as u64));
+    assert_eq!(batch["crc_valid"], Value::Bool(true));
+    assert_eq!(
+        batch["records"][0]["value"].as_str().unwrap().len(),
+        2 * 4096
+    );
+    assert_eq!(read["log_end_offset"].as_i64(), Some(1));
+
+    let leader = root.join("logs/leader-0");
+    let out = klog(&[
+        "append",
+        leader.to_str().unwrap(),
+        input,
+        "--config",
+        limit,
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(line["error"].as_str(), Some("MESSAGE_TOO_LARGE"), "{line}");
+}

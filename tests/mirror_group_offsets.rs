@@ -6,15 +6,18 @@
 #[path = "mirror_support/mod.rs"]
 mod support;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 
+use klog::log::checkpoint::TopicId;
 use klog::log::coordinator::{
     partition_for_group, OffsetCommitKey, OffsetCommitValue, CONSUMER_OFFSETS_TOPIC,
 };
 use klog::log::format::{AnyBatch, Batches};
-use klog::mirror::source::CommittedOffset;
-use klog::mirror::{Cluster, LocalSource, MirrorSettings, MirrorState};
+use klog::mirror::source::{
+    CommittedOffset, FetchRequest, FetchResponse, SourceError, SourceGroup, SourceTopic,
+};
+use klog::mirror::{Cluster, LocalSource, MirrorSettings, MirrorSource, MirrorState};
 use support::*;
 
 /// The refresh period the tests step over with the manual clock.
@@ -241,6 +244,90 @@ fn a_deleted_source_offset_is_a_tombstone_and_other_groups_are_left_alone() {
     let p = partition_for_group("g", 50) as i32;
     let last = offset_records(&b, p).pop().unwrap();
     assert_eq!((last.0.partition, last.1), (1, None), "a tombstone");
+}
+
+/// A source whose committed-offsets answer leaves out the partitions `omit` names (topic, and a
+/// partition or every one): what a Kafka source gets for an OffsetFetch error on a partition, a topic id
+/// its metadata does not resolve, or a topic an authorizer hides (Kafka drops a topic the caller may not
+/// describe from the answer, silently).
+struct Omitting {
+    inner: LocalSource,
+    omit: Mutex<Option<(String, Option<i32>)>>,
+}
+
+impl Omitting {
+    fn omits(&self, topic: &str, partition: i32) -> bool {
+        self.omit
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|(t, p)| t == topic && p.is_none_or(|p| p == partition))
+    }
+}
+
+impl MirrorSource for Omitting {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn cluster_id(&self) -> Result<String, SourceError> {
+        self.inner.cluster_id()
+    }
+    fn topic(&self, name: &str) -> Result<Option<SourceTopic>, SourceError> {
+        self.inner.topic(name)
+    }
+    fn fetch(&self, r: &FetchRequest) -> Result<FetchResponse, SourceError> {
+        self.inner.fetch(r)
+    }
+    fn list_offsets(&self, t: &str, id: TopicId, p: i32) -> Result<(i64, i64), SourceError> {
+        self.inner.list_offsets(t, id, p)
+    }
+    fn last_mirrored_epoch(&self, c: &str, id: TopicId, p: i32) -> Result<i32, SourceError> {
+        self.inner.last_mirrored_epoch(c, id, p)
+    }
+    fn committed_offsets(
+        &self,
+        topics: &BTreeSet<String>,
+    ) -> Result<Vec<SourceGroup>, SourceError> {
+        let mut groups = self.inner.committed_offsets(topics)?;
+        for g in &mut groups {
+            g.offsets.retain(|c| !self.omits(&c.topic, c.partition));
+            g.no_committed_offset.retain(|(t, p)| !self.omits(t, *p));
+        }
+        Ok(groups)
+    }
+}
+
+/// A partition the source did not answer for (an error, an unresolved topic, a topic hidden by an ACL)
+/// is not a deleted offset: no tombstone, the synced offset stays. Only a partition the source answered
+/// with "no committed offset" is deleted here.
+#[test]
+fn a_partition_the_source_did_not_answer_for_keeps_its_offset() {
+    let env = Env::new();
+    let (a, b) = mirrored_pair(&env);
+    a.commit_offset("g", "t", 0, 3).unwrap();
+    a.commit_offset("g", "t", 1, 1).unwrap();
+    b.run_until_idle(100);
+    let synced: BTreeMap<_, _> = [(key("g", "t", 0), 3), (key("g", "t", 1), 1)].into();
+    assert_eq!(offsets(&b), synced);
+    let source = Arc::new(Omitting {
+        inner: a.as_source(),
+        omit: Mutex::new(None),
+    });
+    b.connect_source("m", source.clone());
+    for omit in [("t", Some(1)), ("t", None)] {
+        *source.omit.lock().unwrap() = Some((omit.0.to_owned(), omit.1));
+        env.clock.advance(REFRESH_MS);
+        let r = b.tick();
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(r.offsets_synced, 0, "{omit:?}: nothing to write");
+        assert_eq!(offsets(&b), synced, "{omit:?}: no tombstone");
+    }
+    // Answered again, with the offset deleted at the source: now it goes.
+    *source.omit.lock().unwrap() = None;
+    a.delete_offset("g", "t", 1).unwrap();
+    env.clock.advance(REFRESH_MS);
+    assert_eq!(b.tick().offsets_synced, 1);
+    assert_eq!(offsets(&b), [(key("g", "t", 0), 3)].into());
 }
 
 #[test]

@@ -6,7 +6,9 @@
 //! trailing bytes. A compressed batch is inflated into a buffer that stops at [`inflation_limit`], so a
 //! small batch that inflates without bound (a "bomb") is refused, never held. Follower and mirror appends
 //! are not walked: like Kafka's follower, klog keeps the leader's bytes (a batch it cannot iterate later
-//! reads back with an error naming the batch and the check).
+//! reads back with an error naming the batch and the check). They are not held to `max.message.bytes`
+//! either (Kafka's `ignoreRecordSize`), but to everything else Kafka's `analyzeAndValidateRecords` and
+//! `append` check for them: the CRC, offsets that increase, and a set that fits `segment.bytes`.
 
 use crate::config::LogConfig;
 use crate::format::{
@@ -37,7 +39,8 @@ pub enum AppendOrigin {
     Client,
     /// The coordinator or the log itself: control batches allowed (markers, MIRROR_PID_RESET).
     Coordinator,
-    /// A follower or a mirror: offsets, epochs and bytes are kept as they are.
+    /// A follower or a mirror: offsets, epochs and bytes are kept as they are, whatever their size
+    /// against `max.message.bytes`.
     Replication,
 }
 
@@ -91,7 +94,9 @@ pub fn validate(
     for batch in it.by_ref() {
         let batch = batch.map_err(|e| reject(KafkaError::CorruptMessage, e.to_string()))?;
         let summary = summarize(&batch);
-        if summary.size > config.max_message_bytes as usize {
+        // `appendAsFollower` passes `ignoreRecordSize`: the leader already accepted the batch, under its
+        // own limit (a follower's may be lower, or lowered since), so only a leader checks it.
+        if origin != AppendOrigin::Replication && summary.size > config.max_message_bytes as usize {
             return Err(reject(
                 KafkaError::MessageTooLarge,
                 format!(

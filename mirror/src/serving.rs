@@ -160,7 +160,9 @@ impl LocalSource {
         Ok((log.log_start_offset(), log.high_watermark()))
     }
 
-    /// The committed offsets on `topics`, by group, read from this node's `__consumer_offsets`.
+    /// Every group of this node's `__consumer_offsets` (a klog cluster lists the groups that have
+    /// offsets), with its offsets on `topics`; every other partition of those of `topics` this node has
+    /// is answered as having no committed offset, as Kafka's OffsetFetch answers -1.
     fn serve_committed_offsets(
         &self,
         topics: &BTreeSet<String>,
@@ -168,16 +170,39 @@ impl LocalSource {
         let node = self.node(Need::Groups)?;
         let offsets = groups::committed_offsets(&node)
             .map_err(|e| SourceError::Unavailable(format!("{}: {e}", node.root().display())))?;
+        let partitions: Vec<(String, i32)> = {
+            let meta = lock(&node.meta);
+            topics
+                .iter()
+                .filter_map(|name| meta.topics.get(name).map(|t| (name, t.partitions)))
+                .flat_map(|(name, n)| (0..n).map(move |p| (name.clone(), p)))
+                .collect()
+        };
         let mut by_group: BTreeMap<String, Vec<CommittedOffset>> = BTreeMap::new();
-        for c in offsets.into_values().filter(|c| topics.contains(&c.topic)) {
-            by_group.entry(c.group.clone()).or_default().push(c);
+        for c in offsets.into_values() {
+            let offsets = by_group.entry(c.group.clone()).or_default();
+            if topics.contains(&c.topic) {
+                offsets.push(c);
+            }
         }
         Ok(by_group
             .into_iter()
-            .map(|(group, offsets)| SourceGroup {
-                group,
-                state: "Empty".into(),
-                offsets,
+            .map(|(group, offsets)| {
+                let committed: BTreeSet<(&str, i32)> = offsets
+                    .iter()
+                    .map(|c| (c.topic.as_str(), c.partition))
+                    .collect();
+                let no_committed_offset = partitions
+                    .iter()
+                    .filter(|(t, p)| !committed.contains(&(t.as_str(), *p)))
+                    .cloned()
+                    .collect();
+                SourceGroup {
+                    group,
+                    state: "Empty".into(),
+                    offsets,
+                    no_committed_offset,
+                }
             })
             .collect())
     }

@@ -2,7 +2,7 @@
 //! Two sources sit behind it: [`crate::serving::LocalSource`] (another klog cluster in this process)
 //! and [`crate::kafka_source::KafkaSource`] (a Kafka cluster over the wire).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use klog_log::checkpoint::TopicId;
 
@@ -112,6 +112,13 @@ pub struct CommittedOffset {
 }
 
 /// A source's consumer group with its committed offsets on the topics asked about.
+///
+/// A partition of those topics is in one of three cases, as Kafka's OffsetFetch answers it: in
+/// `offsets` (committed), in `no_committed_offset` (the source resolved the partition and answered it
+/// without an error, with offset -1: nothing is committed, so an offset synced earlier is gone at the
+/// source), or in neither: not answered (an error for that partition or the group, a topic the source's
+/// metadata does not resolve, a topic an authorizer hides from the caller, which Kafka drops from the
+/// answer silently). A partition not answered says nothing about its offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceGroup {
     /// The group id.
@@ -121,6 +128,9 @@ pub struct SourceGroup {
     pub state: String,
     /// Its committed offsets on the topics asked about.
     pub offsets: Vec<CommittedOffset>,
+    /// `(topic, partition)` of the topics asked about that the source answered, without an error, as
+    /// having no committed offset for this group.
+    pub no_committed_offset: BTreeSet<(String, i32)>,
 }
 
 /// Where a mirror's data comes from: another local cluster, or a Kafka cluster over the protocol.
@@ -194,8 +204,10 @@ pub trait MirrorSource: Send + Sync {
         topic_id: TopicId,
         partition: i32,
     ) -> Result<i32, SourceError>;
-    /// Every consumer group with committed offsets on `topics`, with those offsets (ListGroups and
-    /// OffsetFetch on Kafka; the `__consumer_offsets` partitions of a klog cluster).
+    /// Every consumer group the source lists, with its committed offsets on `topics` and the
+    /// partitions of `topics` it answered as having none (ListGroups and OffsetFetch of each partition
+    /// of `topics` on Kafka; the `__consumer_offsets` partitions of a klog cluster). See [`SourceGroup`]
+    /// for what a partition left out of both means.
     fn committed_offsets(
         &self,
         topics: &std::collections::BTreeSet<String>,

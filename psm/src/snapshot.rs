@@ -47,22 +47,53 @@ pub struct SnapshotEntry {
     pub current_txn_first_offset: i64,
 }
 
-/// The bytes of a snapshot file holding `entries`, sorted by producer id (Kafka writes `HashMap` order;
-/// readers must not depend on the order, and sorting makes our files reproducible).
+/// The bytes of a snapshot file holding `entries`, in the order Kafka writes them (see
+/// [`kafka_entry_order`]), so the file is Kafka's own byte for byte for the same producers (readers,
+/// Kafka's and klog's, do not depend on the order).
 pub fn encode_snapshot(entries: &[SnapshotEntry]) -> Vec<u8> {
-    let mut sorted: Vec<&SnapshotEntry> = entries.iter().collect();
-    sorted.sort_by_key(|e| e.producer_id);
-    let count = i32::try_from(sorted.len()).expect("a snapshot holds at most i32::MAX producers");
-    let mut bytes = Vec::with_capacity(HEADER_SIZE + SNAPSHOT_ENTRY_SIZE * sorted.len());
+    let ordered = kafka_entry_order(entries);
+    let count = i32::try_from(ordered.len()).expect("a snapshot holds at most i32::MAX producers");
+    let mut bytes = Vec::with_capacity(HEADER_SIZE + SNAPSHOT_ENTRY_SIZE * ordered.len());
     bytes.extend_from_slice(&PRODUCER_SNAPSHOT_VERSION.to_be_bytes());
     bytes.extend_from_slice(&[0; 4]);
     bytes.extend_from_slice(&count.to_be_bytes());
-    for entry in sorted {
+    for entry in ordered {
         write_entry(entry, &mut bytes);
     }
     let crc = crc32c::crc32c(&bytes[COUNT_OFFSET..]);
     bytes[CRC_OFFSET..COUNT_OFFSET].copy_from_slice(&crc.to_be_bytes());
     bytes
+}
+
+/// `java.util.HashMap`'s largest table (`MAXIMUM_CAPACITY`).
+const JAVA_MAX_CAPACITY: u64 = 1 << 30;
+
+/// The order Kafka's `writeSnapshot` lists producers in: the iteration order of the
+/// `HashMap<Long, ProducerStateEntry>` that holds them. Java iterates a `HashMap` bucket by bucket; a
+/// `Long` lands in bucket `spread(hashCode) & (capacity - 1)`, where `hashCode` folds the high half
+/// onto the low (`(int) (v ^ (v >>> 32))`) and `spread` does the same with 16 bits (`h ^ (h >>> 16)`);
+/// the table starts at 16 buckets and doubles whenever it holds more than 3/4 of its capacity.
+///
+/// What klog cannot know is the map's history, so this is Kafka's order for a map that grew to hold
+/// exactly these producers: Kafka's table never shrinks (expiry and `clear()` keep its capacity), so a
+/// broker whose map once held more than 3/4 of the next power of two lists them by a larger table;
+/// producers sharing a bucket are listed in the order they were put in, here by producer id (the order
+/// Kafka allocates ids in); and a bucket of more than 8 (Java then grows the table, or makes it a tree)
+/// is listed by id too. Stable, so equal ids keep their order (a later one replaces an earlier one on
+/// load, as in Kafka's `loadProducerEntry`).
+fn kafka_entry_order(entries: &[SnapshotEntry]) -> Vec<&SnapshotEntry> {
+    let mut capacity: u64 = 16;
+    while entries.len() as u64 > capacity / 4 * 3 && capacity < JAVA_MAX_CAPACITY {
+        capacity *= 2;
+    }
+    let bucket = |producer_id: i64| {
+        let v = producer_id as u64;
+        let hash = (v ^ (v >> 32)) as u32;
+        u64::from(hash ^ (hash >> 16)) & (capacity - 1)
+    };
+    let mut ordered: Vec<&SnapshotEntry> = entries.iter().collect();
+    ordered.sort_by_key(|e| (bucket(e.producer_id), e.producer_id));
+    ordered
 }
 
 /// The entries of a snapshot file, in file order.

@@ -5,8 +5,8 @@
 //! without producer ids (Kafka 4.2).
 
 use klog_psm::{
-    decode_snapshot, increment_sequence, AppendOrigin, BatchSummary, ControlKind, Error,
-    ProducerStateManager, PsmConfig, SnapshotEntry, NO_SEQUENCE,
+    decode_snapshot, encode_snapshot, increment_sequence, AppendOrigin, BatchSummary, ControlKind,
+    Error, ProducerStateManager, PsmConfig, SnapshotEntry, NO_SEQUENCE,
 };
 
 /// The repository's Kafka-written partition directories (`scripts/make-fixtures.sh`).
@@ -184,6 +184,10 @@ fn kafka_logs_replay_to_the_state_of_kafkas_own_snapshot() {
         );
         assert_eq!(psm.snapshot(), theirs, "{partition}: one batch at a time");
         assert_eq!(psm.map_end_offset(), end);
+        // The file klog would write for that state is Kafka's, byte for byte (entry order included).
+        let path = format!("{FIXTURES}/{partition}/{end:020}.snapshot");
+        let kafkas = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(encode_snapshot(&psm.snapshot()), kafkas, "{path}");
 
         let mut follower = ProducerStateManager::new(PsmConfig::default());
         let plan = follower

@@ -284,6 +284,12 @@ struct Plan {
 }
 
 impl<D: ChunkDevice> TailFile<D> {
+    /// The device under the tail, for tests that check how the backend opened it.
+    #[cfg(test)]
+    pub(super) fn device(&self) -> &D {
+        &self.dev
+    }
+
     /// A file whose data ends at `end` (the last partial block is read into memory).
     pub fn new(dev: D, path: &Path, end: u64) -> io::Result<Self> {
         let base = align_down(end);

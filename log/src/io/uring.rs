@@ -305,6 +305,14 @@ pub fn direct_io_supported(dir: &Path) -> io::Result<bool> {
     Ok(dev?.direct)
 }
 
+/// The descriptor the direct write path writes `file` through, if `file` is a segment `.log` this
+/// backend opened: tests ask the kernel which flags it really carries (`/proc/self/fdinfo`).
+#[cfg(test)]
+pub(super) fn direct_write_fd(file: &dyn StorageFile) -> Option<std::os::fd::RawFd> {
+    let tail = file.as_any()?.downcast_ref::<TailFile<DirectDev>>()?;
+    Some(tail.device().write.as_raw_fd())
+}
+
 /// A segment `.log` under the direct write path: writes through io_uring on an `O_DIRECT` descriptor,
 /// reads (of what is on the disk) with pread on a buffered one, which the kernel keeps coherent with
 /// direct writes.

@@ -1,15 +1,20 @@
 //! A Kafka source's consumer-group offsets: ListGroups (v4+, with the group state) to every broker the
 //! metadata names, then per classic or consumer group FindCoordinator and OffsetFetch (v8+) at its
-//! coordinator. A broker that does not answer ListGroups is passed over (the groups it coordinates wait
-//! for it); the call fails only when none answers.
+//! coordinator, naming every partition of the mirrored topics the metadata resolves. A broker that
+//! does not answer ListGroups is passed over (the groups it coordinates wait for it); the call fails
+//! only when none answers.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+};
 use kafka_protocol::messages::{
     FindCoordinatorRequest, GroupId, ListGroupsRequest, ListGroupsResponse, OffsetFetchRequest,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
 
 use super::broker_address;
 use super::brokers::Brokers;
@@ -35,12 +40,8 @@ pub(super) async fn committed_offsets(
     let listed = list_groups(inner).await?;
     let mut out = Vec::new();
     for (group, state) in listed {
-        let offsets = group_offsets(inner, &group, topics).await?;
-        out.push(SourceGroup {
-            group,
-            state,
-            offsets,
-        });
+        let answer = group_offsets(inner, &group, topics).await?;
+        out.push(SourceGroup { state, ..answer });
     }
     Ok(out)
 }
@@ -126,18 +127,52 @@ async fn coordinator(inner: &mut Brokers, group: &str) -> Result<String, SourceE
     Ok(broker_address(c.host.as_str(), c.port))
 }
 
-/// OffsetFetch of every partition `group` committed, kept for `topics`.
+/// The partitions of `topics` the metadata resolves, by name: what OffsetFetch asks about.
+fn asked_partitions(inner: &Brokers, topics: &BTreeSet<String>) -> BTreeMap<String, BTreeSet<i32>> {
+    topics
+        .iter()
+        .filter_map(|name| {
+            let t = inner.topics.get(name)?;
+            Some((name.clone(), t.partitions.keys().copied().collect()))
+        })
+        .collect()
+}
+
+/// OffsetFetch of `group` for every partition of `topics` the metadata resolves, named one by one (not
+/// "all topics", where Kafka leaves out a partition with nothing committed and, with an authorizer, a
+/// topic the caller may not describe, so that a missing partition would say nothing): each answer is a
+/// committed offset, -1 without an error (nothing committed), or an error (not answered).
 async fn group_offsets(
     inner: &mut Brokers,
     group: &str,
     topics: &BTreeSet<String>,
-) -> Result<Vec<CommittedOffset>, SourceError> {
+) -> Result<SourceGroup, SourceError> {
+    let asked = asked_partitions(inner, topics);
+    let mut out = SourceGroup {
+        group: group.to_owned(),
+        state: String::new(),
+        offsets: Vec::new(),
+        no_committed_offset: BTreeSet::new(),
+    };
+    if asked.is_empty() {
+        return Ok(out);
+    }
     let address = coordinator(inner, group).await?;
+    let request_topics: Vec<OffsetFetchRequestTopics> = asked
+        .iter()
+        .map(|(name, partitions)| {
+            let id = inner.topics.get(name).map_or([0; 16], |t| t.id.0);
+            OffsetFetchRequestTopics::default()
+                .with_name(TopicName(StrBytes::from_string(name.clone())))
+                .with_topic_id(Uuid::from_bytes(id))
+                .with_partition_indexes(partitions.iter().copied().collect())
+        })
+        .collect();
     let build = |_| {
         OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
             .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
             .with_member_epoch(-1)
-            .with_topics(None)])
+            .with_topics(Some(request_topics.clone()))])
     };
     let (r, _) = inner
         .call(
@@ -164,26 +199,28 @@ async fn group_offsets(
             error_name(g.error_code)
         )));
     }
-    let mut out = Vec::new();
     for t in &g.topics {
-        // v10 names topics by id only.
+        // v10 names topics by id only; an id the metadata does not resolve is not an answer.
         let name = if t.name.0.is_empty() {
-            by_id
-                .get(t.topic_id.as_bytes())
-                .cloned()
-                .unwrap_or_default()
+            by_id.get(t.topic_id.as_bytes()).cloned()
         } else {
-            t.name.0.to_string()
+            Some(t.name.0.to_string())
         };
-        if !topics.contains(&name) {
+        let Some((name, partitions)) = name.and_then(|n| asked.get_key_value(&n)) else {
             continue;
-        }
+        };
         for p in &t.partitions {
-            // An offset of -1 is "nothing committed" for that partition.
-            if p.error_code != 0 || p.committed_offset < 0 {
+            // An error for a partition (TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, ...),
+            // or a partition not asked about, says nothing about its offset.
+            if p.error_code != 0 || !partitions.contains(&p.partition_index) {
                 continue;
             }
-            out.push(CommittedOffset {
+            if p.committed_offset < 0 {
+                out.no_committed_offset
+                    .insert((name.clone(), p.partition_index));
+                continue;
+            }
+            out.offsets.push(CommittedOffset {
                 group: group.to_owned(),
                 topic: name.clone(),
                 partition: p.partition_index,

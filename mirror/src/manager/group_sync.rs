@@ -12,8 +12,12 @@
 //!   one a consumer that read that far would commit) and the mirror is synced again on the next tick
 //!   that mirrors more data, until nothing is clamped; so is a mirror whose partitions are still on their
 //!   way to MIRRORING.
-//! - An offset the source no longer has for a group it still lists is deleted here (a tombstone). A
-//!   group the source does not list is left alone: it may be this cluster's own.
+//! - An offset the source no longer has for a group it still lists is deleted here (a tombstone), but
+//!   only for a partition the source answered, without an error, as having no committed offset
+//!   (OffsetFetch's -1). A partition the source did not answer for (an error, a topic its metadata does
+//!   not resolve, a topic an authorizer hides, which Kafka drops from the answer) keeps its offset: one
+//!   lost ACL must not delete a topic's offsets. A group the source does not list is left alone: it may
+//!   be this cluster's own.
 //! - No lock of this cluster is held while the source is asked.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -206,13 +210,15 @@ fn plan(
                 changes.push(OffsetChange::Commit(synced));
             }
         }
-        // Offsets the source deleted (or never had) for a group it lists, on eligible partitions.
+        // Offsets the source answered as deleted (or never committed) for a group it lists, on
+        // eligible partitions; a partition it did not answer for says nothing.
         for (key, _) in here.range((g.group.clone(), String::new(), i32::MIN)..) {
             if key.0 != g.group {
                 break;
             }
             let tp = (key.1.clone(), key.2);
-            if logs.contains_key(&tp) && !seen.contains(&tp) {
+            let deleted = g.no_committed_offset.contains(&tp) && !seen.contains(&tp);
+            if logs.contains_key(&tp) && deleted {
                 changes.push(OffsetChange::Delete(key.clone()));
             }
         }
