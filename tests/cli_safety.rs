@@ -255,15 +255,24 @@ impl Drop for ReadOnlyMount {
 
 /// The problems `verify --json` of one partition listed, as (file name, problem).
 fn problems(line: &str) -> Vec<(String, String)> {
+    findings(line, "problems", "problem")
+}
+
+/// verify's notes (derived state the next open rebuilds) as (file name, note).
+fn notes(line: &str) -> Vec<(String, String)> {
+    findings(line, "notes", "note")
+}
+
+fn findings(line: &str, list: &str, field: &str) -> Vec<(String, String)> {
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
-    v["problems"]
+    v[list]
         .as_array()
-        .unwrap_or_else(|| panic!("no problems list: {v}"))
+        .unwrap_or_else(|| panic!("no {list} list: {v}"))
         .iter()
         .map(|p| {
             let file = Path::new(p["file"].as_str().unwrap());
             let name = file.file_name().unwrap().to_str().unwrap().to_owned();
-            (name, p["problem"].as_str().unwrap().to_owned())
+            (name, p[field].as_str().unwrap().to_owned())
         })
         .collect()
 }
@@ -379,17 +388,20 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
     let cut = torn.len() / 2;
     assert_eq!(
         found,
-        [
-            (
-                index_name.to_owned(),
-                "missing (it would be rebuilt from the .log)".to_owned()
-            ),
-            (
-                log_name.to_owned(),
-                format!("an incomplete batch of {cut} bytes at position {torn_at}")
-            ),
-        ],
-        "verify's findings: the missing index and the torn tail, nothing else"
+        [(
+            log_name.to_owned(),
+            format!("an incomplete batch of {cut} bytes at position {torn_at}")
+        )],
+        "verify's problems: the torn tail, nothing else"
+    );
+    assert_eq!(
+        notes(stdout(&v).trim()),
+        [(
+            index_name.to_owned(),
+            "missing: derived from the .log, rebuilt by the next open (as Kafka's LogLoader does)"
+                .to_owned()
+        )],
+        "verify's notes: the missing index (derived state), nothing else"
     );
 
     // dump of the torn segment on the mount: every whole batch, then exit 1 naming the torn tail.
