@@ -782,17 +782,12 @@ impl LogSegment {
 
     /// Replaces the `.log` with its first `len` bytes in a new file, so maps of the old file stay valid.
     /// The prefix is copied through one buffer of at most `REPLACE_CHUNK` bytes (a truncation into a
-    /// 1 GiB sealed segment must not hold 1 GiB), written to `<name>.log.tmp`, synced, renamed over the
+    /// 1 GiB sealed segment must not hold 1 GiB), written to a temp name of its own (`<name>.log.<pid>-<n>.tmp`), synced, renamed over the
     /// `.log` and the directory synced: a crash leaves the old file or the new one (a stray `.tmp` is
     /// removed by the next open).
     fn replace_with_prefix(&self, len: u64) -> Result<(), Error> {
         let path = self.log_path_of();
-        let tmp = crate::io::tmp_path(&path);
-        match self.storage.remove(&tmp) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(&tmp, e)),
-        }
+        let tmp = crate::io::unique_tmp_path(&path);
         let file = self.storage.create(&tmp).at(&tmp)?;
         let old = self.log_file();
         let mut buf = vec![0u8; (len.min(REPLACE_CHUNK)) as usize];
