@@ -926,15 +926,19 @@ impl LogSegment {
         &self,
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
     ) -> Result<SegmentRecovery, Error> {
-        self.recover_through(&mut Vec::new(), on_batch)
+        self.recover_through(&mut Vec::new(), on_batch, &mut || Ok(()))
     }
 
     /// [`LogSegment::recover_with`], reading through `buf`: a caller recovering many segments passes the
     /// same buffer to each, so it is allocated, zeroed and faulted in once per open, not per segment.
+    /// `before_cut` runs when the pass found bytes to cut, before the cut is made (and made durable): a
+    /// log deletes its later segments there, so a crash never leaves the cut without the evidence for
+    /// deleting them.
     pub fn recover_through(
         &self,
         buf: &mut Vec<u8>,
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
+        before_cut: &mut dyn FnMut() -> Result<(), Error>,
     ) -> Result<SegmentRecovery, Error> {
         let size = self.log_file().len().at(&self.log_path_of())?;
         self.size.store(size, Ordering::Release);
@@ -957,6 +961,9 @@ impl LogSegment {
         };
         let tail = to_file_end(tail, size);
         drop(state);
+        if pass.valid < size {
+            before_cut()?;
+        }
         // Any window map of the pass is gone by now: the cut may shrink the file in place.
         self.cut(pass.valid, size)?;
         let mut state = self.state();

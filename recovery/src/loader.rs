@@ -31,8 +31,8 @@ pub struct Truncation {
     pub position: u64,
     /// Bytes that left the disk.
     pub bytes: u64,
-    /// `torn write`, `zero-filled tail`, the failed check, or `segment deleted: ...` with the cut or the
-    /// gap before it.
+    /// `torn write`, `zero-filled tail`, the failed check, or `segment deleted: ...` naming the cut before
+    /// it (or the log start offset beyond the log end).
     pub reason: String,
 }
 
