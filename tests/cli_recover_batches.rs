@@ -1,5 +1,6 @@
 //! `klog recover` keeps what the batches say, whatever lies beside them: an offset gap between intact
-//! segments (a compacted or mirrored topic) is not data loss to cut.
+//! segments (a compacted or mirrored topic) is not data loss to cut, and the leader epochs come from the
+//! batches, not from which segment's indexes happened to be missing.
 
 mod common;
 
@@ -70,10 +71,47 @@ fn recover_keeps_the_segment_after_an_offset_gap() {
     let bytes = std::fs::read(&later).expect("the batch at 1006 rolled a segment");
     make_unclean(&root);
     let report = recover(&root);
-    assert!(report["segments_scanned"].as_u64().unwrap() >= 2, "{report}");
+    assert!(
+        report["segments_scanned"].as_u64().unwrap() >= 2,
+        "{report}"
+    );
     assert_eq!(report["truncated"], serde_json::json!([]), "{report}");
     assert_eq!(report["log_end_offset"], 1012, "{report}");
     assert_eq!(std::fs::read(&later).unwrap(), bytes, "segment 1006 kept");
+    let out = klog(&["verify", root.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stdout(&out));
+}
+
+#[test]
+fn recover_derives_the_leader_epochs_from_the_batches_beside_a_missing_index() {
+    let root = scratch_dir("recover-epochs").join("logs");
+    std::fs::create_dir_all(&root).unwrap();
+    let batches: Vec<(i64, i32)> = (0..8).map(|i| (i * 3, 0)).collect();
+    append_follower(&root, "e-0", &batches);
+    let dir = root.join("e-0");
+    let mut logs: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    logs.sort();
+    assert!(logs.len() >= 3, "{logs:?}");
+    // What a recovery interrupted while rebuilding a later segment's indexes (ENOSPC, SIGKILL) leaves:
+    // the old index files removed, the new ones not yet there; and no epoch cache, which is derived
+    // and may be deleted.
+    let later = logs[logs.len() - 2].trim_end_matches(".log").to_owned();
+    for ext in ["index", "timeindex"] {
+        std::fs::remove_file(dir.join(format!("{later}.{ext}"))).unwrap();
+    }
+    std::fs::remove_file(dir.join("leader-epoch-checkpoint")).unwrap();
+    make_unclean(&root);
+    let report = recover(&root);
+    assert_eq!(report["log_end_offset"], 24, "{report}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("leader-epoch-checkpoint")).unwrap(),
+        "0\n1\n0 0\n",
+        "every batch is in epoch 0, from offset 0 ({report})"
+    );
     let out = klog(&["verify", root.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stdout(&out));
 }

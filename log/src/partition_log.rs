@@ -644,6 +644,7 @@ impl PartitionLog {
 
     /// Loads the segments: stray temp files removed, indexes without a `.log` removed, missing or corrupt
     /// indexes rebuilt, and after an unclean shutdown every segment from the recovery point rescanned.
+    /// The leader-epoch cache is then derived from the batches those scans read.
     fn load(&self, options: OpenOptions) -> Result<OpenReport, Error> {
         let mut report = OpenReport::default();
         let names = self.storage.list(&self.dir).at(&self.dir)?;
@@ -689,9 +690,20 @@ impl PartitionLog {
             segments.insert(base, Arc::new(seg));
         }
         *self.segments.write().expect("segments lock poisoned") = segments;
-        if let Some(from) = rescan_from {
-            self.recover_unflushed(from, &mut report, &mut recovered)?;
-        }
+        let rescanned_epochs = match rescan_from {
+            Some(from) => self.recover_unflushed(from, &mut report, &mut recovered)?,
+            None => Vec::new(),
+        };
+        // Segments whose indexes alone were rebuilt lie below the rescan (or there is none).
+        let rebuilt_epochs: Vec<(i32, i64)> = recovered
+            .rebuilt
+            .values()
+            .flat_map(|r| r.epochs.iter().copied())
+            .collect();
+        self.epochs().derive(
+            rescan_from.unwrap_or(i64::MAX),
+            rebuilt_epochs.into_iter().chain(rescanned_epochs),
+        )?;
         self.delete_segments_if_log_start_beyond_end(
             options.log_start_offset,
             &mut report,
@@ -797,7 +809,6 @@ impl PartitionLog {
             return Ok(seg);
         }
         let recovery = recovered.recover(&seg, &mut || Ok(()))?;
-        self.assign_epochs(&recovery)?;
         report.record_scan(base, &recovery);
         recovered.rebuilt.insert(base, recovery);
         if !active {
@@ -806,31 +817,22 @@ impl PartitionLog {
         Ok(seg)
     }
 
-    fn assign_epochs(&self, recovery: &SegmentRecovery) -> Result<(), Error> {
-        let mut epochs = self.epochs();
-        for &(epoch, offset) in &recovery.epochs {
-            if epochs.latest().is_none_or(|l| epoch > l.epoch) {
-                epochs.assign(epoch, offset)?;
-            }
-        }
-        Ok(())
-    }
-
     /// Rescans every segment from `from` (the one holding the last flushed offset); cuts at the first
     /// invalid batch and deletes every later segment. An offset gap between intact segments cuts nothing
     /// (Kafka's `recoverLog` deletes the later segments only after a segment that lost bytes): a
     /// compacted or mirrored log has such gaps, and they cannot be told apart from unflushed batches
     /// lost whole at a segment's end, which were never promised durable (docs/durability.md says why
-    /// keeping what follows them is right).
+    /// keeping what follows them is right). Returns the epochs of every batch scanned, in order.
     fn recover_unflushed(
         &self,
         from: i64,
         report: &mut OpenReport,
         recovered: &mut RecoveredBatches,
-    ) -> Result<(), Error> {
+    ) -> Result<Vec<(i32, i64)>, Error> {
         let segments = self.segment_list();
         let start = segments.partition_point(|s| s.base_offset() < from);
         let last_index = segments.len().saturating_sub(1);
+        let mut epochs = Vec::new();
         for (i, seg) in segments.iter().enumerate().skip(start) {
             let base = seg.base_offset();
             let later = &segments[i + 1..];
@@ -839,7 +841,7 @@ impl PartitionLog {
             let mut deleted = Vec::new();
             let recovery =
                 recovered.recover(seg, &mut || self.delete_after_cut(later, &mut deleted))?;
-            self.assign_epochs(&recovery)?;
+            epochs.extend_from_slice(&recovery.epochs);
             report.record_scan(base, &recovery);
             let cut = recovery.truncated_bytes > 0;
             // A segment whose indexes this scan rebuilt is counted among the rebuilt ones.
@@ -869,7 +871,7 @@ impl PartitionLog {
             }
             break;
         }
-        Ok(())
+        Ok(epochs)
     }
 
     /// Deletes `later`, the segments after a cut, and syncs the directory once, before the cut is made:

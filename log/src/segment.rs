@@ -100,7 +100,9 @@ pub struct SegmentRecovery {
     pub tail: Tail,
     /// The check that failed, if the data ended in corruption.
     pub corruption: Option<Corruption>,
-    /// (epoch, first offset) of every batch whose partition leader epoch is >= 0, in order.
+    /// (epoch, first offset) of every batch whose partition leader epoch is >= 0 and differs from the
+    /// epoch of the batch before it, in order (the first such batch always): what the leader-epoch
+    /// cache is derived from, one entry per change rather than per batch.
     pub epochs: Vec<(i32, i64)>,
     /// The offset after the last valid batch.
     pub next_offset: i64,
@@ -153,9 +155,9 @@ impl RecoveryPass {
     /// Counts a checked batch.
     fn take(&mut self, batch: &crate::format::AnyBatch<'_>) {
         if let crate::format::AnyBatch::V2(b) = batch {
-            if b.partition_leader_epoch() >= 0 {
-                self.epochs
-                    .push((b.partition_leader_epoch(), b.base_offset()));
+            let epoch = b.partition_leader_epoch();
+            if epoch >= 0 && self.epochs.last().is_none_or(|&(e, _)| e != epoch) {
+                self.epochs.push((epoch, b.base_offset()));
             }
         }
         self.next_offset = batch.last_offset() + 1;

@@ -1,6 +1,8 @@
 //! Recovery derives the log from the batches it scans, whatever lies beside them: an offset gap between
 //! intact segments (a compacted or mirrored log) is kept, only invalid bytes cut the log and delete the
-//! segments after the cut (Kafka's `LogLoader.recoverLog`).
+//! segments after the cut (Kafka's `LogLoader.recoverLog`); the leader-epoch cache comes from the scanned
+//! batches even when a missing index sends a later segment through recovery first, or the checkpoint
+//! beside them says otherwise.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -84,6 +86,13 @@ fn batch_offsets(log: &PartitionLog) -> Vec<i64> {
     out
 }
 
+fn epochs(log: &PartitionLog) -> Vec<(i32, i64)> {
+    log.leader_epochs()
+        .iter()
+        .map(|e| (e.epoch, e.start_offset))
+        .collect()
+}
+
 fn assert_gap_kept(name: &str, later: i64) {
     let (_, storage, dir) = fresh(name);
     let batches = [
@@ -152,5 +161,64 @@ fn a_torn_batch_before_a_gap_still_deletes_every_later_segment() {
         "{:?}",
         report.truncations
     );
+    log.close().unwrap();
+}
+
+/// Segments at 0, 6 and 9 of follower batches in epoch 0, 3 records each.
+fn epoch_zero_log(storage: &Arc<dyn Storage>, dir: &Path) {
+    let batches: Vec<Vec<u8>> = (0..4).map(|i| follower_batch(i * 3, 0)).collect();
+    let (log, _) =
+        PartitionLog::open(storage.clone(), dir, config(), OpenOptions::default()).unwrap();
+    for (i, b) in batches.iter().enumerate() {
+        if i == 3 {
+            log.roll().unwrap();
+        }
+        log.append_as_follower(b).unwrap();
+    }
+    log.flush(log.log_end_offset()).unwrap();
+    assert_eq!(log.segment_base_offsets(), [0, 6, 9]);
+    log.close().unwrap();
+}
+
+#[test]
+fn a_stray_empty_index_of_a_later_segment_does_not_move_the_epoch_start() {
+    let (_, storage, dir) = fresh("epochs");
+    epoch_zero_log(&storage, &dir);
+    // What a recovery interrupted while rebuilding segment 6's indexes leaves (the old files removed,
+    // the new ones not yet created), and no epoch cache: it is derived, and may be deleted.
+    for p in [
+        LogSegment::index_path(&dir, 6),
+        LogSegment::time_index_path(&dir, 6),
+    ] {
+        storage.remove(&p).unwrap();
+    }
+    storage
+        .remove(&dir.join("leader-epoch-checkpoint"))
+        .unwrap();
+    let (log, report) = PartitionLog::open(storage.clone(), &dir, config(), unclean(0)).unwrap();
+    assert_eq!(report.rebuilt_indexes, [6]);
+    assert_eq!(
+        epochs(&log),
+        [(0, 0)],
+        "every batch is in epoch 0, from offset 0"
+    );
+    log.close().unwrap();
+    let (log, _) = PartitionLog::open(storage, &dir, config(), unclean(0)).unwrap();
+    assert_eq!(epochs(&log), [(0, 0)], "the checkpoint written says so too");
+    log.close().unwrap();
+}
+
+#[test]
+fn an_epoch_entry_the_scanned_batches_contradict_is_replaced() {
+    let (sim, storage, dir) = fresh("epochs-wrong");
+    epoch_zero_log(&storage, &dir);
+    // A checkpoint claiming epoch 3 started at 6, where the batches say epoch 0 runs to the end.
+    sim.corrupt(
+        &dir.join("leader-epoch-checkpoint"),
+        b"0\n2\n0 0\n3 6\n".to_vec(),
+    )
+    .unwrap();
+    let (log, _) = PartitionLog::open(storage, &dir, config(), unclean(0)).unwrap();
+    assert_eq!(epochs(&log), [(0, 0)]);
     log.close().unwrap();
 }
