@@ -2238,7 +2238,10 @@ impl PartitionLog {
     /// Kafka's `rebuildProducerState(end)`: load the newest valid snapshot at or below `end` (and at or below
     /// the first rescanned segment, whose `.txnindex` the replay rebuilds), then replay every batch up to
     /// `end`, MIRROR_PID_RESET barriers included (they have producer id -1). A corrupt snapshot is deleted
-    /// and the next older one tried; with none, the replay starts at the log start.
+    /// and the next older one tried; with none, the replay starts at the log start. When segments were
+    /// rescanned, every snapshot above the first of them goes too, as Kafka's `recoverSegment` deletes
+    /// them (`truncateAndReload` to the segment's base): the replay derives that state from the batches,
+    /// and a snapshot left there, unread, may be corrupt or hold producers of batches the crash lost.
     fn rebuild_producer_state(
         &self,
         end: i64,
@@ -2251,14 +2254,11 @@ impl PartitionLog {
         let now = self.clock.now_ms();
         let mut psm = self.psm();
         psm.truncate_fully_and_start_at(log_start);
-        stats.snapshots_deleted = self.delete_snapshots_out_of_range(log_start, end)?;
+        stats.snapshots_deleted = self.delete_snapshots_out_of_range(log_start, limit)?;
         for o in snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?
             .into_iter()
             .rev()
         {
-            if o > limit {
-                continue;
-            }
             match snapshots::read_snapshot(self.storage.as_ref(), &self.dir, o) {
                 Ok(entries) => {
                     psm.load_snapshot(entries, o, now);

@@ -2,7 +2,8 @@
 //! intact segments (a compacted or mirrored log) is kept, only invalid bytes cut the log and delete the
 //! segments after the cut (Kafka's `LogLoader.recoverLog`); the leader-epoch cache comes from the scanned
 //! batches even when a missing index sends a later segment through recovery first, or the checkpoint
-//! beside them says otherwise.
+//! beside them says otherwise; a producer snapshot recovery did not load is deleted, not left beside the
+//! replayed state (Kafka's `truncateAndReload` at the first recovered segment).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use klog_log::config::LogConfig;
 use klog_log::format::{BatchBuilder, Compression};
 use klog_log::io::{SimStorage, Storage};
 use klog_log::partition_log::{OpenOptions, PartitionLog, TruncationReason};
+use klog_log::producer_state::{list_snapshots, snapshot_path};
 use klog_log::segment::LogSegment;
 
 const TS: i64 = 1_700_000_000_000;
@@ -220,5 +222,45 @@ fn an_epoch_entry_the_scanned_batches_contradict_is_replaced() {
     .unwrap();
     let (log, _) = PartitionLog::open(storage, &dir, config(), unclean(0)).unwrap();
     assert_eq!(epochs(&log), [(0, 0)]);
+    log.close().unwrap();
+}
+
+#[test]
+fn an_unclean_open_deletes_the_snapshots_it_did_not_load() {
+    let (sim, storage, dir) = fresh("snapshots");
+    let (log, _) =
+        PartitionLog::open(storage.clone(), &dir, config(), OpenOptions::default()).unwrap();
+    for i in 0..6 {
+        let mut b = BatchBuilder::new(Compression::None).producer(7, 0, i * 3);
+        for r in 0..3 {
+            b.append(TS, Some(b"k"), Some(format!("v {i} {r}").as_bytes()), &[])
+                .unwrap();
+        }
+        log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+    }
+    log.flush(log.log_end_offset()).unwrap();
+    let bases = log.segment_base_offsets();
+    log.close().unwrap();
+    let snapshots = list_snapshots(&*storage, &dir).unwrap();
+    let last = *bases.last().unwrap();
+    assert!(snapshots.contains(&last), "{snapshots:?} at {bases:?}");
+    // A corrupt snapshot above the first rescanned segment: the replay starts below it.
+    let path = snapshot_path(&dir, last);
+    let mut bytes = sim.live_bytes(&path).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 0xff;
+    sim.corrupt(&path, bytes).unwrap();
+    let (log, report) = PartitionLog::open(storage.clone(), &dir, config(), unclean(0)).unwrap();
+    assert!(
+        !list_snapshots(&*storage, &dir).unwrap().contains(&last),
+        "the corrupt snapshot {last} survived recovery"
+    );
+    assert!(
+        report.snapshots_deleted.contains(&last),
+        "the report names the deleted snapshot: {:?}",
+        report.snapshots_deleted
+    );
+    assert_eq!(log.producers().len(), 1);
+    assert_eq!(log.producers()[0].last_seq(), 17);
     log.close().unwrap();
 }
