@@ -183,7 +183,7 @@ fn epoch_zero_log(storage: &Arc<dyn Storage>, dir: &Path) {
 }
 
 #[test]
-fn a_stray_empty_index_of_a_later_segment_does_not_move_the_epoch_start() {
+fn a_missing_index_of_a_later_segment_does_not_move_the_epoch_start() {
     let (_, storage, dir) = fresh("epochs");
     epoch_zero_log(&storage, &dir);
     // What a recovery interrupted while rebuilding segment 6's indexes leaves (the old files removed,
