@@ -26,7 +26,7 @@ use crate::validator::{validate, AppendOrigin, ValidatedBatches};
 use crate::{Error, KafkaError};
 /// The transaction version a coordinator passes with its markers (re-exported for the log's callers).
 pub use klog_psm::TransactionVersion;
-use klog_psm::{BatchSummary, ProducerStateEntry, ProducerStateManager, PsmConfig};
+use klog_psm::{BatchSummary, ControlKind, ProducerStateEntry, ProducerStateManager, PsmConfig};
 
 /// `storage` as a reader's view: a [`ReadOnlyStorage`] over it, unless it is one already.
 pub fn read_only_view(storage: Arc<dyn Storage>) -> Arc<dyn Storage> {
@@ -219,6 +219,10 @@ pub enum WriteMode {
     ReadOnly,
     /// A mirror partition in STOPPING: only a coordinator append that carries a MIRROR_PID_RESET batch.
     BarrierOnly,
+    /// A mirror partition in STOPPING whose stop aborts open transactions (KIP-1279's reference
+    /// forks): what [`WriteMode::BarrierOnly`] admits, and coordinator appends of ABORT markers for
+    /// producers whose transaction is open.
+    AbortsAndBarrier,
 }
 
 /// One partition's log (Kafka's `UnifiedLog`): segments, indexes, the leader-epoch cache and producer
@@ -1836,6 +1840,7 @@ impl PartitionLog {
         match self.write_mode.load(Ordering::Acquire) {
             1 => WriteMode::ReadOnly,
             2 => WriteMode::BarrierOnly,
+            3 => WriteMode::AbortsAndBarrier,
             _ => WriteMode::Writable,
         }
     }
@@ -1846,12 +1851,14 @@ impl PartitionLog {
             WriteMode::Writable => 0,
             WriteMode::ReadOnly => 1,
             WriteMode::BarrierOnly => 2,
+            WriteMode::AbortsAndBarrier => 3,
         };
         self.write_mode.store(byte, Ordering::Release);
     }
 
     /// KIP-1279: a mirror partition takes leader appends only once STOPPED; in STOPPING only the
-    /// coordinator's MIRROR_PID_RESET barrier.
+    /// coordinator's MIRROR_PID_RESET barrier (and, for a stop that aborts, its ABORT markers of open
+    /// transactions).
     fn check_write_mode(
         &self,
         batches: &[u8],
@@ -1869,6 +1876,20 @@ impl PartitionLog {
                     return Ok(());
                 }
                 "the mirror partition is stopping: only its MIRROR_PID_RESET barrier is accepted"
+            }
+            WriteMode::AbortsAndBarrier => {
+                let each = summaries(batches, validated);
+                let barrier = each.iter().any(|b| b.is_mirror_pid_reset());
+                let aborts = !each.is_empty()
+                    && each.iter().all(|b| {
+                        matches!(b.control, Some(ControlKind::Abort { .. }))
+                            && self.has_open_transaction(b.producer_id)
+                    });
+                if origin == AppendOrigin::Coordinator && (barrier || aborts) {
+                    return Ok(());
+                }
+                "the mirror partition is stopping: only ABORT markers of its open transactions and \
+                 its MIRROR_PID_RESET barrier are accepted"
             }
         };
         Err(Error::rejected(
@@ -2107,6 +2128,13 @@ impl PartitionLog {
     /// The producers the log knows, sorted by producer id.
     pub fn producers(&self) -> Vec<ProducerStateEntry> {
         self.psm().producers().map(|(_, e)| e.clone()).collect()
+    }
+
+    /// Whether the producer has an open transaction here.
+    pub fn has_open_transaction(&self, producer_id: i64) -> bool {
+        self.psm()
+            .producers()
+            .any(|(id, e)| id == producer_id && e.current_txn_first_offset().is_some())
     }
 
     /// Kafka's first unstable offset: the first offset of the earliest open (or not yet replicated) txn.
