@@ -8,7 +8,10 @@ use std::collections::BTreeSet;
 use klog_log::checkpoint::TopicId;
 
 use crate::error::{Error, MirrorError};
-use crate::metadata::{validate_mirror_name, ClusterMeta, DesiredState, MirrorMeta, TopicMirror};
+use crate::metadata::{
+    validate_mirror_name, ClusterMeta, DesiredState, MirrorMeta, TopicMirror,
+    MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION,
+};
 use crate::node::{lock, Node};
 use crate::records::{MirrorKey, MirrorRecord};
 use crate::source::MirrorSource;
@@ -20,7 +23,43 @@ pub type TopicResults = Vec<(String, Result<(), Error>)>;
 
 /// CreateMirror: `source` is a cluster root or `kafka://host:port`.
 pub(crate) fn create_mirror(node: &Node, name: &str, source: &str) -> Result<(), Error> {
+    create_mirror_with_configs(node, name, source, &[])
+}
+
+/// CreateMirror with the mirror's configs (`key`, `value`), Kafka's names: an unknown key or a value
+/// that does not parse refuses the request, naming it.
+pub(crate) fn create_mirror_with_configs(
+    node: &Node,
+    name: &str,
+    source: &str,
+    configs: &[(String, String)],
+) -> Result<(), Error> {
     validate_mirror_name(name)?;
+    let mut support_unclean_leader_election = false;
+    for (key, value) in configs {
+        match key.as_str() {
+            MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION => {
+                support_unclean_leader_election = match value.trim() {
+                    v if v.eq_ignore_ascii_case("true") => true,
+                    v if v.eq_ignore_ascii_case("false") => false,
+                    _ => {
+                        return Err(Error::mirror(
+                            MirrorError::InvalidRequest,
+                            format!("mirror config {key}={value:?}: expected true or false"),
+                        ))
+                    }
+                }
+            }
+            _ => {
+                return Err(Error::mirror(
+                    MirrorError::InvalidRequest,
+                    format!(
+                        "unknown mirror config {key:?} (known: {MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION})"
+                    ),
+                ))
+            }
+        }
+    }
     if source.is_empty() {
         return Err(Error::mirror(MirrorError::InvalidRequest, "empty source"));
     }
@@ -40,6 +79,7 @@ pub(crate) fn create_mirror(node: &Node, name: &str, source: &str) -> Result<(),
             source: absolute_source(source)?,
             source_cluster_id: None,
             acls: Vec::new(),
+            support_unclean_leader_election,
         },
     );
     node.save_meta(&mut guard, meta)

@@ -221,6 +221,17 @@ impl Cluster {
         admin::create_mirror(&self.node, name, source)
     }
 
+    /// CreateMirror with mirror configs (Kafka's names), e.g.
+    /// `mirror.support.unclean.leader.election=true`.
+    pub fn create_mirror_with_configs(
+        &self,
+        name: &str,
+        source: &str,
+        configs: &[(String, String)],
+    ) -> Result<(), Error> {
+        admin::create_mirror_with_configs(&self.node, name, source, configs)
+    }
+
     /// The mirrors, by name.
     pub fn mirrors(&self) -> BTreeMap<String, MirrorMeta> {
         self.node.mirrors()

@@ -108,6 +108,10 @@ pub enum MirrorCommand {
         /// The source: a klog cluster's root directory, or `kafka://host:port[,host:port...]`.
         #[arg(long)]
         source: String,
+        /// A mirror config, `key=value` (repeatable): `mirror.support.unclean.leader.election=true`
+        /// converges with a source's unclean leader election instead of failing the partition.
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        configs: Vec<String>,
     },
     /// Start mirroring topics (creating them with the source's id and partition count).
     Add(TopicsArgs),
@@ -365,9 +369,22 @@ fn request_error(e: klog::mirror::Error, json: bool) -> anyhow::Result<ExitCode>
 
 pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        MirrorCommand::Create { root, name, source } => {
+        MirrorCommand::Create {
+            root,
+            name,
+            source,
+            configs,
+        } => {
             let source = &stored_source(source)?;
-            with_cluster(root, |c| match c.create_mirror(name, source) {
+            let configs = configs
+                .iter()
+                .map(|kv| {
+                    kv.split_once('=')
+                        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                        .with_context(|| format!("--config {kv:?}: expected KEY=VALUE"))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            with_cluster(root, |c| match c.create_mirror_with_configs(name, source, &configs) {
                 Ok(()) => {
                     say!("created mirror {name} from {source}");
                     Ok(ExitCode::SUCCESS)

@@ -164,8 +164,12 @@ impl Manager {
                         out.logs.insert((name, partition), log);
                     }
                 }
-                None | Some(MirrorState::Unknown | MirrorState::Preparing)
-                    if desired == DesiredState::Start =>
+                None | Some(
+                    MirrorState::Unknown
+                    | MirrorState::Preparing
+                    | MirrorState::EpochFencing
+                    | MirrorState::UleRecovery,
+                ) if desired == DesiredState::Start =>
                 {
                     out.arriving = true
                 }
