@@ -189,29 +189,53 @@ pub(crate) fn align(
 }
 
 impl Manager {
-    /// EPOCH_FENCING's action: the local epoch bumped above the epochs the source showed (the batch
-    /// that was refused, the source's epoch, the log's latest), persisted in `cluster.json`, then
-    /// MIRRORING. Idempotent: a re-run after a crash that finds the epoch already there only moves on.
-    pub(super) fn fence(&self, w: &Work, now: i64, report: &mut TickReport) -> Result<(), Error> {
-        let rt = self.runtime_of(w);
-        let latest = partition_log(&self.node, w)?.latest_epoch().unwrap_or(-1);
-        let seen = rt.fence_epoch.max(rt.source_epoch).max(latest);
-        if let Some(target) = bump_target(&self.node, w, seen) {
-            if let Err(e) = self
+    /// EPOCH_FENCING's action for the round's fencing partitions: each local epoch bumped above the
+    /// epochs its source showed (the batch that was refused, the source's epoch, the log's latest),
+    /// all in one `cluster.json` write (temp file, sync, rename), then MIRRORING. Idempotent: a re-run
+    /// after a crash that finds the epoch already there only moves on.
+    pub(super) fn fence_round(&self, works: Vec<Work>, now: i64, report: &mut TickReport) {
+        let mut bumps = Vec::with_capacity(works.len());
+        for w in &works {
+            let rt = self.runtime_of(w);
+            let latest = self
                 .node
-                .bump_leader_epochs(&[(w.topic.as_str(), w.partition, target)])
-            {
-                return self.fail(w, MirrorState::EpochFencing, e, now, report);
-            }
-            report.epoch_bumps += 1;
-            tracing::info!(key = ?w.key, seen, epoch = target, "EPOCH_FENCING: local leader epoch bumped above the source's");
+                .log(&w.topic, w.partition)
+                .and_then(|l| l.latest_epoch())
+                .unwrap_or(-1);
+            let seen = rt.fence_epoch.max(rt.source_epoch).max(latest);
+            bumps.push(bump_target(&self.node, w, seen));
         }
-        self.update_runtime(w, |r| r.fence_epoch = -1);
-        self.transition(
-            w,
-            self.entering(w, MirrorState::EpochFencing, MirrorState::Mirroring),
-            report,
-        )
+        let writes: Vec<(&str, i32, i32)> = works
+            .iter()
+            .zip(&bumps)
+            .filter_map(|(w, b)| b.map(|t| (w.topic.as_str(), w.partition, t)))
+            .collect();
+        let written = self.node.bump_leader_epochs(&writes);
+        if written.is_ok() {
+            report.epoch_bumps += writes.len() as u64;
+        }
+        for (w, bump) in works.iter().zip(bumps) {
+            let done = match (&written, bump) {
+                (Err(e), Some(target)) => {
+                    let e = Error::io(
+                        std::path::Path::new(&format!("{}-{}", w.topic, w.partition)),
+                        std::io::Error::other(format!("the leader epoch bump to {target} failed: {e}")),
+                    );
+                    self.fail(w, MirrorState::EpochFencing, e, now, report)
+                }
+                _ => {
+                    if let Some(target) = bump {
+                        tracing::info!(key = ?w.key, epoch = target, "EPOCH_FENCING: local leader epoch bumped above the source's");
+                    }
+                    self.update_runtime(w, |r| r.fence_epoch = -1);
+                    let value = self.entering(w, MirrorState::EpochFencing, MirrorState::Mirroring);
+                    self.transition(w, value, report)
+                }
+            };
+            if let Err(e) = done {
+                self.unrecorded_error(w, e, now, report);
+            }
+        }
     }
 
     /// ULE_RECOVERY's action: the log aligned with the source's by Kafka's follower truncation, then

@@ -156,6 +156,8 @@ enum Step {
     Fetch(PartitionRuntime),
     /// A STOPPING partition's stop is due.
     Stop,
+    /// An EPOCH_FENCING partition's epoch bump is due.
+    Fence,
 }
 
 /// What a tick does for many partitions together, after every partition's step.
@@ -163,6 +165,7 @@ enum Step {
 struct Round {
     fetch: Vec<(Work, PartitionRuntime)>,
     stop: Vec<Work>,
+    fence: Vec<Work>,
 }
 
 #[derive(Clone)]
@@ -304,11 +307,13 @@ impl Manager {
                 Ok(Step::Done) => {}
                 Ok(Step::Fetch(rt)) => round.fetch.push((w, rt)),
                 Ok(Step::Stop) => round.stop.push(w),
+                Ok(Step::Fence) => round.fence.push(w),
                 Err(e) => self.unrecorded_error(&w, e, now, &mut report),
             }
         }
         // The partitions' own actions done, what is done together for many partitions: the fetches
-        // of the round, then the stops.
+        // of the round, then the stops; the epoch bumps of EPOCH_FENCING in one metadata write.
+        self.fence_round(round.fence, now, &mut report);
         self.fetch_round(round.fetch, now, &mut report);
         self.stop_round(round.stop, now, &mut report);
         // The states the actions led to, in one write.
@@ -497,7 +502,7 @@ impl Manager {
                 self.transition(w, self.entering(w, Pausing, Paused), report)?;
                 Ok(Step::Done)
             }
-            EpochFencing => self.fence(w, now, report).map(|()| Step::Done),
+            EpochFencing => Ok(Step::Fence),
             UleRecovery => self
                 .recover_from_unclean_election(w, now, report)
                 .map(|()| Step::Done),
