@@ -267,11 +267,20 @@ fn mirror_create_takes_the_unclean_election_option_and_refuses_what_it_does_not_
     klog_ok(&["cluster", "init", a_s]);
     klog_ok(&["cluster", "init", b_s]);
     let out = klog(&[
-        "mirror", "create", b_s, "m", "--source", a_s, "--config", "mirror.no.such=1",
+        "mirror",
+        "create",
+        b_s,
+        "m",
+        "--source",
+        a_s,
+        "--config",
+        "mirror.no.such=1",
     ]);
     assert_ne!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("mirror.no.such"), "{}", stderr(&out));
-    let out = klog(&["mirror", "create", b_s, "m", "--source", a_s, "--config", "novalue"]);
+    let out = klog(&[
+        "mirror", "create", b_s, "m", "--source", a_s, "--config", "novalue",
+    ]);
     assert_ne!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("KEY=VALUE"), "{}", stderr(&out));
     klog_ok(&[
@@ -286,5 +295,8 @@ fn mirror_create_takes_the_unclean_election_option_and_refuses_what_it_does_not_
     ]);
     let meta: Value =
         serde_json::from_slice(&std::fs::read(b.join("cluster.json")).unwrap()).unwrap();
-    assert_eq!(meta["mirrors"]["m"]["support_unclean_leader_election"], true);
+    assert_eq!(
+        meta["mirrors"]["m"]["support_unclean_leader_election"],
+        true
+    );
 }

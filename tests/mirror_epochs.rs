@@ -92,7 +92,10 @@ fn a_source_epoch_within_the_threshold_bumps_ours_to_it_plus_ten_before_the_next
     b.run_until_idle(100);
     let all = batches(&log(&b, "t"));
     let barrier = all.last().unwrap();
-    assert_eq!(control_type(barrier), Some(ControlRecordType::MirrorPidReset));
+    assert_eq!(
+        control_type(barrier),
+        Some(ControlRecordType::MirrorPidReset)
+    );
     assert_eq!(barrier.epoch, 18, "the barrier at the local epoch");
     assert!(barrier.epoch > a.leader_epoch("t", 0).unwrap());
 }
@@ -116,7 +119,11 @@ fn a_batch_above_the_local_epoch_is_refused_and_epoch_fencing_bumps_before_mirro
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         seen.extend(transitions(&r));
         if state_of(&b, "t", 0) == Some(MirrorState::EpochFencing) {
-            assert_eq!(log(&b, "t").log_end_offset(), 3, "nothing above our epoch appended");
+            assert_eq!(
+                log(&b, "t").log_end_offset(),
+                3,
+                "nothing above our epoch appended"
+            );
             let d = b.describe();
             assert_eq!(d[0].state, Some(MirrorState::EpochFencing));
         }
@@ -131,7 +138,10 @@ fn a_batch_above_the_local_epoch_is_refused_and_epoch_fencing_bumps_before_mirro
             (MirrorState::EpochFencing, MirrorState::Mirroring)
         ]
     );
-    assert_eq!(b.leader_epoch("t", 0), Some(15 + LEADER_EPOCH_BUMP_INCREMENT));
+    assert_eq!(
+        b.leader_epoch("t", 0),
+        Some(15 + LEADER_EPOCH_BUMP_INCREMENT)
+    );
     assert_eq!(batches(&log(&b, "t")), batches(&log(&a, "t")));
     assert_epoch_above(&b, 15, "after EPOCH_FENCING");
 }
@@ -183,7 +193,8 @@ fn unclean_election(a: &Cluster) {
     let epoch = a.leader_epoch("t", 0).unwrap();
     a.bump_leader_epoch("t", 0, epoch + 1).unwrap();
     for _ in 0..3 {
-        a.produce("t", 0, &mut plain(1, "after the election")).unwrap();
+        a.produce("t", 0, &mut plain(1, "after the election"))
+            .unwrap();
     }
 }
 
@@ -225,7 +236,11 @@ fn an_unclean_election_at_the_source_fails_the_partition_without_retries_by_defa
     ] {
         assert!(error.contains(needle), "{needle:?} not in {error:?}");
     }
-    assert!(r.errors.iter().any(|(_, _, e)| e == &error), "{:?}", r.errors);
+    assert!(
+        r.errors.iter().any(|(_, _, e)| e == &error),
+        "{:?}",
+        r.errors
+    );
     // Nothing was cut: the records the source lost stay here for the operator.
     assert_eq!(log(&b, "t").log_end_offset(), 10);
     assert_eq!(r.truncations, 0);

@@ -384,12 +384,14 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
                         .with_context(|| format!("--config {kv:?}: expected KEY=VALUE"))
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            with_cluster(root, |c| match c.create_mirror_with_configs(name, source, &configs) {
-                Ok(()) => {
-                    say!("created mirror {name} from {source}");
-                    Ok(ExitCode::SUCCESS)
+            with_cluster(root, |c| {
+                match c.create_mirror_with_configs(name, source, &configs) {
+                    Ok(()) => {
+                        say!("created mirror {name} from {source}");
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    Err(e) => request_error(e, false),
                 }
-                Err(e) => request_error(e, false),
             })
         }
         MirrorCommand::Add(a) => topics_request(a, |c| c.add_topics(&a.name, &a.topics)),

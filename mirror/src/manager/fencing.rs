@@ -165,7 +165,9 @@ pub(crate) fn align(
                 }
                 _ => return Ok((true, truncations)),
             },
-            Err(SourceError::FencedLeaderEpoch { leader_epoch }) if leader_epoch != *source_epoch => {
+            Err(SourceError::FencedLeaderEpoch { leader_epoch })
+                if leader_epoch != *source_epoch =>
+            {
                 *source_epoch = leader_epoch;
             }
             Err(SourceError::OffsetOutOfRange) => {
@@ -219,7 +221,9 @@ impl Manager {
                 (Err(e), Some(target)) => {
                     let e = Error::io(
                         std::path::Path::new(&format!("{}-{}", w.topic, w.partition)),
-                        std::io::Error::other(format!("the leader epoch bump to {target} failed: {e}")),
+                        std::io::Error::other(format!(
+                            "the leader epoch bump to {target} failed: {e}"
+                        )),
                     );
                     self.fail(w, MirrorState::EpochFencing, e, now, report)
                 }

@@ -323,7 +323,14 @@ impl Manager {
             let Some((w, mut epoch, log, local)) = asked.get_mut(i).and_then(Option::take) else {
                 return;
             };
-            let outcome = handle(source.as_ref(), &w, (&log, local), answer, &mut epoch, report);
+            let outcome = handle(
+                source.as_ref(),
+                &w,
+                (&log, local),
+                answer,
+                &mut epoch,
+                report,
+            );
             self.update_runtime(&w, |r| r.source_epoch = epoch);
             let (took, wrote) = outcome
                 .as_ref()
@@ -362,7 +369,10 @@ impl Manager {
         match self.node.bump_leader_epochs(&due) {
             Ok(epochs) => {
                 report.epoch_bumps += epochs.len() as u64;
-                tracing::info!(partitions = epochs.len(), "local leader epochs bumped above the source's");
+                tracing::info!(
+                    partitions = epochs.len(),
+                    "local leader epochs bumped above the source's"
+                );
             }
             Err(e) => {
                 for (w, _) in &bumps {

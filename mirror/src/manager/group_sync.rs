@@ -164,15 +164,13 @@ impl Manager {
                         out.logs.insert((name, partition), log);
                     }
                 }
-                None | Some(
+                None
+                | Some(
                     MirrorState::Unknown
                     | MirrorState::Preparing
                     | MirrorState::EpochFencing
                     | MirrorState::UleRecovery,
-                ) if desired == DesiredState::Start =>
-                {
-                    out.arriving = true
-                }
+                ) if desired == DesiredState::Start => out.arriving = true,
                 _ => {}
             }
         }
