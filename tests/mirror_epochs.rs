@@ -296,3 +296,34 @@ fn a_mirror_config_klog_does_not_know_or_cannot_parse_is_refused_naming_it() {
     assert!(e.to_string().contains("\"yes\""), "{e}");
     assert!(b.mirrors().is_empty());
 }
+
+/// A source whose batches carry an epoch above its own leader epoch (a klog mirror from before the
+/// epoch rule, say): the batch is above the epoch it was fetched at, stale metadata; the partition
+/// fails and is retried (the epoch learned again), and nothing above the fetched epoch is appended.
+#[test]
+fn a_batch_above_the_source_epoch_it_was_fetched_at_is_stale_metadata_and_retried() {
+    use klog::log::format::{BatchBuilder, Compression};
+    let env = Env::new();
+    let a = env.cluster("a");
+    a.create_topic("t", 1, None, &[]).unwrap();
+    let mut b5 = BatchBuilder::new(Compression::None).partition_leader_epoch(5);
+    b5.append(1_700_000_000_000, Some(b"k"), Some(b"v"), &[])
+        .unwrap();
+    log(&a, "t").append_as_mirror(&b5.build().unwrap()).unwrap();
+    assert_eq!(a.leader_epoch("t", 0), Some(0));
+    let b = env.cluster("b");
+    link(&b, "m", &a);
+    all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+    let r = b.run_until_idle(100);
+    let d = &b.describe()[0];
+    assert_eq!(d.state, Some(MirrorState::Failed), "{r:?}");
+    assert_eq!(d.failed_state, Some(MirrorState::Mirroring));
+    assert!(d.retry_attempt.unwrap() >= 1, "retried: {d:?}");
+    let error = d.error.clone().unwrap();
+    assert!(
+        error.contains("leader epoch 5, above the source leader epoch 0")
+            && error.contains("stale metadata"),
+        "{error}"
+    );
+    assert_eq!(log(&b, "t").log_end_offset(), 0, "nothing appended");
+}
