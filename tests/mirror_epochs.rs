@@ -327,3 +327,96 @@ fn a_batch_above_the_source_epoch_it_was_fetched_at_is_stale_metadata_and_retrie
     );
     assert_eq!(log(&b, "t").log_end_offset(), 0, "nothing appended");
 }
+
+/// A power cut at every storage operation of ULE_RECOVERY (the transitions, the truncation, what
+/// follows): after recovery the partition converges with the source, byte for byte.
+#[test]
+fn a_power_cut_anywhere_in_ule_recovery_still_converges() {
+    let option = [(
+        MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION.to_owned(),
+        "true".to_owned(),
+    )];
+    let mut crashed_runs = 0;
+    for k in 1.. {
+        let env = Env::new();
+        let sim = Arc::new(klog::log::io::SimStorage::new(k));
+        let a = env.cluster("a");
+        a.create_topic("t", 1, None, &[]).unwrap();
+        a.bump_leader_epoch("t", 0, 1).unwrap();
+        for _ in 0..10 {
+            a.produce("t", 0, &mut plain(1, "e1")).unwrap();
+        }
+        let b = env.cluster_on(sim.clone(), "b");
+        b.create_mirror_with_configs("m", a.root().to_str().unwrap(), &option)
+            .unwrap();
+        b.connect_source("m", Arc::new(a.as_source()));
+        all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+        b.run_until_idle(100);
+        b.checkpoint().unwrap();
+        unclean_election(&a);
+        let start = sim.ops();
+        sim.power_off_at(start + k);
+        b.run_until_idle(100);
+        let finished = sim.ops() < start + k;
+        drop(b);
+        sim.crash(true);
+        sim.clear_faults();
+        let b = env.reopen(sim.clone(), "b");
+        b.connect_source("m", Arc::new(a.as_source()));
+        let r = b.run_until_idle(100);
+        assert!(r.errors.is_empty(), "k={k}: {:?}", r.errors);
+        assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Mirroring), "k={k}");
+        assert_eq!(batches(&log(&b, "t")), batches(&log(&a, "t")), "k={k}");
+        assert_epoch_above(&b, a.leader_epoch("t", 0).unwrap(), &format!("k={k}"));
+        if finished {
+            break;
+        }
+        crashed_runs += 1;
+    }
+    assert!(crashed_runs >= 3, "only {crashed_runs} runs crashed");
+}
+
+/// A failback's PREPARING cuts the old primary's stray write by aligning with the new primary (not
+/// taken for an unclean election), and a power cut at every storage operation of it still ends with
+/// the old primary's log equal to the new one's, MIRRORING.
+#[test]
+fn a_failback_aligns_in_preparing_across_a_power_cut_at_every_storage_operation() {
+    let mut crashed_runs = 0;
+    for k in 1.. {
+        let env = Env::new();
+        let sim = Arc::new(klog::log::io::SimStorage::new(k));
+        let a = env.cluster_on(sim.clone(), "a");
+        a.create_topic("t", 1, None, &[]).unwrap();
+        a.produce("t", 0, &mut plain(3, "a0")).unwrap();
+        let b = env.cluster("b");
+        link(&b, "m", &a);
+        all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+        b.run_until_idle(100);
+        all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+        b.run_until_idle(100);
+        b.produce("t", 0, &mut plain(1, "b-primary")).unwrap();
+        // The old primary keeps taking writes in its own epoch, the LME's.
+        a.produce("t", 0, &mut plain(2, "a-stray")).unwrap();
+        link(&a, "back", &b);
+        all_ok(a.add_topics("back", &topics(&["t"])).unwrap());
+        a.checkpoint().unwrap();
+        let start = sim.ops();
+        sim.power_off_at(start + k);
+        a.run_until_idle(100);
+        let finished = sim.ops() < start + k;
+        drop(a);
+        sim.crash(true);
+        sim.clear_faults();
+        let a = env.reopen(sim.clone(), "a");
+        a.connect_source("back", Arc::new(b.as_source()));
+        let r = a.run_until_idle(100);
+        assert!(r.errors.is_empty(), "k={k}: {:?}", r.errors);
+        assert_eq!(state_of(&a, "t", 0), Some(MirrorState::Mirroring), "k={k}");
+        assert_eq!(batches(&log(&a, "t")), batches(&log(&b, "t")), "k={k}");
+        if finished {
+            break;
+        }
+        crashed_runs += 1;
+    }
+    assert!(crashed_runs >= 3, "only {crashed_runs} runs crashed");
+}
