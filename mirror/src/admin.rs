@@ -10,6 +10,7 @@ use klog_log::checkpoint::TopicId;
 use crate::error::{Error, MirrorError};
 use crate::metadata::{
     validate_mirror_name, ClusterMeta, DesiredState, MirrorMeta, StopMode, TopicMirror,
+    MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION,
 };
 use crate::node::{lock, Node};
 use crate::records::{MirrorKey, MirrorRecord};
@@ -21,14 +22,41 @@ use crate::topics;
 pub type TopicResults = Vec<(String, Result<(), Error>)>;
 
 /// CreateMirror: `source` is a cluster root or `kafka://host:port`; `stop_mode` is how its failover
-/// ends the source's open transactions.
+/// ends the source's open transactions; `configs` (`key`, `value`, Kafka's names) the mirror's own: an
+/// unknown key or a value that does not parse refuses the request, naming it.
 pub(crate) fn create_mirror(
     node: &Node,
     name: &str,
     source: &str,
     stop_mode: StopMode,
+    configs: &[(String, String)],
 ) -> Result<(), Error> {
     validate_mirror_name(name)?;
+    let mut support_unclean_leader_election = false;
+    for (key, value) in configs {
+        match key.as_str() {
+            MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION => {
+                support_unclean_leader_election = match value.trim() {
+                    v if v.eq_ignore_ascii_case("true") => true,
+                    v if v.eq_ignore_ascii_case("false") => false,
+                    _ => {
+                        return Err(Error::mirror(
+                            MirrorError::InvalidRequest,
+                            format!("mirror config {key}={value:?}: expected true or false"),
+                        ))
+                    }
+                }
+            }
+            _ => {
+                return Err(Error::mirror(
+                    MirrorError::InvalidRequest,
+                    format!(
+                        "unknown mirror config {key:?} (known: {MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION})"
+                    ),
+                ))
+            }
+        }
+    }
     if source.is_empty() {
         return Err(Error::mirror(MirrorError::InvalidRequest, "empty source"));
     }
@@ -49,6 +77,7 @@ pub(crate) fn create_mirror(
             source_cluster_id: None,
             acls: Vec::new(),
             stop_mode,
+            support_unclean_leader_election,
         },
     );
     node.save_meta(&mut guard, meta)

@@ -219,7 +219,7 @@ impl Cluster {
     /// CreateMirror: `source` is a cluster root or `kafka://host:port`; its failover truncates open
     /// transactions to the LSO (the seed design, [`StopMode::Truncate`]).
     pub fn create_mirror(&self, name: &str, source: &str) -> Result<(), Error> {
-        admin::create_mirror(&self.node, name, source, StopMode::Truncate)
+        admin::create_mirror(&self.node, name, source, StopMode::Truncate, &[])
     }
 
     /// CreateMirror with the stop design chosen ([`StopMode`]).
@@ -229,7 +229,29 @@ impl Cluster {
         source: &str,
         stop_mode: StopMode,
     ) -> Result<(), Error> {
-        admin::create_mirror(&self.node, name, source, stop_mode)
+        admin::create_mirror(&self.node, name, source, stop_mode, &[])
+    }
+
+    /// CreateMirror with mirror configs (Kafka's names), e.g.
+    /// `mirror.support.unclean.leader.election=true`.
+    pub fn create_mirror_with_configs(
+        &self,
+        name: &str,
+        source: &str,
+        configs: &[(String, String)],
+    ) -> Result<(), Error> {
+        admin::create_mirror(&self.node, name, source, StopMode::Truncate, configs)
+    }
+
+    /// CreateMirror with the stop design and the mirror's configs both chosen.
+    pub fn create_mirror_with(
+        &self,
+        name: &str,
+        source: &str,
+        stop_mode: StopMode,
+        configs: &[(String, String)],
+    ) -> Result<(), Error> {
+        admin::create_mirror(&self.node, name, source, stop_mode, configs)
     }
 
     /// The mirrors, by name.

@@ -64,6 +64,8 @@ pub(crate) fn describe_live(node: &Node, manager: &Manager) -> Vec<PartitionDesc
             r.state,
             Some(
                 MirrorState::Mirroring
+                    | MirrorState::EpochFencing
+                    | MirrorState::UleRecovery
                     | MirrorState::Paused
                     | MirrorState::Pausing
                     | MirrorState::Preparing

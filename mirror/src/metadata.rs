@@ -198,7 +198,15 @@ pub struct MirrorMeta {
     /// `truncate` mirror's `cluster.json` is what an older klog wrote and reads.
     #[serde(default, skip_serializing_if = "StopMode::is_truncate")]
     pub stop_mode: StopMode,
+    /// `mirror.support.unclean.leader.election`: a source that truncates below our log end while
+    /// mirroring (an unclean election there) is converged with (ULE_RECOVERY) instead of failing the
+    /// partition without retries (the default).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub support_unclean_leader_election: bool,
 }
+
+/// The mirror config that allows converging with a source's unclean leader election.
+pub const MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION: &str = "mirror.support.unclean.leader.election";
 
 /// `cluster.json`: the controller metadata of a local cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,6 +10,13 @@ pub enum MirrorState {
     Preparing,
     /// The fetcher copies the source partition.
     Mirroring,
+    /// A fetched batch carried an epoch above the local leader epoch: the local epoch is bumped above
+    /// the source's (persisted) before mirroring goes on (the reference's EPOCH_FENCING).
+    EpochFencing,
+    /// The source truncated below our log end while mirroring (an unclean leader election there) and
+    /// the mirror allows it (`mirror.support.unclean.leader.election`): converge by Kafka's follower
+    /// truncation, then mirror (the reference's ULE_RECOVERY).
+    UleRecovery,
     /// A pause was requested; the fetcher is being removed.
     Pausing,
     /// No fetcher; read-only. Resuming goes straight to MIRRORING from the local log end.
@@ -25,9 +32,11 @@ pub enum MirrorState {
 }
 
 /// Every state, in encoding order.
-pub const ALL_STATES: [MirrorState; 8] = [
+pub const ALL_STATES: [MirrorState; 10] = [
     MirrorState::Preparing,
     MirrorState::Mirroring,
+    MirrorState::EpochFencing,
+    MirrorState::UleRecovery,
     MirrorState::Pausing,
     MirrorState::Paused,
     MirrorState::Stopping,
@@ -48,6 +57,10 @@ impl MirrorState {
             MirrorState::Stopping => 4,
             MirrorState::Stopped => 5,
             MirrorState::Failed => 6,
+            // Not in the seed numbering: past its last value until the value's version carries the
+            // reference's numbering.
+            MirrorState::EpochFencing => 7,
+            MirrorState::UleRecovery => 8,
             MirrorState::Unknown => 16,
         }
     }
@@ -62,6 +75,8 @@ impl MirrorState {
             4 => MirrorState::Stopping,
             5 => MirrorState::Stopped,
             6 => MirrorState::Failed,
+            7 => MirrorState::EpochFencing,
+            8 => MirrorState::UleRecovery,
             16 | -1 => MirrorState::Unknown,
             _ => return None,
         })
@@ -72,6 +87,8 @@ impl MirrorState {
         match self {
             MirrorState::Preparing => "PREPARING",
             MirrorState::Mirroring => "MIRRORING",
+            MirrorState::EpochFencing => "EPOCH_FENCING",
+            MirrorState::UleRecovery => "ULE_RECOVERY",
             MirrorState::Pausing => "PAUSING",
             MirrorState::Paused => "PAUSED",
             MirrorState::Stopping => "STOPPING",
@@ -86,10 +103,10 @@ impl MirrorState {
         self != MirrorState::Stopped
     }
 
-    /// The transition table of §1.2 (P1 `isValidTransition`), with two documented extensions:
-    /// FAILED -> MIRRORING (P2: a failed fetch retries without truncating again) and UNKNOWN -> STOPPING
-    /// (a topic removed from its mirror before any state was recorded would otherwise stay read-only).
-    /// A self-transition is always valid: it re-runs the state's actions.
+    /// The reference's transition table (MPM `isValidStateTransition`: EPOCH_FENCING and ULE_RECOVERY
+    /// only from MIRRORING and back to it, FAILED -> MIRRORING), with one documented extension:
+    /// UNKNOWN -> STOPPING (a topic removed from its mirror before any state was recorded would
+    /// otherwise stay read-only). A self-transition is always valid: it re-runs the state's actions.
     pub fn can_transition_to(self, target: MirrorState) -> bool {
         use MirrorState::*;
         if self == target {
@@ -97,12 +114,23 @@ impl MirrorState {
         }
         match target {
             Preparing => matches!(self, Unknown | Stopped | Failed),
-            Mirroring => matches!(self, Preparing | Paused | Failed),
+            EpochFencing | UleRecovery => self == Mirroring,
+            Mirroring => matches!(
+                self,
+                Preparing | Paused | Failed | EpochFencing | UleRecovery
+            ),
             Pausing => self == Mirroring,
             Paused => self == Pausing,
             Stopping => matches!(
                 self,
-                Preparing | Mirroring | Pausing | Paused | Failed | Unknown
+                Preparing
+                    | Mirroring
+                    | EpochFencing
+                    | UleRecovery
+                    | Pausing
+                    | Paused
+                    | Failed
+                    | Unknown
             ),
             Stopped => self == Stopping,
             Failed => true,
@@ -147,7 +175,7 @@ mod tests {
             assert_eq!(s.name().parse::<MirrorState>().unwrap(), s);
         }
         assert_eq!(MirrorState::from_byte(-1), Some(Unknown));
-        assert_eq!(MirrorState::from_byte(7), None);
+        assert_eq!(MirrorState::from_byte(9), None);
         assert_eq!(MirrorState::from_byte(100), None);
     }
 
@@ -155,12 +183,26 @@ mod tests {
     fn transition_table_matches_the_spec() {
         let valid: &[(MirrorState, &[MirrorState])] = &[
             (Preparing, &[Unknown, Stopped, Failed]),
-            (Mirroring, &[Preparing, Paused, Failed]),
+            (
+                Mirroring,
+                &[Preparing, Paused, Failed, EpochFencing, UleRecovery],
+            ),
+            (EpochFencing, &[Mirroring]),
+            (UleRecovery, &[Mirroring]),
             (Pausing, &[Mirroring]),
             (Paused, &[Pausing]),
             (
                 Stopping,
-                &[Preparing, Mirroring, Pausing, Paused, Failed, Unknown],
+                &[
+                    Preparing,
+                    Mirroring,
+                    EpochFencing,
+                    UleRecovery,
+                    Pausing,
+                    Paused,
+                    Failed,
+                    Unknown,
+                ],
             ),
             (Stopped, &[Stopping]),
             (Failed, &ALL_STATES),

@@ -113,6 +113,10 @@ pub enum MirrorCommand {
         /// offset kept). See docs/mirroring.md.
         #[arg(long, default_value = "truncate", value_parser = ["truncate", "abort"])]
         stop_mode: String,
+        /// A mirror config, `key=value` (repeatable): `mirror.support.unclean.leader.election=true`
+        /// converges with a source's unclean leader election instead of failing the partition.
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        configs: Vec<String>,
     },
     /// Start mirroring topics (creating them with the source's id and partition count).
     Add(TopicsArgs),
@@ -375,11 +379,20 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
             name,
             source,
             stop_mode,
+            configs,
         } => {
             let source = &stored_source(source)?;
             let mode = klog::mirror::StopMode::parse(stop_mode)?;
+            let configs = configs
+                .iter()
+                .map(|kv| {
+                    kv.split_once('=')
+                        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                        .with_context(|| format!("--config {kv:?}: expected KEY=VALUE"))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
             with_cluster(root, |c| {
-                match c.create_mirror_with_stop_mode(name, source, mode) {
+                match c.create_mirror_with(name, source, mode, &configs) {
                     Ok(()) => {
                         say!("created mirror {name} from {source} (stop mode {mode})");
                         Ok(ExitCode::SUCCESS)

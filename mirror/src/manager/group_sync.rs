@@ -164,11 +164,13 @@ impl Manager {
                         out.logs.insert((name, partition), log);
                     }
                 }
-                None | Some(MirrorState::Unknown | MirrorState::Preparing)
-                    if desired == DesiredState::Start =>
-                {
-                    out.arriving = true
-                }
+                None
+                | Some(
+                    MirrorState::Unknown
+                    | MirrorState::Preparing
+                    | MirrorState::EpochFencing
+                    | MirrorState::UleRecovery,
+                ) if desired == DesiredState::Start => out.arriving = true,
                 _ => {}
             }
         }
