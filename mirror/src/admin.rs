@@ -3,7 +3,7 @@
 //! These change only the metadata's desired states (and the write modes that follow from recorded
 //! states); the [`crate::manager`] drives the partitions towards them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use klog_log::checkpoint::TopicId;
 
@@ -13,6 +13,7 @@ use crate::node::{lock, Node};
 use crate::records::{MirrorKey, MirrorRecord};
 use crate::source::MirrorSource;
 use crate::state::MirrorState;
+use crate::sync_config::SyncFilters;
 use crate::topics;
 
 /// Per-topic outcomes of a mirror request (the request itself can also fail as a whole).
@@ -20,7 +21,21 @@ pub type TopicResults = Vec<(String, Result<(), Error>)>;
 
 /// CreateMirror: `source` is a cluster root or `kafka://host:port`.
 pub(crate) fn create_mirror(node: &Node, name: &str, source: &str) -> Result<(), Error> {
+    create_mirror_with_configs(node, name, source, &BTreeMap::new())
+}
+
+/// CreateMirror with the mirror's sync configs (`topic.properties.exclude`, `groups.include`,
+/// `groups.exclude`, `acls.include`: [`crate::sync_config`]); a bad one refuses the mirror.
+pub(crate) fn create_mirror_with_configs(
+    node: &Node,
+    name: &str,
+    source: &str,
+    configs: &BTreeMap<String, String>,
+) -> Result<(), Error> {
     validate_mirror_name(name)?;
+    SyncFilters::from_configs(configs).map_err(|why| {
+        Error::mirror(MirrorError::InvalidRequest, format!("mirror {name}: {why}"))
+    })?;
     if source.is_empty() {
         return Err(Error::mirror(MirrorError::InvalidRequest, "empty source"));
     }
@@ -40,6 +55,7 @@ pub(crate) fn create_mirror(node: &Node, name: &str, source: &str) -> Result<(),
             source: absolute_source(source)?,
             source_cluster_id: None,
             acls: Vec::new(),
+            configs: configs.clone(),
         },
     );
     node.save_meta(&mut guard, meta)

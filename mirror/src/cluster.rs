@@ -30,7 +30,7 @@ use crate::source::{CommittedOffset, MirrorSource};
 use crate::topics;
 
 pub use crate::admin::{RetryResults, TopicResults};
-pub use crate::describe::PartitionDescription;
+pub use crate::describe::{MirrorDescription, PartitionDescription};
 pub use crate::manager::MirrorSettings;
 pub use crate::node::{partition_dir_name, random_bytes, ClusterOptions};
 
@@ -221,6 +221,17 @@ impl Cluster {
         admin::create_mirror(&self.node, name, source)
     }
 
+    /// CreateMirror with its sync configs by the reference's names (`topic.properties.exclude`,
+    /// `groups.include`, `groups.exclude`, `acls.include`; `crate::sync_config`).
+    pub fn create_mirror_with_configs(
+        &self,
+        name: &str,
+        source: &str,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), Error> {
+        admin::create_mirror_with_configs(&self.node, name, source, configs)
+    }
+
     /// The mirrors, by name.
     pub fn mirrors(&self) -> BTreeMap<String, MirrorMeta> {
         self.node.mirrors()
@@ -340,6 +351,12 @@ impl Cluster {
     /// Every partition with its mirror state, offsets and lag as the fetcher last saw them.
     pub fn describe(&self) -> Vec<PartitionDescription> {
         describe::describe(&self.node, &self.manager)
+    }
+
+    /// Every mirror with its sync configs and the lag of its partitions among `rows` (from
+    /// [`describe`](Self::describe) or [`describe_live`](Self::describe_live)).
+    pub fn describe_mirrors(&self, rows: &[PartitionDescription]) -> Vec<MirrorDescription> {
+        describe::describe_mirrors(&self.node.metadata(), rows)
     }
 
     // ---- topic configs and ACLs (crate::config_sync) ----------------------------------------------------
