@@ -615,7 +615,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 );
             } else {
                 say!(
-                    "group {}: {}-{} committed {} at the source, synced as {} (the local log end)",
+                    "group {}: {}-{} committed {} at the source, clamped to {} (the local log's start or end)",
                     c.group,
                     c.topic,
                     c.partition,
