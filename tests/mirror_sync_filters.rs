@@ -379,6 +379,16 @@ fn lag_per_partition_and_per_mirror_after_a_partial_mirror() {
     b.run_until_idle(50);
     let rows = b.describe();
     assert_eq!(b.describe_mirrors(&rows)[0].lag, Some(0));
+    // After the failover the topic is the destination's own: not the mirror's lag any more.
+    all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+    b.run_until_idle(50);
+    a.produce("t", 0, &mut plain(5, "after")).unwrap();
+    let rows = b.describe_live();
+    let m = &b.describe_mirrors(&rows)[0];
+    assert_eq!(
+        (m.partitions, m.lag, m.partitions_without_lag),
+        (0, None, 0)
+    );
 }
 
 #[test]

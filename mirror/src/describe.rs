@@ -3,7 +3,8 @@
 //!
 //! Lag is the reference's `getPartitionLag`: `max(0, source high watermark - local high watermark)`,
 //! the source's high watermark as its last fetch answer carried it (or, in a fresh process, as
-//! ListOffsets gives it). A mirror's lag is the sum over its partitions whose lag is known.
+//! ListOffsets gives it). A mirror's lag is the sum over its partitions whose lag is known, of the
+//! topics still mirrored (a removed topic's partitions are the destination's own).
 
 use std::collections::BTreeMap;
 
@@ -82,7 +83,7 @@ pub struct MirrorDescription {
     pub source_cluster_id: Option<String>,
     /// Its sync configs in force.
     pub configs: Vec<MirrorConfigEntry>,
-    /// Its partitions here.
+    /// Its partitions here that are still mirrored (their topic not removed from the mirror).
     pub partitions: usize,
     /// The sum of its partitions' lags (those known); `None` when none is known.
     pub lag: Option<i64>,
@@ -99,6 +100,10 @@ pub(crate) fn describe_mirrors(
 ) -> Vec<MirrorDescription> {
     let mut by_mirror: BTreeMap<&str, Vec<Option<i64>>> = BTreeMap::new();
     for r in rows {
+        // A removed topic is no longer mirrored: its lag is not the mirror's.
+        if r.desired == Some(DesiredState::Stop) {
+            continue;
+        }
         if let Some(m) = r.mirror.as_deref() {
             by_mirror.entry(m).or_default().push(r.lag);
         }
