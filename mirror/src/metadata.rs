@@ -385,6 +385,10 @@ mod tests {
                 br#"{"version":1,"cluster_id":"c","mirror_state_partitions":1,"topics":{"t":{"id":"AAAAAAAAAAAAAAAAAAAAAQ","partitions":2,"leader_epochs":[0]}}}"#,
                 "2 partitions but 1",
             ),
+            (
+                br#"{"version":1,"cluster_id":"c","mirror_state_partitions":1,"mirrors":{"m":{"source":"/a","configs":{"groups.include":"("}}}}"#,
+                "mirror m: groups.include: bad regex",
+            ),
         ] {
             let e = ClusterMeta::decode(json, p).unwrap_err().to_string();
             assert!(e.contains("root/cluster.json") && e.contains(what), "{e}");
