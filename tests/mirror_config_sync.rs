@@ -1,5 +1,5 @@
 //! The metadata sync's topic configs and ACL bindings (KIP-1279 §3.5) between local clusters: the
-//! source's data-defining configs reach the mirror topic and its open logs, local overrides win, the
+//! source's configs (but the excluded ones) reach the mirror topic and its open logs, local overrides win, the
 //! source's ACL bindings for mirrored topics and groups are kept per mirror, and nothing moves while a
 //! topic is paused or after it stopped.
 
