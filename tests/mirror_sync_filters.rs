@@ -441,3 +441,39 @@ fn bad_mirror_configs_are_refused_by_name() {
         ]
     );
 }
+
+#[test]
+fn an_offset_below_the_log_start_is_clamped_to_it_with_its_epoch() {
+    let env = Env::new();
+    let a = env.cluster("A");
+    a.create_topic("t", 1, None, &[]).unwrap();
+    a.produce("t", 0, &mut plain(3, "e0")).unwrap();
+    a.bump_leader_epoch("t", 0, 0).unwrap();
+    a.bump_leader_epoch("t", 0, 0).unwrap();
+    a.produce("t", 0, &mut plain(3, "e2")).unwrap();
+    let b = env.cluster("B");
+    b.create_mirror("m", a.root().to_str().unwrap()).unwrap();
+    let mut source = Scripted::new(&a);
+    source.groups = Some(vec![group("low", 1, 0, "kept")]);
+    b.connect_source("m", Arc::new(source));
+    all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+    b.run_until_idle(50);
+    let key = ("low".to_string(), "t".to_string(), 0);
+    let c = &b.committed_offsets().unwrap()[&key];
+    assert_eq!(
+        (c.offset, c.leader_epoch, c.metadata.as_str()),
+        (1, 0, "kept")
+    );
+
+    // The source's log start moves past the commit (retention, DeleteRecords); the mirror follows.
+    a.log("t", 0)
+        .unwrap()
+        .increment_log_start_offset(4)
+        .unwrap();
+    env.clock.advance(30_001);
+    let r = b.run_until_idle(50);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(b.log("t", 0).unwrap().log_start_offset(), 4);
+    let c = &b.committed_offsets().unwrap()[&key];
+    assert_eq!((c.offset, c.leader_epoch, c.metadata.as_str()), (4, 2, ""));
+}
