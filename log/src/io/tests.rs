@@ -625,6 +625,35 @@ fn a_crash_keeps_every_synced_byte_whatever_unsynced_writes_land() {
     );
 }
 
+/// A batch of writes issued once the power is out was never in flight: nothing of it reaches the disk.
+/// (Only the batch the power cuts lands whole, torn or not at all.) The crash simulation's direct path
+/// needs this: a log dropped after its storage died writes its tail out, and that write must not land.
+#[test]
+fn a_write_issued_after_the_power_went_out_lands_nothing() {
+    for seed in 1..30 {
+        let (sim, f, path) = direct_segment(seed);
+        let synced = pattern(5000 + seed as usize * 13, seed as u8);
+        f.write_at(&synced, 0).unwrap();
+        f.sync().unwrap();
+        sim.power_off_at(sim.ops() + 1);
+        // The power goes out at another operation first.
+        assert!(sim.sync_dir(Path::new("/g")).is_err());
+        let late = pattern(9000, 77);
+        f.write_at(&late, synced.len() as u64).unwrap();
+        assert!(f.sync().is_err(), "seed {seed}: a sync with the power off");
+        sim.crash(true);
+        let disk = read_file(&sim, &path).unwrap().unwrap();
+        assert!(
+            disk.len() >= synced.len() && disk[..synced.len()] == synced[..],
+            "seed {seed}: the synced bytes"
+        );
+        assert!(
+            disk[synced.len()..].iter().all(|&b| b == 0),
+            "seed {seed}: bytes written after the power went out reached the disk"
+        );
+    }
+}
+
 /// Two appenders of one file flushing at once: each flush's claim is what had completed when its
 /// fdatasync was issued, so whichever returns, its bytes survive a crash right after it.
 #[test]
