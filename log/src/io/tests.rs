@@ -385,6 +385,25 @@ fn a_direct_segment_that_failed_to_sync_refuses_every_later_call() {
     assert!(f.write_at(b"x", 5100).is_err());
 }
 
+/// A cut below the block in memory reads the new last partial block from the device; when that read
+/// fails, the cut did not happen and the tail in memory no longer says what the device holds: the file
+/// is failed, as after a failed write, and refuses every later call.
+#[test]
+fn a_direct_segment_whose_cut_failed_to_read_refuses_every_later_call() {
+    let (sim, f, _) = direct_segment(4);
+    f.write_at(&pattern(20_000, 1), 0).unwrap();
+    f.sync().unwrap();
+    // Every later device call of this handle fails (a stale handle reads nothing).
+    sim.crash(false);
+    assert!(f.set_len(100).is_err(), "the cut's read fails");
+    let refused = f.write_at(b"x", 100);
+    assert!(
+        refused.is_err(),
+        "an append after a failed cut was taken into memory"
+    );
+    assert!(f.sync().is_err());
+}
+
 /// Partitions appended to, then flushed together: every partition's recovery point reaches its log
 /// end, what they flushed survives a crash, and on the direct path all their writes went in at most two
 /// batches (the zero fill ahead, then the data), however many partitions.
