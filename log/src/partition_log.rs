@@ -1173,15 +1173,18 @@ impl PartitionLog {
                 duplicate: true,
             });
         }
-        let info = self.write_batches(batches, &validated, now, &mut psm)?;
-        self.apply_producer_state(&mut psm, plan, info.last_offset)?;
-        drop(psm);
+        // Before the write, as Kafka's `UnifiedLog.append` does: a checkpoint that cannot be written
+        // fails the append while its batch is still nowhere (not in the log, not in a segment's tail
+        // that a drop or a later flush could write out).
         if leader_epoch >= 0 {
             let mut epochs = self.epochs();
             if epochs.latest().is_none_or(|l| l.epoch != leader_epoch) {
                 epochs.assign(leader_epoch, first_offset)?;
             }
         }
+        let info = self.write_batches(batches, &validated, now, &mut psm)?;
+        self.apply_producer_state(&mut psm, plan, info.last_offset)?;
+        drop(psm);
         Ok(LogAppendInfo {
             log_append_time: log_append_time.unwrap_or(-1),
             ..info

@@ -562,11 +562,16 @@ impl<D: ChunkDevice> StorageFile for TailFile<D> {
                     tail.base = align_down(len);
                     tail.len = (len - tail.base) as usize;
                     let n = tail.len;
-                    read_exact(
+                    let read = read_exact(
                         &self.dev,
                         &mut tail.buf.as_mut_slice()[..n],
                         align_down(len),
-                    )?;
+                    );
+                    // The tail no longer says what the device holds: the file is failed, like a
+                    // failed write (an append to it would be taken at a cut that never happened).
+                    if let Err(e) = read {
+                        return Err(tail.fail(e));
+                    }
                 }
                 tail.durable_end = tail.durable_end.min(len);
                 tail.written_end = tail.written_end.min(len);

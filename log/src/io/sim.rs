@@ -375,7 +375,7 @@ impl ChunkDevice for SimFile {
     /// Each write is one operation, and none is durable until its file is synced. When one of them
     /// fails (the power went out, an injected fault), the whole batch was in flight: each write reached
     /// the device whole, torn at a sector, or not at all, chosen by the seed, and every write of the
-    /// batch fails.
+    /// batch fails. A batch issued after the power went out was never in flight: none of it lands.
     fn write_batch(writes: &[ChunkWrite<'_, Self>]) -> Vec<io::Result<()>> {
         let Some(first) = writes.first() else {
             return Vec::new();
@@ -391,6 +391,8 @@ impl ChunkDevice for SimFile {
                 .map(|_| Err(io::Error::other("stale handle: the storage crashed")))
                 .collect();
         }
+        // Issued after the operation the power went out at: never in flight, nothing of it lands.
+        let power_was_off = s.power_off_from.is_some_and(|from| s.ops >= from);
         let mut fault = None;
         for _ in writes {
             if let Some(f) = s.tick() {
@@ -400,6 +402,7 @@ impl ChunkDevice for SimFile {
         for w in writes {
             let landed = match fault {
                 None => w.bytes.len(),
+                Some(_) if power_was_off => 0,
                 Some(_) => s.landed(w.bytes.len()),
             };
             if landed > 0 {

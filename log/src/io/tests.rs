@@ -385,6 +385,25 @@ fn a_direct_segment_that_failed_to_sync_refuses_every_later_call() {
     assert!(f.write_at(b"x", 5100).is_err());
 }
 
+/// A cut below the block in memory reads the new last partial block from the device; when that read
+/// fails, the cut did not happen and the tail in memory no longer says what the device holds: the file
+/// is failed, as after a failed write, and refuses every later call.
+#[test]
+fn a_direct_segment_whose_cut_failed_to_read_refuses_every_later_call() {
+    let (sim, f, _) = direct_segment(4);
+    f.write_at(&pattern(20_000, 1), 0).unwrap();
+    f.sync().unwrap();
+    // Every later device call of this handle fails (a stale handle reads nothing).
+    sim.crash(false);
+    assert!(f.set_len(100).is_err(), "the cut's read fails");
+    let refused = f.write_at(b"x", 100);
+    assert!(
+        refused.is_err(),
+        "an append after a failed cut was taken into memory"
+    );
+    assert!(f.sync().is_err());
+}
+
 /// Partitions appended to, then flushed together: every partition's recovery point reaches its log
 /// end, what they flushed survives a crash, and on the direct path all their writes went in at most two
 /// batches (the zero fill ahead, then the data), however many partitions.
@@ -623,6 +642,35 @@ fn a_crash_keeps_every_synced_byte_whatever_unsynced_writes_land() {
         2,
         "some seeds lose the unsynced spill, some keep part of it"
     );
+}
+
+/// A batch of writes issued once the power is out was never in flight: nothing of it reaches the disk.
+/// (Only the batch the power cuts lands whole, torn or not at all.) The crash simulation's direct path
+/// needs this: a log dropped after its storage died writes its tail out, and that write must not land.
+#[test]
+fn a_write_issued_after_the_power_went_out_lands_nothing() {
+    for seed in 1..30 {
+        let (sim, f, path) = direct_segment(seed);
+        let synced = pattern(5000 + seed as usize * 13, seed as u8);
+        f.write_at(&synced, 0).unwrap();
+        f.sync().unwrap();
+        sim.power_off_at(sim.ops() + 1);
+        // The power goes out at another operation first.
+        assert!(sim.sync_dir(Path::new("/g")).is_err());
+        let late = pattern(9000, 77);
+        f.write_at(&late, synced.len() as u64).unwrap();
+        assert!(f.sync().is_err(), "seed {seed}: a sync with the power off");
+        sim.crash(true);
+        let disk = read_file(&sim, &path).unwrap().unwrap();
+        assert!(
+            disk.len() >= synced.len() && disk[..synced.len()] == synced[..],
+            "seed {seed}: the synced bytes"
+        );
+        assert!(
+            disk[synced.len()..].iter().all(|&b| b == 0),
+            "seed {seed}: bytes written after the power went out reached the disk"
+        );
+    }
 }
 
 /// Two appenders of one file flushing at once: each flush's claim is what had completed when its
