@@ -753,7 +753,7 @@ fn control_text(c: &ControlRecord) -> String {
             c.record_type, m.coordinator_epoch
         ),
         ControlValue::MirrorPidReset(m) => {
-            format!(" mirrorPidReset: sourceClusterId: {}", m.source_cluster_id)
+            format!(" mirrorPidReset: {}", m.to_kafka_json())
         }
         ControlValue::LeaderChange(l) => format!(" LeaderChange: {}", l.to_kafka_json()),
         ControlValue::Raw(v) => super::dump_metadata::control_text(c.record_type, v.as_deref())

@@ -279,7 +279,7 @@ pub fn klog_built_batches() -> (Vec<u8>, usize) {
         finish(b, &mut out, &mut count, &mut next_offset);
     }
     let barrier =
-        BatchBuilder::mirror_pid_reset("MkU3OEVBNTcwNTJENDM2Qg", 1_700_000_000_600).unwrap();
+        BatchBuilder::mirror_pid_reset(1_700_000_000_600).unwrap();
     finish(barrier, &mut out, &mut count, &mut next_offset);
     (out, count)
 }
