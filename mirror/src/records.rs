@@ -4,6 +4,14 @@
 //! Framing (Kafka's coordinator-record convention): key = `int16 recordType` + the key struct at version
 //! 0 (non-flexible); value = `int16 valueVersion` + the value struct (flexible: compact strings, tagged
 //! fields); a tombstone has a null value.
+//!
+//! Values come in two layouts, both at value version 0 (docs/format.md, docs/compatibility.md): the
+//! reference's (showuon/kafka `MirrorPartitionStateValue.json`: State, LeaderEpoch, StateEpoch,
+//! ErrorMessage, RetryAttempt, PreviousState; `LastMirrorEpochsValue`: LastMirrorEpoch, LastMirrorOffset),
+//! which klog writes with its own fields as tagged fields, and the older one klog wrote before (State,
+//! PreviousState, RetryAttempt, ErrorMessage in the older numbering; LastMirrorEpoch alone). The version
+//! does not tell them apart; the bytes do: klog's values in the reference layout carry the
+//! [`KLOG_LAYOUT_TAG`], and otherwise the layout is the one whose fields take the value exactly.
 
 use klog_log::checkpoint::TopicId;
 
@@ -45,10 +53,41 @@ pub fn java_string_hash(s: &str) -> i32 {
         .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
 }
 
-/// `MirrorPartitionState` tagged field 0: when a FAILED partition is next retried.
-pub const NEXT_RETRY_TIME_TAG: u32 = 0;
-/// `MirrorPartitionState` tagged field 1: the LME a stop in progress recorded.
-pub const STOPPING_LAST_MIRROR_EPOCH_TAG: u32 = 1;
+/// The older layout's tagged field 0: when a FAILED partition is next retried.
+pub const OLDER_NEXT_RETRY_TIME_TAG: u32 = 0;
+/// The older layout's tagged field 1: the LME a stop in progress recorded.
+pub const OLDER_STOPPING_LAST_MIRROR_EPOCH_TAG: u32 = 1;
+/// klog's tagged fields in the reference layout are numbered far above any the reference may add.
+/// This one (int8, klog's layout revision, 1) is in every state value klog writes.
+pub const KLOG_LAYOUT_TAG: u32 = 10_000;
+/// The reference layout's klog tagged field: when a FAILED partition is next retried (int64 ms).
+pub const NEXT_RETRY_TIME_TAG: u32 = 10_001;
+/// The reference layout's klog tagged field: the LME a stop in progress recorded (int32).
+pub const STOPPING_LAST_MIRROR_EPOCH_TAG: u32 = 10_002;
+/// The revision [`KLOG_LAYOUT_TAG`] carries.
+const KLOG_LAYOUT_REVISION: i8 = 1;
+
+/// The layout a value was decoded from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueLayout {
+    /// The reference's, as klog writes it (with [`KLOG_LAYOUT_TAG`]).
+    Klog,
+    /// The reference's, without klog's tag (as a reference broker writes it).
+    Reference,
+    /// The older layout klog wrote before the reference's (aiven/kafka's numbering).
+    Older,
+}
+
+impl ValueLayout {
+    /// The name `klog dump` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueLayout::Klog => "klog",
+            ValueLayout::Reference => "reference",
+            ValueLayout::Older => "older",
+        }
+    }
+}
 
 /// The `MirrorPartitionState` value: P2's fields, and two tagged fields of klog's that keep a retry
 /// and a stop going across restarts (absent in records written before them, which read as `None`).
@@ -56,6 +95,11 @@ pub const STOPPING_LAST_MIRROR_EPOCH_TAG: u32 = 1;
 pub struct PartitionStateValue {
     /// The state.
     pub state: MirrorState,
+    /// The reference's LeaderEpoch: the highest leader epoch seen for the partition, -1 if not known
+    /// (what klog writes, and what the older layout reads as).
+    pub leader_epoch: i32,
+    /// The reference's StateEpoch, with which its coordinator fences stale writers (0 when not kept).
+    pub state_epoch: i32,
     /// The state before it.
     pub previous: MirrorState,
     /// FAILED retries so far; -1 marks a non-retryable failure.
@@ -75,6 +119,8 @@ impl PartitionStateValue {
     pub fn new(state: MirrorState) -> Self {
         PartitionStateValue {
             state,
+            leader_epoch: -1,
+            state_epoch: 0,
             previous: MirrorState::Unknown,
             retry_attempt: 0,
             error: None,
@@ -101,7 +147,8 @@ impl MirrorRecord {
         }
     }
 
-    /// The record's key and value bytes.
+    /// The record's key and value bytes; values in the reference layout (a state value with klog's
+    /// tagged fields).
     pub fn encode(&self) -> (Vec<u8>, Option<Vec<u8>>) {
         let (kind, key) = match self {
             MirrorRecord::State(k, _) => (PARTITION_STATE_TYPE, k),
@@ -115,21 +162,7 @@ impl MirrorRecord {
         kb.extend_from_slice(&key.partition.to_be_bytes());
         let value = match self {
             MirrorRecord::State(_, None) | MirrorRecord::LastMirrorEpoch(_, None) => None,
-            MirrorRecord::State(_, Some(v)) => {
-                let mut b = vec![0, 0]; // value version 0
-                b.push(v.state.to_byte() as u8);
-                b.push(v.previous.to_byte() as u8);
-                b.extend_from_slice(&v.retry_attempt.to_be_bytes());
-                match &v.error {
-                    None => put_uvarint(&mut b, 0),
-                    Some(e) => {
-                        put_uvarint(&mut b, e.len() as u32 + 1);
-                        b.extend_from_slice(e.as_bytes());
-                    }
-                }
-                put_state_tags(&mut b, v);
-                Some(b)
-            }
+            MirrorRecord::State(_, Some(v)) => Some(encode_state(v)),
             MirrorRecord::LastMirrorEpoch(_, Some(epoch)) => {
                 let mut b = vec![0, 0];
                 b.extend_from_slice(&epoch.to_be_bytes());
@@ -140,7 +173,26 @@ impl MirrorRecord {
         (kb, value)
     }
 
-    /// Decodes one record; the error names the field that failed.
+    /// Decodes one record, in either layout; the error names the field that failed.
+    pub fn decode(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<Self, String> {
+        DecodedRecord::decode(key, value).map(|d| d.record)
+    }
+}
+
+/// A decoded record with what its bytes said beyond klog's types: the layout, and the reference's
+/// LastMirrorOffset when a last-mirror-epoch value carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedRecord {
+    /// The record.
+    pub record: MirrorRecord,
+    /// The value's layout (`None`: a tombstone).
+    pub layout: Option<ValueLayout>,
+    /// The reference's LastMirrorOffset, in a last-mirror-epoch value that has it.
+    pub last_mirror_offset: Option<i64>,
+}
+
+impl DecodedRecord {
+    /// Decodes one record, in either layout; the error names the field that failed.
     pub fn decode(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<Self, String> {
         let mut k = Reader(key.ok_or("record has no key")?);
         let kind = k.i16("record type")?;
@@ -150,77 +202,78 @@ impl MirrorRecord {
         }
         let mirror = String::from_utf8(k.take(name_len as usize, "mirror name")?.to_vec())
             .map_err(|_| "mirror name is not UTF-8".to_string())?;
-        let topic_id = TopicId(k.take(16, "topic id")?.try_into().expect("16 bytes"));
+        let mut id = [0u8; 16];
+        id.copy_from_slice(k.take(16, "topic id")?);
         let partition = k.i32("partition")?;
         k.end("key")?;
         let key = MirrorKey {
             mirror,
-            topic_id,
+            topic_id: TopicId(id),
             partition,
         };
+        if kind != PARTITION_STATE_TYPE && kind != LAST_MIRROR_EPOCH_TYPE {
+            return Err(format!("unknown record type {kind}"));
+        }
         let Some(value) = value else {
-            return match kind {
-                PARTITION_STATE_TYPE => Ok(MirrorRecord::State(key, None)),
-                LAST_MIRROR_EPOCH_TYPE => Ok(MirrorRecord::LastMirrorEpoch(key, None)),
-                other => Err(format!("unknown record type {other}")),
+            let record = match kind {
+                PARTITION_STATE_TYPE => MirrorRecord::State(key, None),
+                _ => MirrorRecord::LastMirrorEpoch(key, None),
             };
+            return Ok(DecodedRecord {
+                record,
+                layout: None,
+                last_mirror_offset: None,
+            });
         };
         let mut v = Reader(value);
         let version = v.i16("value version")?;
         if version != 0 {
             return Err(format!("unsupported value version {version}"));
         }
-        let record = match kind {
-            PARTITION_STATE_TYPE => {
-                let state_byte = v.i8("state")?;
-                let state = MirrorState::from_byte(state_byte)
-                    .ok_or_else(|| format!("unknown state {state_byte}"))?;
-                let prev_byte = v.i8("previous state")?;
-                let previous = MirrorState::from_byte(prev_byte)
-                    .ok_or_else(|| format!("unknown previous state {prev_byte}"))?;
-                let retry_attempt = v.i16("retry attempt")?;
-                let len = v.uvarint("error message length")?;
-                let error = match len {
-                    0 => None,
-                    n => Some(
-                        String::from_utf8(v.take(n as usize - 1, "error message")?.to_vec())
-                            .map_err(|_| "error message is not UTF-8".to_string())?,
-                    ),
-                };
-                let mut value = PartitionStateValue {
-                    state,
-                    previous,
-                    retry_attempt,
-                    error,
-                    next_retry_ms: None,
-                    stopping_last_mirror_epoch: None,
-                };
-                v.tagged_fields(|tag, mut field| {
-                    match tag {
-                        NEXT_RETRY_TIME_TAG => {
-                            value.next_retry_ms = Some(field.i64("next retry time")?)
-                        }
-                        STOPPING_LAST_MIRROR_EPOCH_TAG => {
-                            value.stopping_last_mirror_epoch =
-                                Some(field.i32("stopping last mirror epoch")?)
-                        }
-                        _ => return Ok(()), // a later version's field: skipped, as Kafka does
-                    }
-                    field.end("tagged field")
-                })?;
-                MirrorRecord::State(key, Some(value))
-            }
-            LAST_MIRROR_EPOCH_TYPE => {
-                let epoch = v.i32("last mirror epoch")?;
+        if kind == PARTITION_STATE_TYPE {
+            let (state, layout) = decode_state(v.0)?;
+            return Ok(DecodedRecord {
+                record: MirrorRecord::State(key, Some(state)),
+                layout: Some(layout),
+                last_mirror_offset: None,
+            });
+        }
+        let epoch = v.i32("last mirror epoch")?;
+        // The reference's LastMirrorOffset (int64) follows the epoch; klog's older values end there.
+        let (offset, layout) = match Reader(v.0).whole(|r| {
+            let offset = r.i64("last mirror offset")?;
+            r.tagged_fields(|_, _| Ok(()))?;
+            Ok(offset)
+        }) {
+            Ok(offset) => (Some(offset), ValueLayout::Reference),
+            Err(_) => {
                 v.tagged_fields(|_, _| Ok(()))?;
-                MirrorRecord::LastMirrorEpoch(key, Some(epoch))
+                v.end("value")?;
+                (None, ValueLayout::Older)
             }
-            other => return Err(format!("unknown record type {other}")),
         };
-        v.end("value")?;
-        Ok(record)
+        Ok(DecodedRecord {
+            record: MirrorRecord::LastMirrorEpoch(key, Some(epoch)),
+            layout: Some(layout),
+            last_mirror_offset: offset,
+        })
     }
 
+    /// The record as JSON, as kafka-dump-log's decoders print internal topics: `{"key": {...},
+    /// "payload": {...}}`, with the value's layout beside them.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut json = self.record.to_json();
+        if let Some(layout) = self.layout {
+            json["layout"] = layout.name().into();
+        }
+        if let Some(offset) = self.last_mirror_offset {
+            json["payload"]["lastMirrorOffset"] = offset.into();
+        }
+        json
+    }
+}
+
+impl MirrorRecord {
     /// Kafka-dump-log style text: `key: {...} payload: {...}`.
     pub fn to_json(&self) -> serde_json::Value {
         let k = self.key();
@@ -240,9 +293,11 @@ impl MirrorRecord {
             MirrorRecord::State(_, Some(v)) => {
                 let mut payload = serde_json::json!({
                     "state": v.state.name(),
-                    "previousState": v.previous.name(),
-                    "retryAttempt": v.retry_attempt,
+                    "leaderEpoch": v.leader_epoch,
+                    "stateEpoch": v.state_epoch,
                     "errorMessage": v.error,
+                    "retryAttempt": v.retry_attempt,
+                    "previousState": v.previous.name(),
                 });
                 // Tagged fields are printed only when present, as Kafka prints non-default ones.
                 if let Some(t) = v.next_retry_ms {
@@ -259,21 +314,128 @@ impl MirrorRecord {
     }
 }
 
-/// The state value's tagged fields, in tag order (the flexible format requires ascending tags).
-fn put_state_tags(out: &mut Vec<u8>, v: &PartitionStateValue) {
-    let mut fields: Vec<(u32, Vec<u8>)> = Vec::new();
+/// A state value in the reference layout, with klog's tagged fields (ascending, as the flexible
+/// format requires).
+fn encode_state(v: &PartitionStateValue) -> Vec<u8> {
+    let mut b = vec![0, 0]; // value version 0
+    b.push(v.state.to_byte() as u8);
+    b.extend_from_slice(&v.leader_epoch.to_be_bytes());
+    b.extend_from_slice(&v.state_epoch.to_be_bytes());
+    match &v.error {
+        None => put_uvarint(&mut b, 0),
+        Some(e) => {
+            put_uvarint(&mut b, e.len() as u32 + 1);
+            b.extend_from_slice(e.as_bytes());
+        }
+    }
+    b.extend_from_slice(&v.retry_attempt.to_be_bytes());
+    b.push(v.previous.to_byte() as u8);
+    let mut fields: Vec<(u32, Vec<u8>)> = vec![(KLOG_LAYOUT_TAG, vec![KLOG_LAYOUT_REVISION as u8])];
     if let Some(t) = v.next_retry_ms {
         fields.push((NEXT_RETRY_TIME_TAG, t.to_be_bytes().to_vec()));
     }
     if let Some(e) = v.stopping_last_mirror_epoch {
         fields.push((STOPPING_LAST_MIRROR_EPOCH_TAG, e.to_be_bytes().to_vec()));
     }
-    put_uvarint(out, fields.len() as u32);
+    put_uvarint(&mut b, fields.len() as u32);
     for (tag, data) in fields {
-        put_uvarint(out, tag);
-        put_uvarint(out, data.len() as u32);
-        out.extend_from_slice(&data);
+        put_uvarint(&mut b, tag);
+        put_uvarint(&mut b, data.len() as u32);
+        b.extend_from_slice(&data);
     }
+    b
+}
+
+/// A state value after its version: klog's (the reference layout with [`KLOG_LAYOUT_TAG`]), else the
+/// older layout, else the reference's; each must take the bytes exactly. The error is the reference
+/// layout's, naming its field.
+fn decode_state(bytes: &[u8]) -> Result<(PartitionStateValue, ValueLayout), String> {
+    let reference = Reader(bytes).whole(read_reference_state);
+    if let Ok((value, true)) = reference {
+        return Ok((value, ValueLayout::Klog));
+    }
+    if let Ok(value) = Reader(bytes).whole(read_older_state) {
+        return Ok((value, ValueLayout::Older));
+    }
+    reference.map(|(value, _)| (value, ValueLayout::Reference))
+}
+
+fn read_state(r: &mut Reader<'_>, what: &str, older: bool) -> Result<MirrorState, String> {
+    let b = r.i8(what)?;
+    let decoded = if older {
+        MirrorState::from_older_byte(b)
+    } else {
+        MirrorState::from_byte(b)
+    };
+    decoded.ok_or_else(|| format!("unknown {what} {b}"))
+}
+
+fn read_error_message(r: &mut Reader<'_>) -> Result<Option<String>, String> {
+    match r.uvarint("error message length")? {
+        0 => Ok(None),
+        n => String::from_utf8(r.take(n as usize - 1, "error message")?.to_vec())
+            .map(Some)
+            .map_err(|_| "error message is not UTF-8".to_string()),
+    }
+}
+
+/// The reference layout; the flag says whether klog's layout tag was there.
+fn read_reference_state(r: &mut Reader<'_>) -> Result<(PartitionStateValue, bool), String> {
+    let state = read_state(r, "state", false)?;
+    let leader_epoch = r.i32("leader epoch")?;
+    let state_epoch = r.i32("state epoch")?;
+    let error = read_error_message(r)?;
+    let retry_attempt = r.i16("retry attempt")?;
+    let previous = read_state(r, "previous state", false)?;
+    let mut value = PartitionStateValue {
+        leader_epoch,
+        state_epoch,
+        previous,
+        retry_attempt,
+        error,
+        ..PartitionStateValue::new(state)
+    };
+    let mut klog = false;
+    r.tagged_fields(|tag, mut field| {
+        match tag {
+            KLOG_LAYOUT_TAG => {
+                field.i8("klog layout")?;
+                klog = true;
+            }
+            NEXT_RETRY_TIME_TAG => value.next_retry_ms = Some(field.i64("next retry time")?),
+            STOPPING_LAST_MIRROR_EPOCH_TAG => {
+                value.stopping_last_mirror_epoch = Some(field.i32("stopping last mirror epoch")?)
+            }
+            _ => return Ok(()), // a later version's field: skipped, as Kafka does
+        }
+        field.end("tagged field")
+    })?;
+    Ok((value, klog))
+}
+
+/// The older layout: State, PreviousState (older numbering), RetryAttempt, ErrorMessage, tags 0 and 1.
+fn read_older_state(r: &mut Reader<'_>) -> Result<PartitionStateValue, String> {
+    let state = read_state(r, "state", true)?;
+    let previous = read_state(r, "previous state", true)?;
+    let retry_attempt = r.i16("retry attempt")?;
+    let error = read_error_message(r)?;
+    let mut value = PartitionStateValue {
+        previous,
+        retry_attempt,
+        error,
+        ..PartitionStateValue::new(state)
+    };
+    r.tagged_fields(|tag, mut field| {
+        match tag {
+            OLDER_NEXT_RETRY_TIME_TAG => value.next_retry_ms = Some(field.i64("next retry time")?),
+            OLDER_STOPPING_LAST_MIRROR_EPOCH_TAG => {
+                value.stopping_last_mirror_epoch = Some(field.i32("stopping last mirror epoch")?)
+            }
+            _ => return Ok(()),
+        }
+        field.end("tagged field")
+    })?;
+    Ok(value)
 }
 
 fn put_uvarint(out: &mut Vec<u8>, mut v: u32) {
@@ -345,6 +507,16 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// Runs `read` over the reader, which must then be at its end.
+    fn whole<T>(
+        mut self,
+        read: impl FnOnce(&mut Reader<'a>) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let value = read(&mut self)?;
+        self.end("value")?;
+        Ok(value)
+    }
+
     fn end(&self, what: &str) -> Result<(), String> {
         if self.0.is_empty() {
             Ok(())
@@ -398,23 +570,23 @@ mod tests {
             MirrorRecord::State(
                 key(1),
                 Some(PartitionStateValue {
-                    state: MirrorState::Failed,
                     previous: MirrorState::Preparing,
                     retry_attempt: -1,
                     error: Some("source is gone".into()),
-                    next_retry_ms: None,
-                    stopping_last_mirror_epoch: None,
+                    ..PartitionStateValue::new(MirrorState::Failed)
                 }),
             ),
             MirrorRecord::State(
                 key(3),
                 Some(PartitionStateValue {
-                    state: MirrorState::Failed,
                     previous: MirrorState::Stopping,
                     retry_attempt: 2,
                     error: Some("disk full".into()),
                     next_retry_ms: Some(1_700_000_002_000),
                     stopping_last_mirror_epoch: Some(-1),
+                    leader_epoch: 4,
+                    state_epoch: 9,
+                    ..PartitionStateValue::new(MirrorState::Failed)
                 }),
             ),
             MirrorRecord::State(key(2), None),
@@ -427,51 +599,167 @@ mod tests {
         }
     }
 
-    #[test]
-    fn state_value_layout_is_fixed() {
-        let r = MirrorRecord::State(key(5), Some(PartitionStateValue::new(MirrorState::Stopped)));
-        let (k, v) = r.encode();
-        let mut expected_key = vec![0, 2, 0, 1, b'm'];
-        expected_key.extend_from_slice(&key(5).topic_id.0);
-        expected_key.extend_from_slice(&[0, 0, 0, 5]);
-        assert_eq!(k, expected_key);
-        // version 0, STOPPED=5, previous UNKNOWN=16, retry 0, null message, no tags.
-        assert_eq!(v.unwrap(), vec![0, 0, 5, 16, 0, 0, 0, 0]);
+    /// The reference's `MirrorPartitionStateValue.json` (showuon/kafka), by hand: value version 0,
+    /// State int8, LeaderEpoch int32, StateEpoch int32, ErrorMessage nullable compact string,
+    /// RetryAttempt int16, PreviousState int8, tagged fields.
+    fn reference_state(state: i8, error: Option<&str>, previous: i8) -> Vec<u8> {
+        let mut v = vec![0x00, 0x00, state as u8];
+        v.extend_from_slice(&[0x00, 0x00, 0x00, 0x05]); // LeaderEpoch 5
+        v.extend_from_slice(&[0x00, 0x00, 0x00, 0x0c]); // StateEpoch 12
+        match error {
+            None => v.push(0x00),
+            Some(e) => {
+                v.push(e.len() as u8 + 1);
+                v.extend_from_slice(e.as_bytes());
+            }
+        }
+        v.extend_from_slice(&[0x00, 0x03]); // RetryAttempt 3
+        v.push(previous as u8);
+        v.push(0x00); // no tagged fields
+        v
+    }
+
+    /// klog's value before #25 (aiven/kafka's numbering), by hand: value version 0, State int8,
+    /// PreviousState int8, RetryAttempt int16, ErrorMessage nullable compact string, tagged fields.
+    fn older_state(state: i8, previous: i8, error: Option<&str>, tags: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x00, 0x00, state as u8, previous as u8, 0x00, 0x02];
+        match error {
+            None => v.push(0x00),
+            Some(e) => {
+                v.push(e.len() as u8 + 1);
+                v.extend_from_slice(e.as_bytes());
+            }
+        }
+        v.extend_from_slice(tags);
+        v
+    }
+
+    fn decoded(k: &[u8], v: &[u8]) -> (PartitionStateValue, ValueLayout) {
+        let d = DecodedRecord::decode(Some(k), Some(v)).unwrap();
+        let MirrorRecord::State(_, Some(value)) = d.record else {
+            panic!("a state record: {d:?}")
+        };
+        (value, d.layout.unwrap())
     }
 
     #[test]
-    fn tagged_fields_are_appended_and_old_or_newer_values_still_decode() {
+    fn reference_state_values_decode_in_the_reference_numbering() {
+        let (k, _) = MirrorRecord::State(key(5), None).encode();
+        // STOPPED 7, previous STOPPING 6.
+        let (v, layout) = decoded(&k, &reference_state(7, None, 6));
+        assert_eq!(layout, ValueLayout::Reference);
+        assert_eq!(
+            (v.state, v.previous, v.leader_epoch, v.state_epoch, v.retry_attempt),
+            (MirrorState::Stopped, MirrorState::Stopping, 5, 12, 3)
+        );
+        // FAILED 8 with a message, previous UNKNOWN -1; EPOCH_FENCING 1 and ULE_RECOVERY 2.
+        let (v, _) = decoded(&k, &reference_state(8, Some("source gone"), -1));
+        assert_eq!(
+            (v.state, v.previous, v.error.as_deref()),
+            (MirrorState::Failed, MirrorState::Unknown, Some("source gone"))
+        );
+        let (v, _) = decoded(&k, &reference_state(1, None, 3));
+        assert_eq!((v.state, v.previous), (MirrorState::EpochFencing, MirrorState::Mirroring));
+        let (v, _) = decoded(&k, &reference_state(2, None, 3));
+        assert_eq!(v.state, MirrorState::UleRecovery);
+        let json = DecodedRecord::decode(Some(&k), Some(&reference_state(3, None, 0)))
+            .unwrap()
+            .to_json();
+        assert_eq!(json["layout"], "reference");
+        assert_eq!(json["payload"]["state"], "MIRRORING");
+        assert_eq!(json["payload"]["previousState"], "PREPARING");
+        assert_eq!(json["payload"]["stateEpoch"], 12);
+    }
+
+    #[test]
+    fn older_state_values_still_decode_in_the_older_numbering() {
+        let (k, _) = MirrorRecord::State(key(5), None).encode();
+        // STOPPED 5, previous UNKNOWN 16: what klog wrote for a finished failover.
+        let (v, layout) = decoded(&k, &older_state(5, 16, None, &[0x00]));
+        assert_eq!(layout, ValueLayout::Older);
+        assert_eq!(
+            (v.state, v.previous, v.retry_attempt, v.leader_epoch),
+            (MirrorState::Stopped, MirrorState::Unknown, 2, -1)
+        );
+        // STOPPING 4 with its tag 1 (the stop's LME 7) and tag 0 (next retry 0x0102).
+        let mut tags = vec![0x02];
+        tags.extend_from_slice(&[0x00, 0x08, 0, 0, 0, 0, 0, 0, 0x01, 0x02]);
+        tags.extend_from_slice(&[0x01, 0x04, 0, 0, 0, 7]);
+        let (v, layout) = decoded(&k, &older_state(4, 1, None, &tags));
+        assert_eq!(layout, ValueLayout::Older);
+        assert_eq!(
+            (v.state, v.previous, v.stopping_last_mirror_epoch, v.next_retry_ms),
+            (MirrorState::Stopping, MirrorState::Mirroring, Some(7), Some(0x0102))
+        );
+        // FAILED 6 with a message, previous PREPARING 0.
+        let (v, layout) = decoded(&k, &older_state(6, 0, Some("disk full"), &[0x00]));
+        assert_eq!(layout, ValueLayout::Older);
+        assert_eq!(
+            (v.state, v.previous, v.error.as_deref()),
+            (MirrorState::Failed, MirrorState::Preparing, Some("disk full"))
+        );
+        // Every older state decodes as itself, none as the reference's value of the same byte.
+        for s in ALL_OLDER {
+            let b = s.to_older_byte().unwrap();
+            assert_eq!(decoded(&k, &older_state(b, 16, None, &[0x00])).0.state, s);
+        }
+    }
+
+    const ALL_OLDER: [MirrorState; 8] = [
+        MirrorState::Preparing,
+        MirrorState::Mirroring,
+        MirrorState::Pausing,
+        MirrorState::Paused,
+        MirrorState::Stopping,
+        MirrorState::Stopped,
+        MirrorState::Failed,
+        MirrorState::Unknown,
+    ];
+
+    #[test]
+    fn klog_writes_the_reference_layout_with_its_fields_tagged() {
         let mut v = PartitionStateValue::new(MirrorState::Stopping);
         v.stopping_last_mirror_epoch = Some(7);
         v.next_retry_ms = Some(0x0102);
         let (k, bytes) = MirrorRecord::State(key(5), Some(v.clone())).encode();
         let bytes = bytes.unwrap();
-        // The v0 fields unchanged, then 2 tagged fields: tag 0 (8 bytes), tag 1 (4 bytes).
-        let mut expected = vec![0, 0, 4, 16, 0, 0, 0, 2];
-        expected.extend_from_slice(&[0, 8, 0, 0, 0, 0, 0, 0, 1, 2]);
-        expected.extend_from_slice(&[1, 4, 0, 0, 0, 7]);
+        // Version 0, STOPPING 6, LeaderEpoch -1, StateEpoch 0, null message, retry 0, previous
+        // UNKNOWN -1, then 3 tags: 10000 (varint 90 4e) = 1, 10001 = next retry, 10002 = the stop's LME.
+        let mut expected = vec![0x00, 0x00, 0x06, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0x00];
+        expected.extend_from_slice(&[0x00, 0x00, 0xff, 0x03]);
+        expected.extend_from_slice(&[0x90, 0x4e, 0x01, 0x01]);
+        expected.extend_from_slice(&[0x91, 0x4e, 0x08, 0, 0, 0, 0, 0, 0, 0x01, 0x02]);
+        expected.extend_from_slice(&[0x92, 0x4e, 0x04, 0, 0, 0, 7]);
         assert_eq!(bytes, expected);
-        // A record written before the fields decodes with neither.
-        let old = [0, 0, 4, 16, 0, 0, 0, 0];
-        let MirrorRecord::State(_, Some(decoded)) =
-            MirrorRecord::decode(Some(&k), Some(&old)).unwrap()
-        else {
-            panic!("a state record")
-        };
-        assert_eq!(decoded, PartitionStateValue::new(MirrorState::Stopping));
-        // A later version's unknown tag is skipped.
-        let newer = [0, 0, 4, 16, 0, 0, 0, 1, 9, 2, 0xab, 0xcd];
-        let MirrorRecord::State(_, Some(decoded)) =
-            MirrorRecord::decode(Some(&k), Some(&newer)).unwrap()
-        else {
-            panic!("a state record")
-        };
-        assert_eq!(decoded, PartitionStateValue::new(MirrorState::Stopping));
+        assert_eq!(decoded(&k, &bytes), (v, ValueLayout::Klog));
+        // A reference reader takes it: the fields of its schema, then tags it does not know.
+        let (plain, layout) = decoded(&k, &bytes[..15].iter().chain(&[0u8]).copied().collect::<Vec<_>>());
+        assert_eq!(layout, ValueLayout::Reference);
+        assert_eq!(plain, PartitionStateValue::new(MirrorState::Stopping));
         // A known tag of the wrong size is a named error.
-        let short = [0, 0, 4, 16, 0, 0, 0, 1, 1, 2, 0, 7];
+        let mut short = bytes[..15].to_vec();
+        short.extend_from_slice(&[0x01, 0x92, 0x4e, 0x02, 0x00, 0x07]);
         assert!(MirrorRecord::decode(Some(&k), Some(&short))
             .unwrap_err()
             .contains("stopping last mirror epoch"));
+    }
+
+    /// `LastMirrorEpochsValue`: the stored reference JSON and klog's older value have LastMirrorEpoch
+    /// int32 alone; the reference's shard also writes LastMirrorOffset (int64).
+    #[test]
+    fn last_mirror_epoch_values_decode_with_and_without_the_offset() {
+        let (k, _) = MirrorRecord::LastMirrorEpoch(key(0), None).encode();
+        let epoch_only = [0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00];
+        let d = DecodedRecord::decode(Some(&k), Some(&epoch_only)).unwrap();
+        assert_eq!(d.record, MirrorRecord::LastMirrorEpoch(key(0), Some(3)));
+        assert_eq!((d.layout, d.last_mirror_offset), (Some(ValueLayout::Older), None));
+        let mut with_offset = vec![0x00, 0x00, 0x00, 0x00, 0x00, 0x03];
+        with_offset.extend_from_slice(&42i64.to_be_bytes());
+        with_offset.push(0x00);
+        let d = DecodedRecord::decode(Some(&k), Some(&with_offset)).unwrap();
+        assert_eq!(d.record, MirrorRecord::LastMirrorEpoch(key(0), Some(3)));
+        assert_eq!(d.last_mirror_offset, Some(42));
+        assert_eq!(d.to_json()["payload"]["lastMirrorOffset"], 42);
     }
 
     #[test]

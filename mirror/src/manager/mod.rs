@@ -488,7 +488,8 @@ impl Manager {
                 Ok(Step::Done)
             }
             Stopping => Ok(Step::Stop),
-            Paused | Stopped | Failed | Unknown => Ok(Step::Done),
+            // EPOCH_FENCING and ULE_RECOVERY act on the k25-epochs branch; until then they wait.
+            Paused | Stopped | Failed | Unknown | EpochFencing | UleRecovery => Ok(Step::Done),
         }
     }
 
@@ -675,12 +676,12 @@ impl Manager {
             None
         };
         let value = PartitionStateValue {
-            state: MirrorState::Failed,
             previous,
             retry_attempt: failure.attempt,
             error: Some(failure.message),
             next_retry_ms: failure.next_retry_ms,
             stopping_last_mirror_epoch,
+            ..PartitionStateValue::new(MirrorState::Failed)
         };
         self.transition(w, value, report)
     }
