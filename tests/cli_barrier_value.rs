@@ -21,7 +21,11 @@ fn segment_with_a_bad_barrier() -> Vec<u8> {
         .unwrap();
     // The one record ends with its value `00 00 00` ({Version}) and an empty header count.
     let at = barrier.len() - 4;
-    assert_eq!(barrier[at..], [0, 0, 0, 0], "the barrier's value, then no headers");
+    assert_eq!(
+        barrier[at..],
+        [0, 0, 0, 0],
+        "the barrier's value, then no headers"
+    );
     barrier[at] = 0xff;
     let crc = crc32c(&barrier[21..]);
     barrier[17..21].copy_from_slice(&crc.to_be_bytes());

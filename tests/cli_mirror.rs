@@ -77,8 +77,7 @@ fn failover_and_failback_by_hand() {
         bt.join("00000000000000000000.log").to_str().unwrap(),
     ]);
     assert!(
-        dump.contains("| offset: 16 ")
-            && dump.contains(r#"mirrorPidReset: {"version":0}"#),
+        dump.contains("| offset: 16 ") && dump.contains(r#"mirrorPidReset: {"version":0}"#),
         "{dump}"
     );
     // The first idempotent producer starts again at sequence 0: accepted, not a duplicate.

@@ -66,7 +66,11 @@ fn barrier_with_bad_value(base_offset: i64) -> Vec<u8> {
         .unwrap();
     // The one record ends with its value `00 00 00` ({Version}) and an empty header count.
     let at = bytes.len() - 4;
-    assert_eq!(bytes[at..], [0, 0, 0, 0], "the barrier's value, then no headers");
+    assert_eq!(
+        bytes[at..],
+        [0, 0, 0, 0],
+        "the barrier's value, then no headers"
+    );
     bytes[at] = 0xff;
     let crc = crc32c(&bytes[21..]);
     bytes[17..21].copy_from_slice(&crc.to_be_bytes());

@@ -649,17 +649,30 @@ mod tests {
         let (v, layout) = decoded(&k, &reference_state(7, None, 6));
         assert_eq!(layout, ValueLayout::Reference);
         assert_eq!(
-            (v.state, v.previous, v.leader_epoch, v.state_epoch, v.retry_attempt),
+            (
+                v.state,
+                v.previous,
+                v.leader_epoch,
+                v.state_epoch,
+                v.retry_attempt
+            ),
             (MirrorState::Stopped, MirrorState::Stopping, 5, 12, 3)
         );
         // FAILED 8 with a message, previous UNKNOWN -1; EPOCH_FENCING 1 and ULE_RECOVERY 2.
         let (v, _) = decoded(&k, &reference_state(8, Some("source gone"), -1));
         assert_eq!(
             (v.state, v.previous, v.error.as_deref()),
-            (MirrorState::Failed, MirrorState::Unknown, Some("source gone"))
+            (
+                MirrorState::Failed,
+                MirrorState::Unknown,
+                Some("source gone")
+            )
         );
         let (v, _) = decoded(&k, &reference_state(1, None, 3));
-        assert_eq!((v.state, v.previous), (MirrorState::EpochFencing, MirrorState::Mirroring));
+        assert_eq!(
+            (v.state, v.previous),
+            (MirrorState::EpochFencing, MirrorState::Mirroring)
+        );
         let (v, _) = decoded(&k, &reference_state(2, None, 3));
         assert_eq!(v.state, MirrorState::UleRecovery);
         let json = DecodedRecord::decode(Some(&k), Some(&reference_state(3, None, 0)))
@@ -688,15 +701,29 @@ mod tests {
         let (v, layout) = decoded(&k, &older_state(4, 1, None, &tags));
         assert_eq!(layout, ValueLayout::Older);
         assert_eq!(
-            (v.state, v.previous, v.stopping_last_mirror_epoch, v.next_retry_ms),
-            (MirrorState::Stopping, MirrorState::Mirroring, Some(7), Some(0x0102))
+            (
+                v.state,
+                v.previous,
+                v.stopping_last_mirror_epoch,
+                v.next_retry_ms
+            ),
+            (
+                MirrorState::Stopping,
+                MirrorState::Mirroring,
+                Some(7),
+                Some(0x0102)
+            )
         );
         // FAILED 6 with a message, previous PREPARING 0.
         let (v, layout) = decoded(&k, &older_state(6, 0, Some("disk full"), &[0x00]));
         assert_eq!(layout, ValueLayout::Older);
         assert_eq!(
             (v.state, v.previous, v.error.as_deref()),
-            (MirrorState::Failed, MirrorState::Preparing, Some("disk full"))
+            (
+                MirrorState::Failed,
+                MirrorState::Preparing,
+                Some("disk full")
+            )
         );
         // Every older state decodes as itself, none as the reference's value of the same byte.
         for s in ALL_OLDER {
@@ -733,7 +760,14 @@ mod tests {
         assert_eq!(bytes, expected);
         assert_eq!(decoded(&k, &bytes), (v, ValueLayout::Klog));
         // A reference reader takes it: the fields of its schema, then tags it does not know.
-        let (plain, layout) = decoded(&k, &bytes[..15].iter().chain(&[0u8]).copied().collect::<Vec<_>>());
+        let (plain, layout) = decoded(
+            &k,
+            &bytes[..15]
+                .iter()
+                .chain(&[0u8])
+                .copied()
+                .collect::<Vec<_>>(),
+        );
         assert_eq!(layout, ValueLayout::Reference);
         assert_eq!(plain, PartitionStateValue::new(MirrorState::Stopping));
         // A known tag of the wrong size is a named error.
@@ -752,7 +786,10 @@ mod tests {
         let epoch_only = [0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00];
         let d = DecodedRecord::decode(Some(&k), Some(&epoch_only)).unwrap();
         assert_eq!(d.record, MirrorRecord::LastMirrorEpoch(key(0), Some(3)));
-        assert_eq!((d.layout, d.last_mirror_offset), (Some(ValueLayout::Older), None));
+        assert_eq!(
+            (d.layout, d.last_mirror_offset),
+            (Some(ValueLayout::Older), None)
+        );
         let mut with_offset = vec![0x00, 0x00, 0x00, 0x00, 0x00, 0x03];
         with_offset.extend_from_slice(&42i64.to_be_bytes());
         with_offset.push(0x00);

@@ -515,7 +515,10 @@ mod tests {
         drop(store);
         let mut store = open(&storage);
         let s0 = &store.state(&key(0)).unwrap().value;
-        assert_eq!((s0.state, s0.previous), (MirrorState::Stopped, MirrorState::Stopping));
+        assert_eq!(
+            (s0.state, s0.previous),
+            (MirrorState::Stopped, MirrorState::Stopping)
+        );
         let s1 = &store.state(&key(1)).unwrap().value;
         assert_eq!(
             (s1.state, s1.previous, s1.stopping_last_mirror_epoch),
@@ -523,12 +526,21 @@ mod tests {
         );
         assert_eq!(store.last_mirror_epoch(&key(1)).unwrap().value, 7);
         store
-            .write(vec![MirrorRecord::State(key(1), state(MirrorState::Stopped))])
+            .write(vec![MirrorRecord::State(
+                key(1),
+                state(MirrorState::Stopped),
+            )])
             .unwrap();
         drop(store);
         let store = open(&storage);
-        assert_eq!(store.state(&key(1)).unwrap().value.state, MirrorState::Stopped);
-        assert_eq!(store.state(&key(0)).unwrap().value.state, MirrorState::Stopped);
+        assert_eq!(
+            store.state(&key(1)).unwrap().value.state,
+            MirrorState::Stopped
+        );
+        assert_eq!(
+            store.state(&key(0)).unwrap().value.state,
+            MirrorState::Stopped
+        );
     }
 
     #[test]

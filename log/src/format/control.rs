@@ -443,7 +443,10 @@ mod tests {
         assert_eq!(v.to_kafka_json(), r#"{"version":0}"#);
         // An unknown tagged field (a later version's) is skipped, as Kafka's readers skip it.
         let tagged = [0x00, 0x00, 0x01, 0x05, 0x02, 0xaa, 0xbb];
-        assert_eq!(MirrorPidReset::parse(&tagged).unwrap(), MirrorPidReset::new());
+        assert_eq!(
+            MirrorPidReset::parse(&tagged).unwrap(),
+            MirrorPidReset::new()
+        );
     }
 
     /// aiven/kafka's `MirrorPidResetRecord.json` (and showuon's before it): v0 flexible, fields
@@ -456,7 +459,10 @@ mod tests {
         earlier.push(0x00);
         assert_eq!(earlier.len(), 26);
         let v = MirrorPidReset::parse(&earlier).unwrap();
-        assert_eq!(v.source_cluster_id.as_deref(), Some("MkU3OEVBNTcwNTJENDM2Qg"));
+        assert_eq!(
+            v.source_cluster_id.as_deref(),
+            Some("MkU3OEVBNTcwNTJENDM2Qg")
+        );
         assert_eq!(
             v.to_kafka_json(),
             r#"{"version":0,"sourceClusterId":"MkU3OEVBNTcwNTJENDM2Qg"}"#
@@ -468,7 +474,10 @@ mod tests {
         let mut v = vec![0, 0, 3, b'a', b'b'];
         v.extend_from_slice(&[1, 9, 2, 0xaa, 0xbb]);
         assert_eq!(
-            MirrorPidReset::parse(&v).unwrap().source_cluster_id.as_deref(),
+            MirrorPidReset::parse(&v)
+                .unwrap()
+                .source_cluster_id
+                .as_deref(),
             Some("ab")
         );
     }
@@ -476,16 +485,18 @@ mod tests {
     #[test]
     fn mirror_pid_reset_values_of_neither_layout_are_named_errors() {
         for bad in [
-            &[0x00, 0x00][..],              // no tagged fields, no string
-            &[0x00, 0x00, 0x03, b'a'][..],  // a string cut short
-            &[0x00, 0x00, 0x03, b'a', b'b', 0x01][..], // a tag cut short
+            &[0x00, 0x00][..],                               // no tagged fields, no string
+            &[0x00, 0x00, 0x03, b'a'][..],                   // a string cut short
+            &[0x00, 0x00, 0x03, b'a', b'b', 0x01][..],       // a tag cut short
             &[0x00, 0x00, 0x03, b'a', b'b', 0x00, 0x00][..], // a byte after the tags
         ] {
             assert!(MirrorPidReset::parse(bad).is_err(), "{bad:?}");
         }
         assert_eq!(
             MirrorPidReset::parse(&[0xff, 0xff, 0x00]),
-            Err(Corruption::ControlValue("negative MirrorPidResetRecord version"))
+            Err(Corruption::ControlValue(
+                "negative MirrorPidResetRecord version"
+            ))
         );
     }
 
