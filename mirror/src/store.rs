@@ -158,7 +158,7 @@ impl MirrorStateStore {
     ) -> BTreeMap<u32, Result<(), Error>> {
         let n = self.partition_count();
         let mut by_partition: BTreeMap<u32, Vec<MirrorRecord>> = BTreeMap::new();
-        for r in records {
+        for r in self.stamp_state_epochs(records) {
             by_partition
                 .entry(r.key().coordinator_partition(n))
                 .or_default()
@@ -191,6 +191,30 @@ impl MirrorStateStore {
             results.insert(p, result);
         }
         results
+    }
+
+    /// The reference's StateEpoch: each state value written is one above its key's last (the first is
+    /// 1), as the reference's coordinator numbers transitions; a tombstone starts the key again.
+    fn stamp_state_epochs(&self, mut records: Vec<MirrorRecord>) -> Vec<MirrorRecord> {
+        let mut last: BTreeMap<MirrorKey, i32> = BTreeMap::new();
+        for r in &mut records {
+            match r {
+                MirrorRecord::State(k, Some(v)) => {
+                    let before = last
+                        .get(k)
+                        .copied()
+                        .or_else(|| self.states.get(k).map(|s| s.value.state_epoch))
+                        .unwrap_or(0);
+                    v.state_epoch = before.saturating_add(1);
+                    last.insert(k.clone(), v.state_epoch);
+                }
+                MirrorRecord::State(k, None) => {
+                    last.insert(k.clone(), 0);
+                }
+                MirrorRecord::LastMirrorEpoch(..) => {}
+            }
+        }
+        records
     }
 
     /// The `__mirror_state` partition holding `key`'s records.
@@ -541,6 +565,38 @@ mod tests {
             store.state(&key(0)).unwrap().value.state,
             MirrorState::Stopped
         );
+    }
+
+    #[test]
+    fn each_state_written_is_one_state_epoch_above_the_last_of_its_key() {
+        let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(5));
+        let mut store = open(&storage);
+        store
+            .write(vec![
+                MirrorRecord::State(key(0), state(MirrorState::Preparing)),
+                MirrorRecord::State(key(0), state(MirrorState::Mirroring)),
+                MirrorRecord::State(key(1), state(MirrorState::Preparing)),
+            ])
+            .unwrap();
+        assert_eq!(store.state(&key(0)).unwrap().value.state_epoch, 2);
+        assert_eq!(store.state(&key(1)).unwrap().value.state_epoch, 1);
+        drop(store);
+        let mut store = open(&storage);
+        assert_eq!(store.state(&key(0)).unwrap().value.state_epoch, 2);
+        store
+            .write(vec![MirrorRecord::State(
+                key(0),
+                state(MirrorState::Stopping),
+            )])
+            .unwrap();
+        assert_eq!(store.state(&key(0)).unwrap().value.state_epoch, 3);
+        store
+            .write(vec![
+                MirrorRecord::State(key(0), None),
+                MirrorRecord::State(key(0), state(MirrorState::Preparing)),
+            ])
+            .unwrap();
+        assert_eq!(store.state(&key(0)).unwrap().value.state_epoch, 1);
     }
 
     #[test]
