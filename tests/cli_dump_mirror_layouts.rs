@@ -147,3 +147,78 @@ fn dump_decodes_mirror_state_records_in_both_layouts() {
     let decoded = klog_ok(&["dump", "--mirror-state-decoder", copy]);
     assert_eq!(decoded.matches(" layout: ").count(), 3, "{decoded}");
 }
+
+/// What klog itself writes to `__mirror_state`, read back by `klog dump`: the reference layout with
+/// klog's tag, each state one StateEpoch above the last, LeaderEpoch the partition's epoch then.
+#[test]
+fn a_failover_writes_its_states_in_the_reference_layout() {
+    let dir = scratch_dir("cli-dump-mirror-state-written");
+    let (a, b) = (dir.join("A"), dir.join("B"));
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    klog_ok(&["cluster", "init", a_s]);
+    klog_ok(&["cluster", "init", b_s]);
+    klog_ok(&["topic", "create", a_s, "t"]);
+    let batch = common::repo_path("fixtures/batches/idempotent-none.bin");
+    klog_ok(&[
+        "append",
+        a.join("t-0").to_str().unwrap(),
+        batch.to_str().unwrap(),
+    ]);
+    klog_ok(&["topic", "elect", a_s, "t"]);
+    klog_ok(&["mirror", "create", b_s, "m", "--source", a_s]);
+    klog_ok(&["mirror", "add", b_s, "m", "t"]);
+    klog_ok(&["mirror", "run", b_s, "--until-idle"]);
+    klog_ok(&["mirror", "remove", b_s, "m", "t"]);
+    klog_ok(&["mirror", "run", b_s, "--until-idle"]);
+    let describe: Value =
+        serde_json::from_str(&klog_ok(&["mirror", "describe", b_s, "--json"])).unwrap();
+    let row = describe["partitions"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["topic"] == "t"))
+        .cloned()
+        .unwrap_or_else(|| panic!("{describe}"));
+    assert_eq!(row["state"], "STOPPED");
+
+    let mut states = Vec::new();
+    for entry in std::fs::read_dir(&b).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("__mirror_state-") {
+            continue;
+        }
+        for log in common::sorted_entries(&path) {
+            if log.extension().is_some_and(|e| e == "log") {
+                let out = klog_ok(&["dump", "--json", log.to_str().unwrap()]);
+                for line in out.lines() {
+                    let batch: Value = serde_json::from_str(line).unwrap();
+                    for r in batch["records"].as_array().cloned().unwrap_or_default() {
+                        let m = &r["mirror_state"];
+                        if m["key"]["type"] == "MirrorPartitionState" {
+                            states.push(m.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let names: Vec<&str> = states
+        .iter()
+        .map(|s| s["payload"]["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        // STOPPING twice: entered, then again with the LME the stop recorded.
+        ["PREPARING", "MIRRORING", "STOPPING", "STOPPING", "STOPPED"],
+        "{states:?}"
+    );
+    for (i, s) in states.iter().enumerate() {
+        assert_eq!(s["layout"], "klog", "{s}");
+        assert_eq!(s["payload"]["stateEpoch"], i as i64 + 1, "{s}");
+    }
+    // The failover bumped the epoch before STOPPED was written.
+    assert_eq!(
+        states[4]["payload"]["leaderEpoch"], row["leader_epoch"],
+        "{row}"
+    );
+    assert_eq!(states[0]["payload"]["leaderEpoch"], 0);
+}
