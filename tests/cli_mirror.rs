@@ -255,3 +255,76 @@ fn group_offsets_by_hand() {
     let text = klog_ok(&["group", "describe", b_s]);
     assert!(text.starts_with("GROUP"), "{text}");
 }
+
+/// `--stop-mode abort` by hand: a transaction open at the source (a transactional batch with no
+/// marker) is mirrored (read_uncommitted) and aborted at the failover, at its source offset; describe
+/// shows the mode. The default stays `truncate`; another value is a usage error.
+#[test]
+fn an_abort_mode_mirror_by_hand() {
+    let dir = scratch_dir("cli_mirror_abort");
+    let (a, b, c) = (dir.join("A"), dir.join("B"), dir.join("C"));
+    let (a_s, b_s, c_s) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        c.to_str().unwrap(),
+    );
+    let at = a.join("t-0");
+    for root in [a_s, b_s, c_s] {
+        klog_ok(&["cluster", "init", root]);
+    }
+    klog_ok(&["topic", "create", a_s, "t"]);
+    klog_ok(&[
+        "append",
+        at.to_str().unwrap(),
+        &batch("idempotent-none.bin"),
+    ]);
+    klog_ok(&["append", at.to_str().unwrap(), &batch("txn-none.bin")]); // 5-9, left open
+    let out = klog(&[
+        "mirror",
+        "create",
+        b_s,
+        "m",
+        "--source",
+        a_s,
+        "--stop-mode",
+        "drop",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let created = klog_ok(&[
+        "mirror",
+        "create",
+        b_s,
+        "m",
+        "--source",
+        a_s,
+        "--stop-mode",
+        "abort",
+    ]);
+    assert!(created.contains("(stop mode abort)"), "{created}");
+    klog_ok(&["mirror", "create", c_s, "m", "--source", a_s]);
+    for root in [b_s, c_s] {
+        klog_ok(&["mirror", "add", root, "m", "t"]);
+        klog_ok(&["mirror", "run", root, "--until-idle"]);
+    }
+    let (d, dc) = (describe(&b), describe(&c));
+    assert_eq!(
+        (&d["stop_mode"], &dc["stop_mode"]),
+        (&"abort".into(), &"truncate".into())
+    );
+    assert_eq!(
+        d["log_end_offset"], 10,
+        "read_uncommitted: the open transaction too"
+    );
+    assert_eq!(
+        dc["log_end_offset"], 5,
+        "read_committed: up to the source's LSO"
+    );
+    let text = klog_ok(&["mirror", "describe", b_s]);
+    assert!(text.contains("mirror m: stop mode abort"), "{text}");
+    klog_ok(&["mirror", "remove", b_s, "m", "t"]);
+    klog_ok(&["mirror", "run", b_s, "--until-idle"]);
+    let d = describe(&b);
+    assert_eq!(d["state"], "STOPPED");
+    assert_eq!(d["log_end_offset"], 12, "an ABORT at 10, the barrier at 11");
+    assert_eq!(d["last_stable_offset"], 12);
+}

@@ -80,6 +80,15 @@ pub enum Error {
         /// The log directory.
         dir: std::path::PathBuf,
     },
+    /// A partition opened through a `LogDir` after its clean shutdown: the marker it wrote vouches for
+    /// the directory as it was closed, and a write now would make it lie.
+    #[error(
+        "{dir} was shut down (its clean-shutdown marker is written): open the log directory again"
+    )]
+    LogDirShutDown {
+        /// The log directory.
+        dir: std::path::PathBuf,
+    },
     /// A second writable open of a partition directory in this process.
     #[error("{dir} is already open for writing in this process: one writer per partition")]
     PartitionInUse {

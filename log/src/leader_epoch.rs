@@ -76,25 +76,46 @@ impl LeaderEpochCache {
     /// Kafka's `assign`: records that `epoch` starts at `start_offset`, dropping later or equal entries it
     /// supersedes; writes the checkpoint when something changed. Negative values are ignored.
     pub fn assign(&mut self, epoch: i32, start_offset: i64) -> Result<(), Error> {
-        if epoch < 0 || start_offset < 0 {
+        if assign_entry(&mut self.entries, epoch, start_offset) {
+            self.write()?;
+        }
+        Ok(())
+    }
+
+    /// Recovery's epochs, derived from the batches it scanned (`scanned`: each batch's epoch and base
+    /// offset, in offset order, or at least every batch whose epoch differs from the one before it).
+    /// Every entry starting at or after `rescanned_from` (the base of the first segment rescanned from
+    /// the recovery point; `i64::MAX` when none was) is dropped first: every batch from there on was
+    /// scanned, so the batches, not the file, say where those epochs start. Each scanned epoch newer than
+    /// the latest entry is then assigned (Kafka's `LogSegment.recover`), and so is the first batch at or
+    /// after `rescanned_from`, with Kafka's `assign` (it supersedes kept entries the batch contradicts).
+    /// Batches below `rescanned_from` come from segments whose indexes alone were rebuilt: they only add
+    /// newer epochs, as in Kafka. The checkpoint is written once, and only if an entry changed: an
+    /// unclean open whose batches agree with the file writes nothing.
+    pub fn derive(
+        &mut self,
+        rescanned_from: i64,
+        scanned: impl IntoIterator<Item = (i32, i64)>,
+    ) -> Result<(), Error> {
+        let mut entries: Vec<EpochEntry> = self
+            .entries
+            .iter()
+            .copied()
+            .filter(|e| e.start_offset < rescanned_from)
+            .collect();
+        let mut first_rescanned = true;
+        for (epoch, offset) in scanned {
+            let newer = entries.last().is_none_or(|l| epoch > l.epoch);
+            let first = first_rescanned && offset >= rescanned_from;
+            if newer || first {
+                assign_entry(&mut entries, epoch, offset);
+            }
+            first_rescanned &= !first;
+        }
+        if entries == self.entries {
             return Ok(());
         }
-        if let Some(latest) = self.latest() {
-            if epoch == latest.epoch && start_offset >= latest.start_offset {
-                return Ok(());
-            }
-        }
-        while let Some(last) = self.entries.last() {
-            if last.epoch >= epoch || last.start_offset >= start_offset {
-                self.entries.pop();
-            } else {
-                break;
-            }
-        }
-        self.entries.push(EpochEntry {
-            epoch,
-            start_offset,
-        });
+        self.entries = entries;
         self.write()
     }
 
@@ -167,6 +188,32 @@ impl LeaderEpochCache {
     }
 }
 
+/// Kafka's `LeaderEpochFileCache.assign` on `entries`: nothing if `epoch` is the latest and starts no
+/// earlier (or a value is negative); else every entry of an epoch at or above `epoch`, or starting at or
+/// after `start_offset`, goes, and the new entry ends the list. Returns whether `entries` changed.
+fn assign_entry(entries: &mut Vec<EpochEntry>, epoch: i32, start_offset: i64) -> bool {
+    if epoch < 0 || start_offset < 0 {
+        return false;
+    }
+    if let Some(latest) = entries.last() {
+        if epoch == latest.epoch && start_offset >= latest.start_offset {
+            return false;
+        }
+    }
+    while let Some(last) = entries.last() {
+        if last.epoch >= epoch || last.start_offset >= start_offset {
+            entries.pop();
+        } else {
+            break;
+        }
+    }
+    entries.push(EpochEntry {
+        epoch,
+        start_offset,
+    });
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +264,37 @@ mod tests {
         let reopened =
             LeaderEpochCache::open(Arc::new(sim), "/p/leader-epoch-checkpoint".into()).unwrap();
         assert_eq!(pairs(&reopened), [(0, 0), (3, 50)]);
+    }
+
+    #[test]
+    fn derive_replaces_the_rescanned_range_from_the_batches_and_writes_only_a_change() {
+        let (sim, mut c) = cache();
+        for (e, o) in [(0, 0), (2, 50), (5, 90)] {
+            c.assign(e, o).unwrap();
+        }
+        let path = Path::new("/p/leader-epoch-checkpoint");
+        let before = sim.ops();
+        // The batches from 40 on agree with the file: nothing is written.
+        c.derive(40, [(0, 40), (2, 50), (2, 60), (5, 90)]).unwrap();
+        assert_eq!(pairs(&c), [(0, 0), (2, 50), (5, 90)]);
+        assert_eq!(sim.ops(), before, "an unchanged cache is not rewritten");
+        // The batches say epoch 2 runs to the end: the entry for 5 goes, and 2 starts where its first
+        // batch is.
+        c.derive(40, [(0, 40), (2, 55), (2, 95)]).unwrap();
+        assert_eq!(pairs(&c), [(0, 0), (2, 55)]);
+        assert_eq!(sim.live_bytes(path).unwrap(), b"0\n2\n0 0\n2 55\n");
+        // A kept entry the first rescanned batch contradicts (epoch 2 kept at 10, batches in epoch 1).
+        c.assign(2, 10).unwrap();
+        assert_eq!(pairs(&c), [(0, 0), (2, 10)]);
+        c.derive(40, [(1, 40), (1, 45)]).unwrap();
+        assert_eq!(pairs(&c), [(0, 0), (1, 40)]);
+        // Segments below the rescan (their indexes rebuilt) only add newer epochs, as Kafka's recover.
+        c.derive(i64::MAX, [(0, 5), (1, 30), (3, 70), (2, 80)])
+            .unwrap();
+        assert_eq!(pairs(&c), [(0, 0), (1, 40), (3, 70)]);
+        // Nothing scanned in the rescanned range: every entry there goes.
+        c.derive(0, []).unwrap();
+        assert_eq!(pairs(&c), []);
     }
 
     #[test]

@@ -205,6 +205,11 @@ impl LogDir {
         config: LogConfig,
         clock: Arc<dyn crate::clock::Clock>,
     ) -> Result<(PartitionLog, OpenReport), Error> {
+        if !self.storage.is_read_only() && self.claim.is_none() {
+            return Err(Error::LogDirShutDown {
+                dir: self.root.clone(),
+            });
+        }
         self.opening(name);
         let dir = self.root.join(name);
         let (topic, partition) = partition_dir_name(&dir)?;

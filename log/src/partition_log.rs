@@ -26,7 +26,7 @@ use crate::validator::{validate, AppendOrigin, ValidatedBatches};
 use crate::{Error, KafkaError};
 /// The transaction version a coordinator passes with its markers (re-exported for the log's callers).
 pub use klog_psm::TransactionVersion;
-use klog_psm::{BatchSummary, ProducerStateEntry, ProducerStateManager, PsmConfig};
+use klog_psm::{BatchSummary, ControlKind, ProducerStateEntry, ProducerStateManager, PsmConfig};
 
 /// `storage` as a reader's view: a [`ReadOnlyStorage`] over it, unless it is one already.
 pub fn read_only_view(storage: Arc<dyn Storage>) -> Arc<dyn Storage> {
@@ -112,7 +112,7 @@ pub struct OpenReport {
     pub segments: usize,
     /// Segments rescanned after an unclean shutdown, with what each scan found.
     pub recovered_segments: Vec<(i64, SegmentRecovery)>,
-    /// Base offsets of the segments deleted (after a cut or a gap, or below the log start).
+    /// Base offsets of the segments deleted (after a cut, or below the log start).
     pub deleted_segments: Vec<i64>,
     /// Base offsets of the segments whose indexes were rebuilt.
     pub rebuilt_indexes: Vec<i64>,
@@ -125,7 +125,7 @@ pub struct OpenReport {
     /// MIRROR_PID_RESET barriers among the replayed batches.
     pub mirror_pid_resets: u64,
     /// Every cut this open made, in the order made: the end of a segment cut at its first invalid batch
-    /// (while rescanning or while rebuilding its indexes) and every segment deleted after a cut or a gap.
+    /// (while rescanning or while rebuilding its indexes) and every segment deleted after a cut.
     pub truncations: Vec<SegmentTruncation>,
     /// Bytes of whole batches checked by the scans of this open and still in the log (a scanned segment
     /// deleted afterwards no longer counts).
@@ -183,12 +183,6 @@ pub enum TruncationReason {
         /// The segment that was cut.
         cut_segment: i64,
     },
-    /// The whole segment went: the segment before it ends at `log_end`, below this one's base (unflushed
-    /// data lost while this segment's directory entry survived).
-    AfterGap {
-        /// Where the data before the gap ends.
-        log_end: i64,
-    },
     /// The whole segment went: the checkpointed log start offset is beyond the log end (Kafka's
     /// `deleteSegmentsIfLogStartGreaterThanLogEnd`), so nothing in the log is readable.
     BelowLogStart {
@@ -206,10 +200,6 @@ impl std::fmt::Display for TruncationReason {
             TruncationReason::AfterCut { cut_segment } => {
                 write!(f, "segment deleted: after the cut in segment {cut_segment}")
             }
-            TruncationReason::AfterGap { log_end } => write!(
-                f,
-                "segment deleted: lost data before it (the previous segment ends at offset {log_end})"
-            ),
             TruncationReason::BelowLogStart { log_start_offset } => write!(
                 f,
                 "segment deleted: the log start offset {log_start_offset} is beyond the log end"
@@ -229,6 +219,10 @@ pub enum WriteMode {
     ReadOnly,
     /// A mirror partition in STOPPING: only a coordinator append that carries a MIRROR_PID_RESET batch.
     BarrierOnly,
+    /// A mirror partition in STOPPING whose stop aborts open transactions (KIP-1279's reference
+    /// forks): what [`WriteMode::BarrierOnly`] admits, and coordinator appends of ABORT markers for
+    /// producers whose transaction is open.
+    AbortsAndBarrier,
 }
 
 /// One partition's log (Kafka's `UnifiedLog`): segments, indexes, the leader-epoch cache and producer
@@ -654,6 +648,7 @@ impl PartitionLog {
 
     /// Loads the segments: stray temp files removed, indexes without a `.log` removed, missing or corrupt
     /// indexes rebuilt, and after an unclean shutdown every segment from the recovery point rescanned.
+    /// The leader-epoch cache is then derived from the batches those scans read.
     fn load(&self, options: OpenOptions) -> Result<OpenReport, Error> {
         let mut report = OpenReport::default();
         let names = self.storage.list(&self.dir).at(&self.dir)?;
@@ -681,17 +676,38 @@ impl PartitionLog {
         bases.sort_unstable();
         let now = self.clock.now_ms();
         let last = bases.last().copied();
+        let rescan_from = (!options.clean_shutdown)
+            .then(|| first_unflushed_segment(&bases, options.recovery_point))
+            .flatten();
         let mut segments = BTreeMap::new();
         let mut recovered = RecoveredBatches::default();
         for &base in &bases {
-            let seg =
-                self.open_segment(base, Some(base) == last, now, &mut report, &mut recovered)?;
+            let rescanned = rescan_from.is_some_and(|from| base >= from);
+            let seg = self.open_segment(
+                base,
+                Some(base) == last,
+                rescanned,
+                now,
+                &mut report,
+                &mut recovered,
+            )?;
             segments.insert(base, Arc::new(seg));
         }
         *self.segments.write().expect("segments lock poisoned") = segments;
-        if !options.clean_shutdown {
-            self.recover_unflushed(options.recovery_point, &mut report, &mut recovered)?;
-        }
+        let rescanned_epochs = match rescan_from {
+            Some(from) => self.recover_unflushed(from, &mut report, &mut recovered)?,
+            None => Vec::new(),
+        };
+        // Segments whose indexes alone were rebuilt lie below the rescan (or there is none).
+        let rebuilt_epochs: Vec<(i32, i64)> = recovered
+            .rebuilt
+            .values()
+            .flat_map(|r| r.epochs.iter().copied())
+            .collect();
+        self.epochs().derive(
+            rescan_from.unwrap_or(i64::MAX),
+            rebuilt_epochs.into_iter().chain(rescanned_epochs),
+        )?;
         self.delete_segments_if_log_start_beyond_end(
             options.log_start_offset,
             &mut report,
@@ -737,10 +753,15 @@ impl PartitionLog {
         Ok(report)
     }
 
+    /// Opens the segment at `base`, rebuilding missing or corrupt indexes from its `.log`. A segment the
+    /// unclean rescan covers (`rescanned`) gets empty indexes here and is rebuilt by that rescan, in
+    /// offset order with the others, so its cut deletes the later segments as any rescanned segment's
+    /// does.
     fn open_segment(
         &self,
         base: i64,
         active: bool,
+        rescanned: bool,
         now: i64,
         report: &mut OpenReport,
         recovered: &mut RecoveredBatches,
@@ -786,131 +807,100 @@ impl PartitionLog {
             }
             Err(e) => return Err(e),
         };
-        let recovery = recovered.recover(&seg)?;
-        self.assign_epochs(&recovery)?;
+        report.rebuilt_indexes.push(base);
+        if rescanned {
+            recovered.deferred.insert(base);
+            return Ok(seg);
+        }
+        let recovery = recovered.recover(&seg, &mut || Ok(()))?;
         report.record_scan(base, &recovery);
         recovered.rebuilt.insert(base, recovery);
-        report.rebuilt_indexes.push(base);
         if !active {
             seg.on_become_inactive()?;
         }
         Ok(seg)
     }
 
-    fn assign_epochs(&self, recovery: &SegmentRecovery) -> Result<(), Error> {
-        let mut epochs = self.epochs();
-        for &(epoch, offset) in &recovery.epochs {
-            if epochs.latest().is_none_or(|l| epoch > l.epoch) {
-                epochs.assign(epoch, offset)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Rescans every segment from the one holding the recovery point; cuts at the first invalid batch and
-    /// deletes every later segment.
+    /// Rescans every segment from `from` (the one holding the last flushed offset); cuts at the first
+    /// invalid batch and deletes every later segment. An offset gap between intact segments cuts nothing
+    /// (Kafka's `recoverLog` deletes the later segments only after a segment that lost bytes): a
+    /// compacted or mirrored log has such gaps, and they cannot be told apart from unflushed batches
+    /// lost whole at a segment's end, which were never promised durable (docs/durability.md says why
+    /// keeping what follows them is right). Returns the epochs of every batch scanned, in order.
     fn recover_unflushed(
         &self,
-        recovery_point: i64,
+        from: i64,
         report: &mut OpenReport,
         recovered: &mut RecoveredBatches,
-    ) -> Result<(), Error> {
+    ) -> Result<Vec<(i32, i64)>, Error> {
         let segments = self.segment_list();
-        // From the segment holding the last flushed offset (recovery point - 1), not the one starting at the
-        // recovery point: a segment sealed exactly at a flush boundary may not have its indexes synced yet.
-        let last_flushed = recovery_point.saturating_sub(1).max(0);
-        let start = segments
-            .iter()
-            .rposition(|s| s.base_offset() <= last_flushed)
-            .unwrap_or(0);
+        let start = segments.partition_point(|s| s.base_offset() < from);
         let last_index = segments.len().saturating_sub(1);
+        let mut epochs = Vec::new();
         for (i, seg) in segments.iter().enumerate().skip(start) {
-            // A segment whose indexes were rebuilt at load was recovered then: its result still decides
-            // whether the log is cut here (a torn tail or a gap deletes every later segment).
-            let rebuilt = recovered.rebuilt.remove(&seg.base_offset());
-            let was_rebuilt = rebuilt.is_some();
-            let recovery = match rebuilt {
-                Some(r) => r,
-                None => {
-                    let r = recovered.recover(seg)?;
-                    self.assign_epochs(&r)?;
-                    r
-                }
-            };
-            // Data lost at the end of an unflushed segment while a later segment's directory entry became
-            // durable leaves a gap: what follows it is not a prefix of what was written, so it goes too.
-            let gap = segments
-                .get(i + 1)
-                .is_some_and(|n| recovery.next_offset < n.base_offset());
-            let cut = recovery.truncated_bytes > 0 || recovery.corruption.is_some();
-            let reason = if cut {
-                TruncationReason::AfterCut {
-                    cut_segment: seg.base_offset(),
-                }
-            } else {
-                TruncationReason::AfterGap {
-                    log_end: recovery.next_offset,
-                }
-            };
-            if cut || gap {
-                let (segment, bytes) = (seg.base_offset(), recovery.truncated_bytes);
-                tracing::warn!(segment, bytes, %reason, "recovery cut the log: later segments go");
+            let base = seg.base_offset();
+            let later = &segments[i + 1..];
+            // The later segments go before the cut is made: until their removal is durable, this
+            // segment's invalid bytes are still there for the next open to cut, and delete them, again.
+            let mut deleted = Vec::new();
+            let recovery =
+                recovered.recover(seg, &mut || self.delete_after_cut(later, &mut deleted))?;
+            epochs.extend_from_slice(&recovery.epochs);
+            report.record_scan(base, &recovery);
+            let cut = recovery.truncated_bytes > 0;
+            // A segment whose indexes this scan rebuilt is counted among the rebuilt ones.
+            if !recovered.deferred.remove(&base) {
+                report.recovered_segments.push((base, recovery));
             }
-            if !was_rebuilt {
-                report.record_scan(seg.base_offset(), &recovery);
-                report
-                    .recovered_segments
-                    .push((seg.base_offset(), recovery));
+            if !cut {
                 if i < last_index {
                     seg.on_become_inactive()?;
                 }
+                continue;
             }
-            if cut || gap {
-                seg.make_active();
-                for later in &segments[i + 1..] {
-                    self.delete_after_cut(later, reason.clone(), report, recovered)?;
-                }
-                // Durable before anything is appended: appends take the deleted segments' offsets, and a
-                // crash that brought those segments back behind a synced append would leave no gap for
-                // the next open to find.
-                if i < last_index {
-                    self.storage.sync_dir(&self.dir).at(&self.dir)?;
-                }
-                break;
+            seg.make_active();
+            let reason = TruncationReason::AfterCut { cut_segment: base };
+            tracing::warn!(segment = base, %reason, "recovery cut the log: later segments go");
+            let mut map = self.segments.write().expect("segments lock poisoned");
+            for (later, bytes) in deleted {
+                map.remove(&later);
+                report.deleted_segments.push(later);
+                report.truncations.push(SegmentTruncation {
+                    segment: later,
+                    offset: later,
+                    position: 0,
+                    bytes,
+                    reason: reason.clone(),
+                });
             }
+            break;
         }
-        Ok(())
+        Ok(epochs)
     }
 
-    /// Deletes a segment after a cut or a gap before it, reporting the bytes its `.log` held.
+    /// Deletes `later`, the segments after a cut, and syncs the directory once, before the cut is made:
+    /// appends take the deleted segments' offsets, and a crash that brought those segments back behind
+    /// the cut would leave a log that is not what this open recovered (or two segments holding the same
+    /// offsets). Collects each one's base offset and the bytes its `.log` held.
     fn delete_after_cut(
         &self,
-        seg: &LogSegment,
-        reason: TruncationReason,
-        report: &mut OpenReport,
-        recovered: &mut RecoveredBatches,
+        later: &[Arc<LogSegment>],
+        deleted: &mut Vec<(i64, u64)>,
     ) -> Result<(), Error> {
-        let base = seg.base_offset();
-        let path = seg.log_path_of();
-        let bytes = self.storage.open(&path).at(&path)?.len().at(&path)?;
-        // Scanned when its indexes were rebuilt: those bytes were checked but are not kept.
-        if let Some(scanned) = recovered.rebuilt.remove(&base) {
-            report.bytes_validated -= scanned.valid_bytes;
+        for seg in later {
+            let (base, path) = (seg.base_offset(), seg.log_path_of());
+            let bytes = self.storage.open(&path).at(&path)?.len().at(&path)?;
+            seg.delete()?;
+            tracing::warn!(
+                segment = base,
+                bytes,
+                "recovery deleted a segment after the cut"
+            );
+            deleted.push((base, bytes));
         }
-        seg.delete()?;
-        tracing::warn!(segment = base, bytes, reason = %reason, "recovery deleted a segment after the cut");
-        self.segments
-            .write()
-            .expect("segments lock poisoned")
-            .remove(&base);
-        report.deleted_segments.push(base);
-        report.truncations.push(SegmentTruncation {
-            segment: base,
-            offset: base,
-            position: 0,
-            bytes,
-            reason,
-        });
+        if !later.is_empty() {
+            self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        }
         Ok(())
     }
 
@@ -1850,6 +1840,7 @@ impl PartitionLog {
         match self.write_mode.load(Ordering::Acquire) {
             1 => WriteMode::ReadOnly,
             2 => WriteMode::BarrierOnly,
+            3 => WriteMode::AbortsAndBarrier,
             _ => WriteMode::Writable,
         }
     }
@@ -1860,12 +1851,14 @@ impl PartitionLog {
             WriteMode::Writable => 0,
             WriteMode::ReadOnly => 1,
             WriteMode::BarrierOnly => 2,
+            WriteMode::AbortsAndBarrier => 3,
         };
         self.write_mode.store(byte, Ordering::Release);
     }
 
     /// KIP-1279: a mirror partition takes leader appends only once STOPPED; in STOPPING only the
-    /// coordinator's MIRROR_PID_RESET barrier.
+    /// coordinator's MIRROR_PID_RESET barrier (and, for a stop that aborts, its ABORT markers of open
+    /// transactions).
     fn check_write_mode(
         &self,
         batches: &[u8],
@@ -1883,6 +1876,20 @@ impl PartitionLog {
                     return Ok(());
                 }
                 "the mirror partition is stopping: only its MIRROR_PID_RESET barrier is accepted"
+            }
+            WriteMode::AbortsAndBarrier => {
+                let each = summaries(batches, validated);
+                let barrier = each.iter().any(|b| b.is_mirror_pid_reset());
+                let aborts = !each.is_empty()
+                    && each.iter().all(|b| {
+                        matches!(b.control, Some(ControlKind::Abort { .. }))
+                            && self.has_open_transaction(b.producer_id)
+                    });
+                if origin == AppendOrigin::Coordinator && (barrier || aborts) {
+                    return Ok(());
+                }
+                "the mirror partition is stopping: only ABORT markers of its open transactions and \
+                 its MIRROR_PID_RESET barrier are accepted"
             }
         };
         Err(Error::rejected(
@@ -2123,6 +2130,13 @@ impl PartitionLog {
         self.psm().producers().map(|(_, e)| e.clone()).collect()
     }
 
+    /// Whether the producer has an open transaction here.
+    pub fn has_open_transaction(&self, producer_id: i64) -> bool {
+        self.psm()
+            .producers()
+            .any(|(id, e)| id == producer_id && e.current_txn_first_offset().is_some())
+    }
+
     /// Kafka's first unstable offset: the first offset of the earliest open (or not yet replicated) txn.
     pub fn first_unstable_offset(&self) -> Option<i64> {
         self.psm()
@@ -2261,7 +2275,10 @@ impl PartitionLog {
     /// Kafka's `rebuildProducerState(end)`: load the newest valid snapshot at or below `end` (and at or below
     /// the first rescanned segment, whose `.txnindex` the replay rebuilds), then replay every batch up to
     /// `end`, MIRROR_PID_RESET barriers included (they have producer id -1). A corrupt snapshot is deleted
-    /// and the next older one tried; with none, the replay starts at the log start.
+    /// and the next older one tried; with none, the replay starts at the log start. When segments were
+    /// rescanned, every snapshot above the first of them goes too, as Kafka's `recoverSegment` deletes
+    /// them (`truncateAndReload` to the segment's base): the replay derives that state from the batches,
+    /// and a snapshot left there, unread, may be corrupt or hold producers of batches the crash lost.
     fn rebuild_producer_state(
         &self,
         end: i64,
@@ -2274,14 +2291,11 @@ impl PartitionLog {
         let now = self.clock.now_ms();
         let mut psm = self.psm();
         psm.truncate_fully_and_start_at(log_start);
-        stats.snapshots_deleted = self.delete_snapshots_out_of_range(log_start, end)?;
+        stats.snapshots_deleted = self.delete_snapshots_out_of_range(log_start, limit)?;
         for o in snapshots::list_snapshots(self.storage.as_ref(), &self.dir)?
             .into_iter()
             .rev()
         {
-            if o > limit {
-                continue;
-            }
             match snapshots::read_snapshot(self.storage.as_ref(), &self.dir, o) {
                 Ok(entries) => {
                     psm.load_snapshot(entries, o, now);
@@ -2420,6 +2434,16 @@ fn offset_after(last_offset: i64) -> Result<i64, Error> {
     })
 }
 
+/// The base offset of the first segment an unclean open rescans: the one holding the last flushed offset
+/// (recovery point - 1), not the one starting at the recovery point, since a segment sealed exactly at a
+/// flush boundary may not have its indexes synced yet; the first segment when the recovery point is at
+/// or below it. None for a log without segments.
+fn first_unflushed_segment(bases: &[i64], recovery_point: i64) -> Option<i64> {
+    let last_flushed = recovery_point.saturating_sub(1).max(0);
+    let i = bases.iter().rposition(|&b| b <= last_flushed).unwrap_or(0);
+    bases.get(i).copied()
+}
+
 /// The byte length of the whole batches at the start of `bytes`, and the offset after the last of them.
 fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
     let mut it = Batches::new(bytes).without_crc();
@@ -2444,8 +2468,11 @@ fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
 struct RecoveredBatches {
     by_segment: BTreeMap<i64, Vec<BatchSummary>>,
     kept: usize,
-    /// What recovering a segment whose indexes were rebuilt at load found (recovery acts on it later).
+    /// What recovering a segment whose indexes were rebuilt at load found (below the unclean rescan, or
+    /// after a clean shutdown): the epochs of its batches.
     rebuilt: BTreeMap<i64, crate::segment::SegmentRecovery>,
+    /// Segments with missing or corrupt indexes that the unclean rescan rebuilds.
+    deferred: std::collections::BTreeSet<i64>,
     /// The read buffer every segment's recovery reuses.
     buf: Vec<u8>,
 }
@@ -2454,19 +2481,28 @@ struct RecoveredBatches {
 const RECOVERED_SUMMARIES_MAX: usize = 1 << 20;
 
 impl RecoveredBatches {
-    /// Recovers `seg`, keeping the summaries of its valid v2 batches while the budget allows.
-    fn recover(&mut self, seg: &LogSegment) -> Result<crate::segment::SegmentRecovery, Error> {
+    /// Recovers `seg`, keeping the summaries of its valid v2 batches while the budget allows; `before_cut`
+    /// runs before a cut ([`LogSegment::recover_through`]).
+    fn recover(
+        &mut self,
+        seg: &LogSegment,
+        before_cut: &mut dyn FnMut() -> Result<(), Error>,
+    ) -> Result<crate::segment::SegmentRecovery, Error> {
         let mut summaries = Vec::new();
         let mut over_budget = self.kept >= RECOVERED_SUMMARIES_MAX;
-        let recovery = seg.recover_through(&mut self.buf, &mut |batch| {
-            if over_budget {
-                return;
-            }
-            if let crate::format::AnyBatch::V2(b) = batch {
-                summaries.push(summarize(b));
-                over_budget = self.kept + summaries.len() >= RECOVERED_SUMMARIES_MAX;
-            }
-        })?;
+        let recovery = seg.recover_through(
+            &mut self.buf,
+            &mut |batch| {
+                if over_budget {
+                    return;
+                }
+                if let crate::format::AnyBatch::V2(b) = batch {
+                    summaries.push(summarize(b));
+                    over_budget = self.kept + summaries.len() >= RECOVERED_SUMMARIES_MAX;
+                }
+            },
+            before_cut,
+        )?;
         if over_budget {
             self.by_segment.remove(&seg.base_offset());
         } else {

@@ -98,7 +98,9 @@ pub struct SegmentRecovery {
     pub tail: Tail,
     /// The check that failed, if the data ended in corruption.
     pub corruption: Option<Corruption>,
-    /// (epoch, first offset) of every batch whose partition leader epoch is >= 0, in order.
+    /// (epoch, first offset) of every batch whose partition leader epoch is >= 0 and differs from the
+    /// epoch of the batch before it, in order (the first such batch always): what the leader-epoch
+    /// cache is derived from, one entry per change rather than per batch.
     pub epochs: Vec<(i32, i64)>,
     /// The offset after the last valid batch.
     pub next_offset: i64,
@@ -151,9 +153,9 @@ impl RecoveryPass {
     /// Counts a checked batch.
     fn take(&mut self, batch: &crate::format::AnyBatch<'_>) {
         if let crate::format::AnyBatch::V2(b) = batch {
-            if b.partition_leader_epoch() >= 0 {
-                self.epochs
-                    .push((b.partition_leader_epoch(), b.base_offset()));
+            let epoch = b.partition_leader_epoch();
+            if epoch >= 0 && self.epochs.last().is_none_or(|&(e, _)| e != epoch) {
+                self.epochs.push((epoch, b.base_offset()));
             }
         }
         self.next_offset = batch.last_offset() + 1;
@@ -782,17 +784,12 @@ impl LogSegment {
 
     /// Replaces the `.log` with its first `len` bytes in a new file, so maps of the old file stay valid.
     /// The prefix is copied through one buffer of at most `REPLACE_CHUNK` bytes (a truncation into a
-    /// 1 GiB sealed segment must not hold 1 GiB), written to `<name>.log.tmp`, synced, renamed over the
+    /// 1 GiB sealed segment must not hold 1 GiB), written to a temp name of its own (`<name>.log.<pid>-<n>.tmp`), synced, renamed over the
     /// `.log` and the directory synced: a crash leaves the old file or the new one (a stray `.tmp` is
     /// removed by the next open).
     fn replace_with_prefix(&self, len: u64) -> Result<(), Error> {
         let path = self.log_path_of();
-        let tmp = crate::io::tmp_path(&path);
-        match self.storage.remove(&tmp) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(&tmp, e)),
-        }
+        let tmp = crate::io::unique_tmp_path(&path);
         let file = self.storage.create(&tmp).at(&tmp)?;
         let old = self.log_file();
         let mut buf = vec![0u8; (len.min(REPLACE_CHUNK)) as usize];
@@ -836,15 +833,19 @@ impl LogSegment {
         &self,
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
     ) -> Result<SegmentRecovery, Error> {
-        self.recover_through(&mut Vec::new(), on_batch)
+        self.recover_through(&mut Vec::new(), on_batch, &mut || Ok(()))
     }
 
     /// [`LogSegment::recover_with`], reading through `buf`: a caller recovering many segments passes the
     /// same buffer to each, so it is allocated, zeroed and faulted in once per open, not per segment.
+    /// `before_cut` runs when the pass found bytes to cut, before the cut is made (and made durable): a
+    /// log deletes its later segments there, so a crash never leaves the cut without the evidence for
+    /// deleting them.
     pub fn recover_through(
         &self,
         buf: &mut Vec<u8>,
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
+        before_cut: &mut dyn FnMut() -> Result<(), Error>,
     ) -> Result<SegmentRecovery, Error> {
         let size = self.log_file().len().at(&self.log_path_of())?;
         self.size.store(size, Ordering::Release);
@@ -867,6 +868,9 @@ impl LogSegment {
         };
         let tail = to_file_end(tail, size);
         drop(state);
+        if pass.valid < size {
+            before_cut()?;
+        }
         // Any window map of the pass is gone by now: the cut may shrink the file in place.
         self.cut(pass.valid, size)?;
         let mut state = self.state();

@@ -189,3 +189,26 @@ fn small_files_written_at_once_from_two_threads_each_land_whole() {
     );
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn a_log_dir_shut_down_opens_no_more_partitions() {
+    let sim = SimStorage::new(11);
+    two_partitions(&sim, true);
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let mut dir = LogDir::open(storage.clone(), Path::new(ROOT)).unwrap();
+    assert!(
+        dir.shut_down().unwrap(),
+        "nothing opened since a clean shutdown"
+    );
+    assert!(marker(storage.as_ref()));
+    // The marker now vouches for x-0 as it is: a write through this LogDir would make it lie.
+    match dir.open_partition("x-0", LogConfig::default()) {
+        Err(Error::LogDirShutDown { dir: d }) => assert_eq!(d, Path::new(ROOT)),
+        other => panic!("a partition opened after the shutdown: {other:?}"),
+    }
+    drop(dir);
+    // A new open of the directory may write again.
+    let dir = LogDir::open(storage, Path::new(ROOT)).unwrap();
+    let (log, _) = dir.open_partition("x-0", LogConfig::default()).unwrap();
+    assert_eq!(log.log_end_offset(), 2);
+}

@@ -41,6 +41,9 @@ struct Harness {
     clock: Arc<ManualClock>,
     log: Option<PartitionLog>,
     model: Vec<ModelBatch>,
+    /// The log end a recovery left past the last batch: unflushed batches lost whole at the end of a
+    /// segment whose successor survived (empty) leave the log end at that segment's base, as in Kafka.
+    end_floor: i64,
     epoch: i32,
 }
 
@@ -92,27 +95,26 @@ impl Harness {
     }
 
     fn model_end(&self) -> i64 {
-        self.model
+        let last = self
+            .model
             .last()
-            .map_or(self.log().log_start_offset(), |b| b.last + 1)
+            .map_or(self.log().log_start_offset(), |b| b.last + 1);
+        last.max(self.end_floor)
     }
 
     fn check(&self, rng: &mut Rng, ctx: &str) {
         let log = self.log();
         let start = log.log_start_offset();
-        assert_eq!(
-            log.log_end_offset(),
-            self.model
-                .last()
-                .map_or(log.log_end_offset(), |b| b.last + 1),
-            "{ctx}: LEO"
-        );
+        if !self.model.is_empty() {
+            assert_eq!(log.log_end_offset(), self.model_end(), "{ctx}: LEO");
+        }
         let visible: Vec<&ModelBatch> = self.model.iter().filter(|b| b.last >= start).collect();
         log.update_high_watermark(log.log_end_offset());
         // Read everything from the start, in random chunk sizes.
         let mut offset = start;
         let mut got = Vec::new();
-        while offset < log.log_end_offset() {
+        let batches_end = visible.last().map_or(start, |b| b.last + 1);
+        while offset < batches_end {
             let max = 1 + rng.below(4000) as usize;
             let r = log
                 .read(offset, max, None, true)
@@ -156,6 +158,7 @@ impl Harness {
         };
         self.log().truncate_to(to).unwrap();
         self.model.retain(|b| b.base < to);
+        self.end_floor = self.end_floor.min(to);
     }
 
     fn retention(&mut self) {
@@ -163,8 +166,12 @@ impl Harness {
         log.update_high_watermark(log.log_end_offset());
         log.delete_old_segments().unwrap();
         let start = log.log_start_offset();
+        // At a batch, or at the first segment's base: a crash may have lost that segment's first
+        // batches whole (unflushed) while a later segment survived.
         assert!(
-            self.model.iter().any(|b| b.base == start) || start == self.model_end(),
+            self.model.iter().any(|b| b.base == start)
+                || start == self.model_end()
+                || log.segment_base_offsets().first() == Some(&start),
             "log start at a batch boundary"
         );
         self.model.retain(|b| b.base >= start);
@@ -187,8 +194,53 @@ impl Harness {
             leo >= rp,
             "everything flushed survives: LEO {leo} < recovery point {rp}"
         );
-        self.model.retain(|b| b.last < leo);
+        self.keep_survivors(start, rp);
+        self.end_floor = leo;
         assert_eq!(self.model_end(), leo, "recovery cuts at a batch boundary");
+    }
+
+    /// After a crash: the model keeps the batches that survived. Everything below the recovery point
+    /// does; above it a batch may be gone only with every batch after it in its segment (unflushed
+    /// bytes lost at the segment's end, whole or cut by recovery), and never comes back altered (the
+    /// bytes are compared by `check`).
+    fn keep_survivors(&mut self, start: i64, rp: i64) {
+        let log = self.log();
+        let bases = log.segment_base_offsets();
+        let segment_of = |offset: i64| bases.iter().rposition(|&b| b <= offset);
+        log.update_high_watermark(log.log_end_offset());
+        let mut present = std::collections::BTreeSet::new();
+        let mut offset = start;
+        loop {
+            let r = log.read(offset, 1 << 20, None, true).unwrap();
+            let before = present.len();
+            for b in Batches::new(r.records.as_slice()) {
+                let b = b.expect("whole, valid batches");
+                present.insert(b.base_offset());
+                offset = b.last_offset() + 1;
+            }
+            if present.len() == before {
+                break;
+            }
+        }
+        let mut lost_in: Option<usize> = None;
+        for b in &self.model {
+            if b.last < start {
+                continue;
+            }
+            if !present.contains(&b.base) {
+                assert!(b.last >= rp, "the flushed batch at {} was lost", b.base);
+                lost_in = Some(segment_of(b.base).unwrap_or(0));
+            } else if let Some(seg) = lost_in.take() {
+                assert!(
+                    segment_of(b.base) > Some(seg),
+                    "the batch at {} survived after a lost batch of its own segment",
+                    b.base
+                );
+            }
+        }
+        let kept: Vec<i64> = present.into_iter().collect();
+        self.model
+            .retain(|b| b.last < start || kept.binary_search(&b.base).is_ok());
     }
 }
 
@@ -207,6 +259,7 @@ fn run(storage: Arc<dyn Storage>, sim: Option<SimStorage>, root: &Path, seed: u6
         clock: Arc::new(ManualClock::new(1_800_000_000_000)),
         log: None,
         model: Vec::new(),
+        end_floor: 0,
         epoch: 0,
     };
     h.open(OpenOptions::default());

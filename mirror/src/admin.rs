@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 use klog_log::checkpoint::TopicId;
 
 use crate::error::{Error, MirrorError};
-use crate::metadata::{validate_mirror_name, ClusterMeta, DesiredState, MirrorMeta, TopicMirror};
+use crate::metadata::{
+    validate_mirror_name, ClusterMeta, DesiredState, MirrorMeta, StopMode, TopicMirror,
+};
 use crate::node::{lock, Node};
 use crate::records::{MirrorKey, MirrorRecord};
 use crate::source::MirrorSource;
@@ -18,8 +20,14 @@ use crate::topics;
 /// Per-topic outcomes of a mirror request (the request itself can also fail as a whole).
 pub type TopicResults = Vec<(String, Result<(), Error>)>;
 
-/// CreateMirror: `source` is a cluster root or `kafka://host:port`.
-pub(crate) fn create_mirror(node: &Node, name: &str, source: &str) -> Result<(), Error> {
+/// CreateMirror: `source` is a cluster root or `kafka://host:port`; `stop_mode` is how its failover
+/// ends the source's open transactions.
+pub(crate) fn create_mirror(
+    node: &Node,
+    name: &str,
+    source: &str,
+    stop_mode: StopMode,
+) -> Result<(), Error> {
     validate_mirror_name(name)?;
     if source.is_empty() {
         return Err(Error::mirror(MirrorError::InvalidRequest, "empty source"));
@@ -40,6 +48,7 @@ pub(crate) fn create_mirror(node: &Node, name: &str, source: &str) -> Result<(),
             source: absolute_source(source)?,
             source_cluster_id: None,
             acls: Vec::new(),
+            stop_mode,
         },
     );
     node.save_meta(&mut guard, meta)

@@ -23,7 +23,7 @@ use crate::error::Error;
 use crate::groups::{self, GroupOffsetDescription, OffsetKey};
 use crate::manager::resolver::SourceFactory;
 use crate::manager::{Manager, TickReport};
-use crate::metadata::{ClusterMeta, MirrorMeta, TopicMeta};
+use crate::metadata::{ClusterMeta, MirrorMeta, StopMode, TopicMeta};
 use crate::node::Node;
 use crate::serving::LocalSource;
 use crate::source::{CommittedOffset, MirrorSource};
@@ -216,9 +216,20 @@ impl Cluster {
 
     // ---- mirror administration ------------------------------------------------------------------------
 
-    /// CreateMirror: `source` is a cluster root or `kafka://host:port`.
+    /// CreateMirror: `source` is a cluster root or `kafka://host:port`; its failover truncates open
+    /// transactions to the LSO (the seed design, [`StopMode::Truncate`]).
     pub fn create_mirror(&self, name: &str, source: &str) -> Result<(), Error> {
-        admin::create_mirror(&self.node, name, source)
+        admin::create_mirror(&self.node, name, source, StopMode::Truncate)
+    }
+
+    /// CreateMirror with the stop design chosen ([`StopMode`]).
+    pub fn create_mirror_with_stop_mode(
+        &self,
+        name: &str,
+        source: &str,
+        stop_mode: StopMode,
+    ) -> Result<(), Error> {
+        admin::create_mirror(&self.node, name, source, stop_mode)
     }
 
     /// The mirrors, by name.

@@ -4,7 +4,7 @@
 use klog_log::checkpoint::TopicId;
 
 use crate::manager::Manager;
-use crate::metadata::DesiredState;
+use crate::metadata::{DesiredState, StopMode};
 use crate::node::{lock, Node};
 use crate::records::MirrorKey;
 use crate::state::MirrorState;
@@ -20,6 +20,8 @@ pub struct PartitionDescription {
     pub topic_id: String,
     /// The mirror the topic is in, if any.
     pub mirror: Option<String>,
+    /// That mirror's stop design (`truncate` or `abort`).
+    pub stop_mode: Option<StopMode>,
     /// The desired state the controller recorded.
     pub desired: Option<DesiredState>,
     /// The state recorded in `__mirror_state` (UNKNOWN before the first).
@@ -110,6 +112,11 @@ pub(crate) fn describe(node: &Node, manager: &Manager) -> Vec<PartitionDescripti
                 partition: p,
                 topic_id: t.id.clone(),
                 mirror: t.mirror.as_ref().map(|m| m.name.clone()),
+                stop_mode: t
+                    .mirror
+                    .as_ref()
+                    .and_then(|m| meta.mirrors.get(&m.name))
+                    .map(|m| m.stop_mode),
                 desired: t.mirror.as_ref().map(|m| m.desired),
                 state: key
                     .as_ref()

@@ -46,7 +46,7 @@ pub use cluster::{Cluster, ClusterOptions, MirrorSettings, PartitionDescription}
 pub use error::{Error, MirrorError};
 pub use kafka_source::KafkaSource;
 pub use manager::{OffsetClamp, TickReport};
-pub use metadata::DesiredState;
+pub use metadata::{DesiredState, StopMode};
 pub use serving::LocalSource;
 pub use source::MirrorSource;
 pub use state::MirrorState;

@@ -64,6 +64,55 @@ pub enum DesiredState {
     Pause,
 }
 
+/// How a mirror's failover (STOPPING) ends the source's transactions that are still open, chosen per
+/// mirror at CreateMirror (docs/mirroring.md weighs the two).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum StopMode {
+    /// The seed design: fetch read_committed (up to the source's LSO), truncate to the local LSO at
+    /// the stop. Offsets the source gave an open transaction are reused after the failover.
+    #[default]
+    Truncate,
+    /// The reference forks' design: fetch read_uncommitted (up to the source's high watermark), and at
+    /// the stop append one ABORT marker per open transaction at the bumped epoch. Every offset the
+    /// source assigned is kept.
+    Abort,
+}
+
+impl StopMode {
+    /// Its name, as `--stop-mode` takes it and `describe` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopMode::Truncate => "truncate",
+            StopMode::Abort => "abort",
+        }
+    }
+
+    /// Parses a `--stop-mode` value.
+    pub fn parse(value: &str) -> Result<Self, Error> {
+        match value {
+            "truncate" => Ok(StopMode::Truncate),
+            "abort" => Ok(StopMode::Abort),
+            other => Err(Error::mirror(
+                MirrorError::InvalidRequest,
+                format!("stop mode {other:?}: expected truncate or abort"),
+            )),
+        }
+    }
+
+    fn is_truncate(&self) -> bool {
+        *self == StopMode::Truncate
+    }
+}
+
+impl std::fmt::Display for StopMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A topic's mirror, and what the operator asked of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicMirror {
@@ -144,6 +193,11 @@ pub struct MirrorMeta {
     /// layer above klog to enforce: klog has no authorizer).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acls: Vec<AclBinding>,
+    /// How its failover ends open transactions. Absent (a mirror created before klog had the choice):
+    /// `truncate`, the seed design it was created under; written only when it is `abort`, so a
+    /// `truncate` mirror's `cluster.json` is what an older klog wrote and reads.
+    #[serde(default, skip_serializing_if = "StopMode::is_truncate")]
+    pub stop_mode: StopMode,
 }
 
 /// `cluster.json`: the controller metadata of a local cluster.
@@ -347,6 +401,30 @@ mod tests {
         );
         let again = ClusterMeta::decode(&meta.encode(), std::path::Path::new("x")).unwrap();
         assert_eq!(again, meta);
+    }
+
+    #[test]
+    fn stop_mode_defaults_to_truncate_and_is_kept() {
+        let json = br#"{"version":1,"cluster_id":"c","mirror_state_partitions":3,
+            "mirrors":{"old":{"source":"/a"}}}"#;
+        let mut meta = ClusterMeta::decode(json, std::path::Path::new("x")).unwrap();
+        assert_eq!(meta.mirrors["old"].stop_mode, StopMode::Truncate);
+        let plain = String::from_utf8(meta.encode()).unwrap();
+        assert!(!plain.contains("stop_mode"), "{plain}");
+        meta.mirrors.get_mut("old").unwrap().stop_mode = StopMode::Abort;
+        let encoded = meta.encode();
+        assert!(String::from_utf8_lossy(&encoded).contains(r#""stop_mode": "abort""#));
+        let again = ClusterMeta::decode(&encoded, std::path::Path::new("x")).unwrap();
+        assert_eq!(again.mirrors["old"].stop_mode, StopMode::Abort);
+        let bad = br#"{"version":1,"cluster_id":"c","mirror_state_partitions":3,
+            "mirrors":{"m":{"source":"/a","stop_mode":"drop"}}}"#;
+        let e = ClusterMeta::decode(bad, std::path::Path::new("root/cluster.json")).unwrap_err();
+        assert!(e.to_string().contains("root/cluster.json"), "{e}");
+        assert_eq!(StopMode::parse("abort").unwrap(), StopMode::Abort);
+        assert_eq!(
+            StopMode::parse("drop").unwrap_err().error_name(),
+            Some("INVALID_REQUEST")
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ use klog_recovery::loader::{LogLoader, RecoveryReport};
 
 use crate::error::{Error, MirrorError};
 use crate::metadata::{
-    validate_unapplied_config, ClusterMeta, MirrorMeta, TopicMeta, METADATA_FILE,
+    validate_unapplied_config, ClusterMeta, MirrorMeta, StopMode, TopicMeta, METADATA_FILE,
     UNAPPLIED_TOPIC_CONFIGS,
 };
 use crate::records::MirrorKey;
@@ -479,7 +479,8 @@ impl Node {
     }
 
     /// Sets each partition's write mode from its mirror state: ordinary topics and STOPPED mirror
-    /// partitions are writable, STOPPING takes only the barrier, anything else is read-only.
+    /// partitions are writable, STOPPING takes only the barrier (and, for a mirror whose stop aborts,
+    /// the ABORT markers of open transactions), anything else is read-only.
     pub(crate) fn refresh_write_modes(&self) {
         let meta = lock(&self.meta);
         let logs = lock(&self.logs);
@@ -500,7 +501,7 @@ impl Node {
                         };
                         match store.state(&key).map(|s| s.value.state) {
                             Some(MirrorState::Stopped) => WriteMode::Writable,
-                            Some(MirrorState::Stopping) => WriteMode::BarrierOnly,
+                            Some(MirrorState::Stopping) => stopping_write_mode(&meta, &m.name),
                             _ => WriteMode::ReadOnly,
                         }
                     }
@@ -513,6 +514,20 @@ impl Node {
     /// The mirrors, by name.
     pub fn mirrors(&self) -> BTreeMap<String, MirrorMeta> {
         lock(&self.meta).mirrors.clone()
+    }
+
+    /// The write mode of a STOPPING partition of `mirror` ([`stopping_write_mode`]).
+    pub(crate) fn stopping_write_mode(&self, mirror: &str) -> WriteMode {
+        stopping_write_mode(&lock(&self.meta), mirror)
+    }
+}
+
+/// What a STOPPING partition of `mirror` admits: the barrier, and for a mirror whose stop aborts
+/// ([`StopMode::Abort`]) the ABORT markers of its open transactions too.
+fn stopping_write_mode(meta: &ClusterMeta, mirror: &str) -> WriteMode {
+    match meta.mirrors.get(mirror).map(|m| m.stop_mode) {
+        Some(StopMode::Abort) => WriteMode::AbortsAndBarrier,
+        Some(StopMode::Truncate) | None => WriteMode::BarrierOnly,
     }
 }
 

@@ -31,8 +31,8 @@ pub struct Truncation {
     pub position: u64,
     /// Bytes that left the disk.
     pub bytes: u64,
-    /// `torn write`, `zero-filled tail`, the failed check, or `segment deleted: ...` with the cut or the
-    /// gap before it.
+    /// `torn write`, `zero-filled tail`, the failed check, or `segment deleted: ...` naming the cut before
+    /// it (or the log start offset beyond the log end).
     pub reason: String,
 }
 
@@ -64,6 +64,10 @@ pub struct RecoveryReport {
     pub swaps_completed: Vec<i64>,
     /// The producer snapshot the state was loaded from (its offset), if any.
     pub snapshot_loaded: Option<i64>,
+    /// Offsets of the producer snapshots deleted: stray ones, those out of the log's range, those that
+    /// did not load, and after a rescan every one above the first rescanned segment (the replay derives
+    /// that state from the batches, as Kafka's `recoverSegment` does).
+    pub snapshots_deleted: Vec<i64>,
     /// Batches replayed into the producer state after the snapshot.
     pub batches_replayed: u64,
     /// MIRROR_PID_RESET barriers among the replayed batches.
@@ -304,6 +308,7 @@ impl LogLoader {
             rebuilt_indexes: open.rebuilt_indexes.clone(),
             swaps_completed: swaps.completed,
             snapshot_loaded: open.snapshot_loaded,
+            snapshots_deleted: open.snapshots_deleted.clone(),
             batches_replayed: open.batches_replayed,
             mirror_pid_resets: open.mirror_pid_resets,
             producers: log.producers().len(),

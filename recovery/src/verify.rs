@@ -1,6 +1,7 @@
 //! `verify`: checks a partition directory without changing anything. Every batch's CRC and framing, every
 //! index entry against the `.log`, every `.txnindex` entry against its marker, every producer snapshot
-//! against a replay from the one before it, and the partition's checkpoint files.
+//! against a replay from the one before it, the leader-epoch checkpoint against the batches' epochs, and
+//! the partition's checkpoint files.
 //!
 //! Problems are what is wrong; notes are derived state the next open rebuilds from the `.log` whatever
 //! the shutdown was, as Kafka's `LogLoader` does: a missing `.index` or `.timeindex` (a broker leaves none
@@ -16,9 +17,12 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use klog_log::checkpoint::{read_checkpoint, read_partition_metadata};
+use klog_log::checkpoint::{
+    read_checkpoint, read_offsets_salvaging, read_partition_metadata, LOG_START_OFFSET_CHECKPOINT,
+};
 use klog_log::format::{AnyBatch, BatchStream, ControlRecordType, Tail};
 use klog_log::io::{read_file, Storage, StorageFile};
+use klog_log::partition_log::parse_dir_name;
 use klog_log::producer_state::{
     control_record_problem, list_snapshots, read_snapshot, snapshot_path, summarize,
 };
@@ -110,14 +114,22 @@ pub fn verify(storage: &dyn Storage, dir: &Path) -> Result<Verification, Error> 
         .collect();
     let mut snapshots = SnapshotCheck::new(list_snapshots(storage, dir)?);
     let mut next_expected: Option<i64> = None;
+    let mut epochs = EpochRuns::default();
     for (i, &base) in bases.iter().enumerate() {
         let segment = (base, bases.get(i + 1).copied());
-        check_segment(&mut c, segment, &mut snapshots, &mut next_expected)?;
+        check_segment(
+            &mut c,
+            segment,
+            &mut snapshots,
+            &mut next_expected,
+            &mut epochs,
+        )?;
     }
     let log_end = next_expected.unwrap_or(bases.first().copied().unwrap_or(0));
     snapshots.finish(&mut c)?;
     c.problems.append(&mut snapshots.problems);
-    check_epochs(&mut c, log_end)?;
+    let log_start = log_start_offset(storage, dir)?.max(bases.first().copied().unwrap_or(0));
+    check_epochs(&mut c, log_end, log_start, &epochs)?;
     if let Err(e) = read_partition_metadata(storage, dir) {
         c.problem(dir.join("partition.metadata"), e.to_string());
     }
@@ -135,6 +147,7 @@ fn check_segment(
     (base, next_base): (i64, Option<i64>),
     snapshots: &mut SnapshotCheck,
     next: &mut Option<i64>,
+    epochs: &mut EpochRuns,
 ) -> Result<(), Error> {
     let log_path = LogSegment::log_path(c.dir, base);
     let mut indexes = SegmentIndexes::load(c, base)?;
@@ -160,6 +173,9 @@ fn check_segment(
         let in_order = check_batch(&b, base, next, &mut problems);
         if let AnyBatch::V2(v) = &b {
             problems.extend(control_record_problem(v));
+            if in_order {
+                epochs.see(v.partition_leader_epoch(), b.base_offset(), b.last_offset());
+            }
         }
         indexes.see(&b);
         // Only a batch whose offsets fit its place may carry the walk past a snapshot: one corrupt base
@@ -587,36 +603,131 @@ impl SnapshotCheck {
     }
 }
 
-fn check_epochs(c: &mut Checker<'_>, log_end: i64) -> Result<(), Error> {
-    let path = c.dir.join("leader-epoch-checkpoint");
-    match read_checkpoint(c.storage, &path) {
-        Err(e) => c.problem(path, e.to_string()),
-        Ok(entries) => {
-            let mut last: Option<(i64, i64)> = None;
-            for e in entries {
-                let parsed: Option<(i64, i64)> = match e.as_slice() {
-                    [a, b] => a.parse().ok().zip(b.parse().ok()),
-                    _ => None,
-                };
-                let Some((epoch, start)) = parsed else {
-                    c.problem(path.clone(), format!("entry {e:?} is not 'epoch offset'"));
-                    continue;
-                };
-                if last.is_some_and(|(le, ls)| epoch <= le || start < ls) {
-                    c.problem(
-                        path.clone(),
-                        format!("epoch {epoch} at {start} does not follow the entry before"),
-                    );
-                }
-                if start > log_end {
-                    c.problem(
-                        path.clone(),
-                        format!("epoch {epoch} starts at {start}, past the log end {log_end}"),
-                    );
-                }
-                last = Some((epoch, start));
-            }
+/// The leader epochs of the batches, as runs of consecutive batches in one epoch: what the checkpoint is
+/// compared with. One entry per epoch change, not per batch.
+#[derive(Debug, Default)]
+struct EpochRuns {
+    /// (epoch, first offset, last offset) of each run, in offset order.
+    runs: Vec<(i32, i64, i64)>,
+}
+
+impl EpochRuns {
+    /// A batch in order; batches without an epoch (-1) carry none.
+    fn see(&mut self, epoch: i32, base: i64, last: i64) {
+        if epoch < 0 {
+            return;
+        }
+        match self.runs.last_mut() {
+            Some(run) if run.0 == epoch => run.2 = last,
+            _ => self.runs.push((epoch, base, last)),
         }
     }
+}
+
+/// The partition's log start offset from its log directory's `log-start-offset-checkpoint` (missing, or
+/// an entry that does not parse: none, as for Kafka's loader; the directory's checkpoints are reported
+/// on their own).
+fn log_start_offset(storage: &dyn Storage, dir: &Path) -> Result<i64, Error> {
+    let (Some(root), Some((topic, partition))) = (dir.parent(), parse_dir_name(dir)) else {
+        return Ok(i64::MIN);
+    };
+    let (offsets, _) = read_offsets_salvaging(storage, &root.join(LOG_START_OFFSET_CHECKPOINT))?;
+    Ok(offsets
+        .get(&(topic, partition))
+        .copied()
+        .unwrap_or(i64::MIN))
+}
+
+/// How many disagreements between the checkpoint and the batches are named; the rest are counted.
+const EPOCH_PROBLEMS_NAMED: usize = 3;
+
+fn check_epochs(
+    c: &mut Checker<'_>,
+    log_end: i64,
+    log_start: i64,
+    batches: &EpochRuns,
+) -> Result<(), Error> {
+    let path = c.dir.join("leader-epoch-checkpoint");
+    let entries = match read_checkpoint(c.storage, &path) {
+        Err(e) => {
+            c.problem(path, e.to_string());
+            return Ok(());
+        }
+        Ok(entries) => entries,
+    };
+    let mut parsed = Vec::new();
+    let mut last: Option<(i32, i64)> = None;
+    for e in entries {
+        let entry: Option<(i32, i64)> = match e.as_slice() {
+            [a, b] => a.parse().ok().zip(b.parse().ok()),
+            _ => None,
+        };
+        let Some((epoch, start)) = entry else {
+            c.problem(path.clone(), format!("entry {e:?} is not 'epoch offset'"));
+            continue;
+        };
+        if last.is_some_and(|(le, ls)| epoch <= le || start < ls) {
+            c.problem(
+                path.clone(),
+                format!("epoch {epoch} at {start} does not follow the entry before"),
+            );
+        }
+        if start > log_end {
+            c.problem(
+                path.clone(),
+                format!("epoch {epoch} starts at {start}, past the log end {log_end}"),
+            );
+        }
+        last = Some((epoch, start));
+        parsed.push((epoch, start));
+    }
+    let disagreements = epochs_against_batches(&parsed, log_start, batches);
+    let more = disagreements.len().saturating_sub(EPOCH_PROBLEMS_NAMED);
+    for d in disagreements.into_iter().take(EPOCH_PROBLEMS_NAMED) {
+        c.problem(path.clone(), d);
+    }
+    if more > 0 {
+        c.problem(
+            path,
+            format!("{more} more runs of batches disagree with the checkpoint"),
+        );
+    }
     Ok(())
+}
+
+/// Where the checkpoint's `entries` (epoch, start offset) disagree with the batches' own epochs from
+/// `log_start` on: every batch's epoch must be the one the checkpoint gives its offset (the last entry
+/// starting at or before it), and no entry may start inside a run of batches of another epoch. A gap
+/// between runs (compaction) may hold an epoch's start anywhere in it.
+fn epochs_against_batches(
+    entries: &[(i32, i64)],
+    log_start: i64,
+    batches: &EpochRuns,
+) -> Vec<String> {
+    let epoch_at = |offset: i64| entries.iter().rev().find(|e| e.1 <= offset).map(|e| e.0);
+    let mut out = Vec::new();
+    for &(epoch, first, last) in &batches.runs {
+        if last < log_start {
+            continue;
+        }
+        let from = first.max(log_start);
+        match epoch_at(from) {
+            Some(e) if e == epoch => {}
+            found => out.push(format!(
+                "the batches at offsets {from}..={last} are in epoch {epoch}, the checkpoint gives \
+                 offset {from} {}",
+                found.map_or("no epoch".to_owned(), |e| format!("epoch {e}"))
+            )),
+        }
+        let inside = entries
+            .iter()
+            .find(|e| e.0 != epoch && e.1 > from && e.1 <= last);
+        if let Some(&(e, start)) = inside {
+            out.push(format!(
+                "epoch {e} starts at {start}, inside offsets {from}..={last} whose batches are in \
+                 epoch {epoch}"
+            ));
+        }
+    }
+    out
 }

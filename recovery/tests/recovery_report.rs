@@ -253,4 +253,33 @@ fn indexes_pointing_inside_batches_are_rebuilt_after_a_clean_shutdown_and_report
             path.display()
         );
     }
+/// A corrupt producer snapshot above the first rescanned segment: recovery replays the batches instead,
+/// deletes the snapshot and says so; `verify` then finds nothing wrong with the snapshots.
+#[test]
+fn a_corrupt_snapshot_of_an_unclean_directory_is_deleted_and_reported() {
+    let root = temp_dir("report-corrupt-snapshot");
+    let dir = build(&root);
+    let last = *log_sizes(&dir).keys().last().unwrap();
+    let snapshot = dir.join(format!("{last:020}.snapshot"));
+    let mut bytes = std::fs::read(&snapshot).expect("a snapshot at the last roll");
+    let n = bytes.len();
+    bytes[n - 1] ^= 0xff;
+    std::fs::write(&snapshot, bytes).unwrap();
+    assert!(
+        !klog_recovery::verify_partition(&StdStorage, &dir)
+            .unwrap()
+            .is_empty(),
+        "verify sees the corrupt snapshot"
+    );
+    let report = recover(&root);
+    assert!(
+        report.snapshots_deleted.contains(&last),
+        "{:?}",
+        report.snapshots_deleted
+    );
+    assert!(!snapshot.exists(), "the corrupt snapshot survived recovery");
+    assert_eq!(
+        klog_recovery::verify_partition(&StdStorage, &dir).unwrap(),
+        vec![]
+    );
 }

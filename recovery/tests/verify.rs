@@ -251,4 +251,95 @@ fn untrimmed_and_missing_indexes_are_notes_not_problems() {
             .starts_with(&format!("{slots} zero-filled slots from byte {time_len}")),
         "{notes:#?}"
     );
+/// Follower batches of three records at 0, 3, 6, ... in the epochs given, two a segment, closed; the
+/// partition directory `root/e-0`.
+fn epoch_log(sim: &SimStorage, root: &Path, batches: &[(i64, i32)]) -> PathBuf {
+    let dir = root.join("e-0");
+    let config = LogConfig {
+        segment_bytes: 300,
+        ..LogConfig::default()
+    };
+    let (log, _) =
+        PartitionLog::open(Arc::new(sim.clone()), &dir, config, OpenOptions::default()).unwrap();
+    for &(base, epoch) in batches {
+        let mut b = BatchBuilder::new(Compression::None)
+            .base_offset(base)
+            .partition_leader_epoch(epoch);
+        for i in 0..3 {
+            b.append(
+                1_700_000_000_000,
+                None,
+                Some(format!("{base} {i}").as_bytes()),
+                &[],
+            )
+            .unwrap();
+        }
+        log.append_as_follower(&b.build().unwrap()).unwrap();
+    }
+    log.close().unwrap();
+    dir
+}
+
+fn epoch_problems(sim: &SimStorage, dir: &Path, checkpoint: &str) -> Vec<String> {
+    sim.corrupt(
+        &dir.join("leader-epoch-checkpoint"),
+        checkpoint.as_bytes().to_vec(),
+    )
+    .unwrap();
+    verify_partition(sim, dir)
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.file.ends_with("leader-epoch-checkpoint"))
+        .map(|p| p.what)
+        .collect()
+}
+
+/// `verify` said ok to a checkpoint the batches contradict (epoch 0 starting at 12 where every batch from
+/// 0 is in epoch 0, as a recovery that rebuilt a later segment first wrote it): each disagreement is
+/// named; a gap between runs (compaction) and a log start inside a run are not disagreements.
+#[test]
+fn a_leader_epoch_checkpoint_the_batches_contradict_is_reported() {
+    let sim = SimStorage::new(3);
+    let root = Path::new("/sim/verify-epochs");
+    let dir = epoch_log(
+        &sim,
+        root,
+        &[(0, 0), (3, 0), (6, 0), (9, 0), (12, 0), (15, 0)],
+    );
+    assert_eq!(
+        epoch_problems(&sim, &dir, "0\n1\n0 0\n"),
+        Vec::<String>::new()
+    );
+    let late = epoch_problems(&sim, &dir, "0\n1\n0 12\n");
+    assert_eq!(late.len(), 1, "{late:?}");
+    assert!(
+        late[0].contains("offsets 0..=17 are in epoch 0") && late[0].contains("no epoch"),
+        "{late:?}"
+    );
+    let later_epoch = epoch_problems(&sim, &dir, "0\n2\n0 0\n3 6\n");
+    assert!(
+        later_epoch
+            .iter()
+            .any(|p| p.contains("epoch 3 starts at 6")),
+        "{later_epoch:?}"
+    );
+    // The log start at 6 (retention, DeleteRecords): the checkpoint starts there.
+    let log_start = root.join("log-start-offset-checkpoint");
+    sim.create(&log_start).unwrap();
+    sim.corrupt(&log_start, b"0\n1\ne 0 6\n".to_vec()).unwrap();
+    assert_eq!(
+        epoch_problems(&sim, &dir, "0\n1\n0 6\n"),
+        Vec::<String>::new()
+    );
+
+    let sim = SimStorage::new(4);
+    let root = Path::new("/sim/verify-epochs-compacted");
+    // Epoch 1 began at 10, whose batches compaction removed: its first batch left is at 21.
+    let dir = epoch_log(&sim, root, &[(0, 0), (3, 0), (21, 1), (24, 1)]);
+    assert_eq!(
+        epoch_problems(&sim, &dir, "0\n2\n0 0\n1 10\n"),
+        Vec::<String>::new()
+    );
+    let wrong = epoch_problems(&sim, &dir, "0\n2\n0 0\n1 24\n");
+    assert_eq!(wrong.len(), 1, "{wrong:?}");
 }

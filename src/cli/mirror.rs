@@ -108,6 +108,11 @@ pub enum MirrorCommand {
         /// The source: a klog cluster's root directory, or `kafka://host:port[,host:port...]`.
         #[arg(long)]
         source: String,
+        /// How a failover ends the source's open transactions: `truncate` (read_committed, cut to the
+        /// LSO: the seed design) or `abort` (read_uncommitted, an ABORT marker each: every source
+        /// offset kept). See docs/mirroring.md.
+        #[arg(long, default_value = "truncate", value_parser = ["truncate", "abort"])]
+        stop_mode: String,
     },
     /// Start mirroring topics (creating them with the source's id and partition count).
     Add(TopicsArgs),
@@ -365,14 +370,22 @@ fn request_error(e: klog::mirror::Error, json: bool) -> anyhow::Result<ExitCode>
 
 pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        MirrorCommand::Create { root, name, source } => {
+        MirrorCommand::Create {
+            root,
+            name,
+            source,
+            stop_mode,
+        } => {
             let source = &stored_source(source)?;
-            with_cluster(root, |c| match c.create_mirror(name, source) {
-                Ok(()) => {
-                    say!("created mirror {name} from {source}");
-                    Ok(ExitCode::SUCCESS)
+            let mode = klog::mirror::StopMode::parse(stop_mode)?;
+            with_cluster(root, |c| {
+                match c.create_mirror_with_stop_mode(name, source, mode) {
+                    Ok(()) => {
+                        say!("created mirror {name} from {source} (stop mode {mode})");
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    Err(e) => request_error(e, false),
                 }
-                Err(e) => request_error(e, false),
             })
         }
         MirrorCommand::Add(a) => topics_request(a, |c| c.add_topics(&a.name, &a.topics)),
@@ -527,6 +540,16 @@ pub fn print_describe(
             opt(r.last_mirrored_epoch.map(i64::from)),
             failure_note(r, now_ms)
         );
+    }
+    let mut modes: Vec<(&str, klog::mirror::StopMode)> = rows
+        .iter()
+        .filter_map(|r| Some((r.mirror.as_deref()?, r.stop_mode?)))
+        .collect();
+    modes.dedup();
+    modes.sort();
+    modes.dedup();
+    for (mirror, mode) in modes {
+        say!("mirror {mirror}: stop mode {mode}");
     }
     Ok(())
 }

@@ -88,6 +88,7 @@ fn report_json(
         "rebuilt_indexes": r.rebuilt_indexes,
         "swaps_completed": r.swaps_completed,
         "snapshot_loaded": r.snapshot_loaded,
+        "snapshots_deleted": r.snapshots_deleted,
         "batches_replayed": r.batches_replayed,
         "mirror_pid_resets": r.mirror_pid_resets,
         "producers": r.producers,
@@ -240,7 +241,7 @@ fn print_report(root: &Path, r: &RecoveryReport, config: &TopicConfig) {
         .unwrap_or_default();
     outln!(
         "{}: {} shutdown; offsets {}..{} (recovery point {}); {} segments scanned, {} bytes validated; {cut}; \
-         {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; {} producers; {} snapshots written; {} ms{configs}",
+         {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; snapshots deleted {:?}; {} producers; {} snapshots written; {} ms{configs}",
         root.join(&r.partition).display(),
         if r.clean_shutdown { "clean" } else { "unclean" },
         r.log_start_offset,
@@ -251,6 +252,7 @@ fn print_report(root: &Path, r: &RecoveryReport, config: &TopicConfig) {
         r.batches_replayed,
         r.mirror_pid_resets,
         r.snapshot_loaded,
+        r.snapshots_deleted,
         r.producers,
         r.snapshots_written,
         r.duration_ms

@@ -11,6 +11,7 @@ use klog_log::partition_log::PartitionLog;
 
 use super::{Manager, PartitionRuntime, TickReport, Work};
 use crate::error::Error;
+use crate::metadata::StopMode;
 use crate::node::{lock, Node};
 use crate::source::{FetchRequest, FetchResponse, Isolation, MirrorSource, SourceError};
 use crate::state::MirrorState;
@@ -83,6 +84,16 @@ pub(super) fn prepare(node: &Node, source: &dyn MirrorSource, w: &Work) -> Resul
     Ok(false)
 }
 
+/// The isolation a mirror fetches with, by its stop mode: a `truncate` mirror reads up to the source's
+/// LSO (the seed design), an `abort` mirror up to its high watermark, open transactions included (the
+/// reference forks: its stop aborts them instead of cutting them off).
+pub(super) fn fetch_isolation(node: &Node, mirror: &str) -> Isolation {
+    match lock(&node.meta).mirrors.get(mirror).map(|m| m.stop_mode) {
+        Some(StopMode::Abort) => Isolation::ReadUncommitted,
+        Some(StopMode::Truncate) | None => Isolation::ReadCommitted,
+    }
+}
+
 /// The fetch request of a MIRRORING partition (from its log end, at the source leader epoch we believe
 /// in), with its log. `max_bytes` is the partition's limit (`fetch_max_bytes`, never above the round's cap).
 pub(super) fn request(
@@ -90,6 +101,7 @@ pub(super) fn request(
     w: &Work,
     source_epoch: i32,
     max_bytes: usize,
+    isolation: Isolation,
 ) -> Result<(Arc<PartitionLog>, FetchRequest), Error> {
     let log = partition_log(node, w)?;
     let request = FetchRequest {
@@ -100,7 +112,7 @@ pub(super) fn request(
         last_fetched_epoch: log.latest_epoch(),
         current_leader_epoch: source_epoch,
         max_bytes,
-        isolation: Isolation::ReadCommitted,
+        isolation,
     };
     Ok((log, request))
 }
@@ -249,8 +261,9 @@ impl Manager {
         let partition_max = self.settings.fetch_max_bytes.clamp(1, cap);
         let mut asked: Vec<Asked> = Vec::with_capacity(partitions.len());
         let mut requests = Vec::with_capacity(partitions.len());
+        let isolation = fetch_isolation(&self.node, mirror);
         for (w, rt) in partitions {
-            match request(&self.node, &w, rt.source_epoch, partition_max) {
+            match request(&self.node, &w, rt.source_epoch, partition_max, isolation) {
                 Ok((log, r)) => {
                     asked.push(Some((w, rt.source_epoch, log)));
                     requests.push(r);

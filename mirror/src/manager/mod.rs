@@ -622,7 +622,7 @@ impl Manager {
         if let Some(log) = self.node.log(&w.topic, w.partition) {
             log.set_write_mode(match to {
                 MirrorState::Stopped => WriteMode::Writable,
-                MirrorState::Stopping => WriteMode::BarrierOnly,
+                MirrorState::Stopping => self.node.stopping_write_mode(&w.key.mirror),
                 _ => WriteMode::ReadOnly,
             });
         }

@@ -1,7 +1,9 @@
 //! STOPPING (KIP-1279 §1.4, in the corrected order): the failover of mirror partitions. The LME is
-//! recorded, the leader epoch bumped above it, the log truncated to its LSO, and a MIRROR_PID_RESET
-//! barrier appended and flushed. Every step is idempotent by what this stop recorded, so re-running it
-//! after a crash or a failure ends in the same state.
+//! recorded, the leader epoch bumped above it, the source's open transactions ended as the mirror's
+//! [`StopMode`] says (`truncate`: the log cut to its LSO, the seed design; `abort`: one ABORT marker per
+//! open transaction at the bumped epoch, the reference forks' `abortOngoingTransactions`), and a
+//! MIRROR_PID_RESET barrier appended and flushed. Every step is idempotent by what this stop recorded,
+//! so re-running it after a crash or a failure ends in the same state.
 //!
 //! A failover stops many partitions together, step by step across them, so each step's syncs are paid
 //! once, not once per partition: one flush of every log, one `__mirror_state` write of every LME, one
@@ -14,10 +16,12 @@ use std::sync::Arc;
 use klog_log::format::{AnyBatch, BatchBuilder, Batches, ControlRecordType};
 use klog_log::partition_log::{on_threads, PartitionLog};
 use klog_log::validator::AppendOrigin;
+use klog_psm::ProducerStateEntry;
 
 use super::fetcher::partition_log;
 use super::{MirrorSettings, Work};
 use crate::error::Error;
+use crate::metadata::StopMode;
 use crate::node::{lock, Node};
 use crate::records::MirrorRecord;
 use crate::state::MirrorState;
@@ -80,8 +84,9 @@ pub(super) fn stop_many(
     settle(&mut stops, &mut out, each, |_, done| done.then_some(false));
     // 3. Bump the leader epochs above the LMEs, to draw the line for a future failback.
     bump_epochs(node, &mut stops, &mut out);
-    // 4, 5. Truncate to the local LSO (no transaction stays open across the barrier), then the barrier
-    //    through the leader path (STOPPING admits exactly this append).
+    // 4, 5. End the open transactions (truncate mode: cut to the local LSO; abort mode: an ABORT
+    //    marker each), so none stays open across the barrier, then the barrier through the leader path
+    //    (STOPPING admits exactly these appends).
     cut_and_barrier_all(node, &mut stops, &mut out);
     // 6. The barriers made durable, every log in one flush.
     if settings.fsync {
@@ -101,19 +106,21 @@ fn cut_and_barrier_all(
     stops: &mut Vec<Stop<'_>>,
     out: &mut [Option<Result<bool, Error>>],
 ) {
-    let source_ids: Vec<Option<String>> = {
+    let mirrors: Vec<(Option<String>, StopMode)> = {
         let meta = lock(&node.meta);
         stops
             .iter()
             .map(|s| {
-                meta.mirrors
-                    .get(&s.w.key.mirror)
-                    .and_then(|m| m.source_cluster_id.clone())
+                meta.mirrors.get(&s.w.key.mirror).map_or_else(
+                    || (None, StopMode::default()),
+                    |m| (m.source_cluster_id.clone(), m.stop_mode),
+                )
             })
             .collect()
     };
     let each = on_threads(stops, |i, s| {
-        cut_and_barrier(node, s, source_ids[i].as_deref())
+        let (source_id, mode) = &mirrors[i];
+        cut_and_barrier(node, s, source_id.as_deref(), *mode)
     });
     settle(stops, out, each, |s, truncated| {
         s.truncated = truncated;
@@ -226,20 +233,31 @@ fn shared(w: &Work, step: &str, e: &Error) -> Error {
     )
 }
 
-/// Steps 4 and 5 of one stop: the cut to the LSO, then the barrier (not yet flushed). Returns whether
-/// the cut removed anything.
+/// Steps 4 and 5 of one stop: the open transactions ended (`truncate`: the cut to the LSO; `abort`: an
+/// ABORT marker each), then the barrier (not yet flushed). Returns whether the cut removed anything.
 fn cut_and_barrier(
     node: &Node,
     s: &Stop<'_>,
     source_cluster_id: Option<&str>,
+    mode: StopMode,
 ) -> Result<bool, Error> {
     let log = &s.log;
-    let lso = log.last_stable_offset();
-    let truncated = lso < log.log_end_offset();
-    if truncated {
-        log.truncate_to(lso)?;
+    let mut truncated = false;
+    match mode {
+        StopMode::Truncate => {
+            let lso = log.last_stable_offset();
+            truncated = lso < log.log_end_offset();
+            if truncated {
+                log.truncate_to(lso)?;
+            }
+            tracing::info!(key = ?s.w.key, lme = s.lme, epoch = s.epoch, lso, "failover: epoch bumped, log cut to the LSO");
+        }
+        StopMode::Abort => {
+            let aborted = abort_open_transactions(node, s)?;
+            log.update_high_watermark(log.log_end_offset());
+            tracing::info!(key = ?s.w.key, lme = s.lme, epoch = s.epoch, aborted, "failover: epoch bumped, open transactions aborted");
+        }
     }
-    tracing::info!(key = ?s.w.key, lme = s.lme, epoch = s.epoch, lso, "failover: epoch bumped, log cut to the LSO");
     // The value no longer names the source (the newest reference layout, docs/compatibility.md); an
     // unknown source still skips the barrier, as the reference does.
     if source_cluster_id.is_some() {
@@ -249,6 +267,38 @@ fn cut_and_barrier(
         tracing::info!(key = ?s.w.key, epoch = s.epoch, "failover: MIRROR_PID_RESET barrier written");
     }
     Ok(truncated)
+}
+
+/// Abort mode's step 4: one ABORT marker per producer with an open transaction, in the order the
+/// transactions began, each through the leader path at the bumped epoch as the transaction
+/// coordinator writes it (`UnifiedLog.buildEndTransactionRecords`): the producer's current epoch, the
+/// coordinator epoch of its last marker (0 if none). Returns how many were written.
+///
+/// Idempotent by the log's producer state, which only this stop can change now: STOPPING admits no
+/// append but its markers and its barrier, a marker closes exactly its producer's transaction, and
+/// after a crash recovery rebuilds the producer state from the `.log`, so a marker that survived has
+/// closed its transaction and one that was lost left it open. A re-run therefore writes exactly the
+/// markers still missing, and the barrier (after which nothing is open) ends the step for good.
+fn abort_open_transactions(node: &Node, s: &Stop<'_>) -> Result<usize, Error> {
+    let log = &s.log;
+    let mut open: Vec<ProducerStateEntry> = log
+        .producers()
+        .into_iter()
+        .filter(|p| p.current_txn_first_offset().is_some())
+        .collect();
+    open.sort_by_key(|p| (p.current_txn_first_offset(), p.producer_id()));
+    for p in &open {
+        let mut marker = BatchBuilder::end_txn_marker(
+            ControlRecordType::Abort,
+            p.producer_id(),
+            p.producer_epoch(),
+            p.coordinator_epoch().max(0),
+            node.clock.now_ms(),
+        )?
+        .build()?;
+        log.append_as_leader_with_origin(&mut marker, s.epoch, AppendOrigin::Coordinator)?;
+    }
+    Ok(open.len())
 }
 
 /// The LME the stop in progress on `w` recorded, as `__mirror_state` holds it now (STOPPING, or FAILED

@@ -69,6 +69,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *                                                 producer id: what a leader accepts without its
  *                                                 followers); a flush and a pause every 10 records when
  *                                                 PAUSE_MS is given; one line per record written
+ *   open-transactions BOOTSTRAP TOPIC COUNT PRODUCERS
+ *                                                 PRODUCERS transactional producers (transactional.id
+ *                                                 klog-open-N) each commit COUNT records to partition 0,
+ *                                                 then send COUNT more in a transaction they leave open
+ *                                                 (closed without committing; transaction.timeout.ms 15
+ *                                                 min, so the broker does not abort it soon); one line per
+ *                                                 record, {"offset","producer","committed"}
  *   describe-topic BOOTSTRAP TOPIC                one line per partition: leader, replicas, isr
  *   elect-leaders BOOTSTRAP TOPIC PARTITION TYPE  Admin.electLeaders (TYPE unclean or preferred);
  *                                                 prints {"partition","error"} (error null or its name)
@@ -102,6 +109,8 @@ public final class Workload {
             case "create-topic-assigned" -> createTopicAssigned(args[1], args[2], args);
             case "send" -> send(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), args[5],
                     args.length > 6 ? Long.parseLong(args[6]) : 0);
+            case "open-transactions" -> openTransactions(args[1], args[2], Integer.parseInt(args[3]),
+                    Integer.parseInt(args[4]));
             case "describe-topic" -> describeTopic(args[1], args[2]);
             case "elect-leaders" -> electLeaders(args[1], args[2], Integer.parseInt(args[3]), args[4]);
             case "fixture-batches" -> FixtureBatches.run(args[1], args[2]);
@@ -111,7 +120,7 @@ public final class Workload {
 
     private static void usage() {
         System.err.println("usage: Workload create-topic|create-topic-assigned|produce|send|consume|delete-records|"
-                + "describe-topic|elect-leaders|commit-offsets|fixture-batches BOOTSTRAP TOPIC [...]");
+                + "describe-topic|elect-leaders|commit-offsets|open-transactions|fixture-batches BOOTSTRAP TOPIC [...]");
         System.exit(2);
     }
 
@@ -402,6 +411,44 @@ public final class Workload {
             }
             System.out.println("{\"end_offset\":" + end + ",\"position\":" + consumer.position(tp) + "}");
         }
+    }
+
+    /**
+     * Transactions left open at the source: each producer commits COUNT records, then sends COUNT more in a
+     * transaction it never ends. The producer is closed at once, so neither a commit nor an abort is sent;
+     * the broker keeps the transaction open until transaction.timeout.ms.
+     */
+    private static void openTransactions(String bootstrap, String topic, int count, int producers) throws Exception {
+        List<String> lines = new ArrayList<>();
+        for (int n = 0; n < producers; n++) {
+            Properties p = new Properties();
+            p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "klog-open-" + n);
+            p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "900000");
+            p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+            KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p);
+            producer.initTransactions();
+            for (boolean commit : new boolean[] {true, false}) {
+                producer.beginTransaction();
+                List<Future<RecordMetadata>> sent = new ArrayList<>();
+                for (int i = 0; i < count; i++) {
+                    byte[] key = ("open-" + n + "-" + i).getBytes(StandardCharsets.UTF_8);
+                    byte[] value = ("value-" + n + "-" + i + (commit ? "-committed" : "-open")).getBytes(StandardCharsets.UTF_8);
+                    sent.add(producer.send(new ProducerRecord<>(topic, 0, key, value)));
+                }
+                producer.flush();
+                if (commit) {
+                    producer.commitTransaction();
+                }
+                for (Future<RecordMetadata> f : sent) {
+                    lines.add("{\"offset\":" + f.get().offset() + ",\"producer\":" + n + ",\"committed\":" + commit + "}");
+                }
+            }
+            producer.close(Duration.ZERO);
+        }
+        lines.forEach(System.out::println);
     }
 
     /** A group member that resumes where its group committed, reads COUNT records and commits after them. */
