@@ -9,9 +9,15 @@
 //!   its old epoch and told the new one.
 //! - A real diverging epoch: a topic with `unclean.leader.election.enable`, its follower stopped,
 //!   `acks=1` records accepted by the leader alone (klog mirrors them), the leader killed, the stale
-//!   replica elected uncleanly, more records written. klog truncates where Kafka's own follower (the
-//!   old leader, restarted) truncates, and ends byte for byte equal to the new leader's `.log`.
-//! - Then failover (`remove`): LME, epoch bump, barrier and producers, as `kafka_mirror.rs` checks them.
+//!   replica elected uncleanly, more records written. A klog mirror with
+//!   `mirror.support.unclean.leader.election=true` goes through ULE_RECOVERY: it truncates where Kafka's
+//!   own follower (the old leader, restarted) truncates, and ends byte for byte equal to the new
+//!   leader's `.log`; a second klog cluster mirroring the same partition without the option fails it,
+//!   not retried, and cuts nothing.
+//! - Through every election klog's leader epoch stays above the source's (the reference's epoch rule):
+//!   no mirrored batch above it, and the barrier of the failover above every epoch the source used.
+//! - Then failover (`remove`): LME, barrier at klog's epoch and producers, as `kafka_mirror.rs` checks
+//!   them.
 //!
 //! One cluster for the file, one test, phases in order on different topics (each JVM start costs
 //! seconds). Skips with one line without Java, unless `KLOG_REQUIRE_KAFKA=1` (CI), where it fails.
@@ -28,6 +34,8 @@ use common::kafka::{kafka_available, workload, KraftCluster};
 use common::scratch_dir;
 use klog::log::format::{AnyBatch, Batches, ControlRecordType};
 use klog::log::partition_log::PartitionLog;
+use klog::mirror::manager::LEADER_EPOCH_BUMP_THRESHOLD;
+use klog::mirror::metadata::MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION;
 use klog::mirror::{MirrorSettings, MirrorState, TickReport};
 use support::kafka::KafkaMirror as Mirror;
 use support::{all_ok, batch, batches, kafka_batches, kafka_end, state_of, topics};
@@ -173,6 +181,7 @@ impl MirrorExt for Mirror {
             let r = self.tick();
             all.batches_appended += r.batches_appended;
             all.truncations += r.truncations;
+            all.epoch_bumps += r.epoch_bumps;
             all.errors.extend(r.errors);
             all.transitions.extend(r.transitions);
             let behind: Vec<_> = targets
@@ -199,6 +208,24 @@ impl MirrorExt for Mirror {
                 all.errors
             );
         }
+    }
+}
+
+/// klog's leader epoch of `topic`-`p` is above the epoch of every batch in the source's `partition_dir`
+/// (by at least the threshold, as the epoch rule keeps it), and no batch of klog's is above it.
+fn assert_epoch_above_source(m: &Mirror, topic: &str, p: i32, partition_dir: &Path, what: &str) {
+    let local = m.cluster.leader_epoch(topic, p).unwrap();
+    let source = kafka_epochs(partition_dir).last().unwrap().0;
+    assert!(
+        local >= source + LEADER_EPOCH_BUMP_THRESHOLD,
+        "{what}: klog's epoch {local}, the source's {source}"
+    );
+    for b in batches(&m.log(topic, p)) {
+        assert!(
+            b.epoch <= local,
+            "{what}: a batch at epoch {} > {local}",
+            b.epoch
+        );
     }
 }
 
@@ -261,9 +288,20 @@ fn three_brokers_leaders_move_and_an_unclean_election_diverges() {
         s.spawn(|| send(&bootstrap, DIVERGE, 0, 80, "all"));
     });
     let m = mirror(&root.join("klog"));
+    let option = [(
+        MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION.to_owned(),
+        "true".to_owned(),
+    )];
     m.cluster
+        .create_mirror_with_configs("m", &format!("kafka://{bootstrap}"), &option)
+        .unwrap();
+    // A second klog cluster mirrors diverge without the option (the default).
+    let strict = mirror(&root.join("klog-strict"));
+    strict
+        .cluster
         .create_mirror("m", &format!("kafka://{bootstrap}"))
         .unwrap();
+    all_ok(strict.cluster.add_topics("m", &topics(&[DIVERGE])).unwrap());
     all_ok(
         m.cluster
             .add_topics("m", &topics(&[SPREAD, DIVERGE]))
@@ -278,7 +316,11 @@ fn three_brokers_leaders_move_and_an_unclean_election_diverges() {
         .chain([(DIVERGE, 0, kafka_end(&dir(OLD_LEADER, DIVERGE, 0)))])
         .collect();
     assert!(targets.iter().all(|t| t.2 >= 150 || t.0 == DIVERGE));
-    m.converge(&targets);
+    let first = m.converge(&targets);
+    assert!(
+        first.epoch_bumps > 0,
+        "klog's epochs went above the source's"
+    );
     for p in 0..3 {
         assert_same_log(
             &m.log(SPREAD, p),
@@ -323,6 +365,13 @@ fn three_brokers_leaders_move_and_an_unclean_election_diverges() {
         epoch_after > epoch_before,
         "{epoch_before} -> {epoch_after}"
     );
+    assert_epoch_above_source(
+        &m,
+        SPREAD,
+        0,
+        &dir(2, SPREAD, 0),
+        "spread-0 after a new leader",
+    );
     eprintln!(
         "phase 2: {} failed fetches while node 1 was dead or not yet replaced",
         errors.len()
@@ -362,6 +411,13 @@ fn three_brokers_leaders_move_and_an_unclean_election_diverges() {
         &dir(1, SPREAD, 0),
         "spread-0 moved back to node 1",
     );
+    assert_epoch_above_source(
+        &m,
+        SPREAD,
+        0,
+        &dir(1, SPREAD, 0),
+        "spread-0 after two elections",
+    );
     wait_for(&bootstrap, SPREAD, 1, |p| p.isr.len() == 2);
     kafka.stop(STALE_REPLICA);
     let isr = wait_for(&bootstrap, DIVERGE, 0, |p| p.isr == [OLD_LEADER]);
@@ -391,10 +447,16 @@ fn three_brokers_leaders_move_and_an_unclean_election_diverges() {
     // spread is paused while its partitions lose their leaders below (no fetch, no failures).
     all_ok(m.cluster.pause_topics("m", &topics(&[SPREAD])).unwrap());
     m.converge(&[(DIVERGE, 0, diverged_end)]);
+    strict.converge(&[(DIVERGE, 0, diverged_end)]);
     assert_same_log(
         &m.log(DIVERGE, 0),
         &dir(OLD_LEADER, DIVERGE, 0),
         "diverge before",
+    );
+    assert_same_log(
+        &strict.log(DIVERGE, 0),
+        &dir(OLD_LEADER, DIVERGE, 0),
+        "diverge before, without the option",
     );
     let old_epoch = m.log(DIVERGE, 0).latest_epoch().unwrap();
 
@@ -421,17 +483,50 @@ fn three_brokers_leaders_move_and_an_unclean_election_diverges() {
     assert_eq!(new_epochs.last().unwrap().1, kept, "{new_epochs:?}");
 
     // klog's next fetch (at its last epoch, from its end) meets the new leader: fenced, then told
-    // its log diverges; it truncates once, to where the new leader's history forks.
+    // its log diverges: the source truncated what it had served. Without the option: FAILED, not
+    // retried, naming the partition, the offsets and the epochs, and nothing cut.
+    // (A FAILED that is retried is the dead leader's: the fetcher goes on until the new one answers.)
+    let deadline = Instant::now() + CONVERGE;
+    while strict.cluster.describe()[0].retry_attempt != Some(-1) {
+        let r = strict.tick();
+        assert_eq!(r.truncations, 0, "{r:?}");
+        assert!(Instant::now() < deadline, "never FAILED for good: {r:?}");
+    }
+    let d = &strict.cluster.describe()[0];
+    assert_eq!(d.state, Some(MirrorState::Failed));
+    assert_eq!(
+        (d.retry_attempt, d.failed_state),
+        (Some(-1), Some(MirrorState::Mirroring))
+    );
+    let error = d.error.clone().unwrap();
+    for needle in [
+        "diverge-0",
+        "unclean leader election",
+        &format!("ends at offset {kept}"),
+        &format!("log end offset {diverged_end}"),
+        MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION,
+    ] {
+        assert!(error.contains(needle), "{needle:?} not in {error:?}");
+    }
+    assert_eq!(strict.log(DIVERGE, 0).log_end_offset(), diverged_end);
+    strict.cluster.close().unwrap();
+    // With the option: ULE_RECOVERY truncates once, to where the new leader's history forks.
     let deadline = Instant::now() + CONVERGE;
     let mut errors = Vec::new();
+    let mut seen = Vec::new();
     loop {
         let r = m.tick();
         errors.extend(r.errors);
+        seen.extend(r.transitions.iter().map(|t| (t.2, t.3)));
         if r.truncations > 0 {
             break;
         }
         assert!(Instant::now() < deadline, "no truncation: {errors:?}");
     }
+    assert!(
+        seen.contains(&(MirrorState::Mirroring, MirrorState::UleRecovery)),
+        "{seen:?}"
+    );
     eprintln!("phase 4: failed fetches before the truncation: {errors:?}");
     assert_eq!(
         m.log(DIVERGE, 0).log_end_offset(),
@@ -441,6 +536,7 @@ fn three_brokers_leaders_move_and_an_unclean_election_diverges() {
     let new_end = kafka_end(&stale);
     m.converge(&[(DIVERGE, 0, new_end)]);
     assert_same_log(&m.log(DIVERGE, 0), &stale, "diverge at the new leader");
+    assert_epoch_above_source(&m, DIVERGE, 0, &stale, "diverge after the unclean election");
     assert!(
         m.fenced()
             .iter()
@@ -519,7 +615,8 @@ fn assert_no_failed(report: &TickReport, what: &str) {
 }
 
 /// `remove` of both topics: STOPPING -> STOPPED for every partition, each with the LME of the
-/// source's last batch, the epoch above it, the barrier at the end carrying the source's cluster id,
+/// source's last batch, klog's epoch above every epoch the source used, the barrier at the end at that
+/// epoch carrying the source's cluster id,
 /// and producers cleared (a producer id the source used starts again at sequence 0).
 fn failover(m: &Mirror, kafka: &KraftCluster, bootstrap: &str) {
     all_ok(
@@ -546,7 +643,12 @@ fn failover(m: &Mirror, kafka: &KraftCluster, bootstrap: &str) {
         assert_eq!(d.state, Some(MirrorState::Stopped), "{what}");
         let last = theirs.last().unwrap();
         assert_eq!(d.last_mirrored_epoch, Some(last.epoch), "{what}");
-        assert_eq!(d.leader_epoch, last.epoch + 1, "{what}");
+        let source_epoch = theirs.iter().map(|b| b.epoch).max().unwrap();
+        assert!(
+            d.leader_epoch >= source_epoch + LEADER_EPOCH_BUMP_THRESHOLD,
+            "{what}: klog's epoch {} against the source's {source_epoch}",
+            d.leader_epoch
+        );
         assert_eq!(d.producers, 0, "{what}");
         let local = m.log(topic, p);
         let ours = batches(&local);
@@ -557,6 +659,10 @@ fn failover(m: &Mirror, kafka: &KraftCluster, bootstrap: &str) {
             "{what}: Kafka's bytes up to the barrier"
         );
         assert_eq!(barrier.base_offset, last.last_offset + 1, "{what}");
+        assert_eq!(
+            barrier.epoch, d.leader_epoch,
+            "{what}: the barrier at klog's epoch"
+        );
         assert_eq!(
             support::control_type(barrier),
             Some(ControlRecordType::MirrorPidReset)

@@ -1,5 +1,5 @@
 //! The metadata sync's topic configs and ACL bindings (KIP-1279 §3.5) between local clusters: the
-//! source's data-defining configs reach the mirror topic and its open logs, local overrides win, the
+//! source's configs (but the excluded ones) reach the mirror topic and its open logs, local overrides win, the
 //! source's ACL bindings for mirrored topics and groups are kept per mirror, and nothing moves while a
 //! topic is paused or after it stopped.
 
@@ -59,8 +59,9 @@ fn source_configs_reach_the_mirror_topic_and_its_logs_and_overrides_win() {
         ("retention.ms", "3600000"),
         ("segment.bytes", "2048"),
         ("cleanup.policy", "compact"),
-        // Not data-defining, or on the KIP's exclude list: never synced.
+        // Synced as every source config is (the reference's rule), applied where klog applies it.
         ("flush.ms", "1000"),
+        // On the reference's default topic.properties.exclude: not synced.
         ("message.timestamp.type", "LogAppendTime"),
     ]
     .iter()
@@ -81,6 +82,7 @@ fn source_configs_reach_the_mirror_topic_and_its_logs_and_overrides_win() {
         synced.source_configs,
         map(&[
             ("cleanup.policy", "compact"),
+            ("flush.ms", "1000"),
             ("retention.ms", "3600000"),
             ("segment.bytes", "2048")
         ])
@@ -92,8 +94,12 @@ fn source_configs_reach_the_mirror_topic_and_its_logs_and_overrides_win() {
     );
     let log = b.log("t", 0).unwrap();
     assert_eq!(
-        (log.config().segment_bytes, log.config().retention_ms),
-        (2048, 3_600_000)
+        (
+            log.config().segment_bytes,
+            log.config().retention_ms,
+            log.config().flush_ms
+        ),
+        (2048, 3_600_000, 1000)
     );
     // Applied before the first fetch: the mirror rolls where the source rolled.
     assert!(segment_bases(&a, "t").len() > 2);
@@ -116,7 +122,11 @@ fn source_configs_reach_the_mirror_topic_and_its_logs_and_overrides_win() {
     let t = b.topic("t").unwrap();
     assert_eq!(
         t.source_configs,
-        map(&[("retention.ms", "7200000"), ("segment.bytes", "4096")])
+        map(&[
+            ("flush.ms", "1000"),
+            ("retention.ms", "7200000"),
+            ("segment.bytes", "4096")
+        ])
     );
     assert_eq!(
         t.configs.get("retention.ms").map(String::as_str),
@@ -143,6 +153,7 @@ fn source_configs_reach_the_mirror_topic_and_its_logs_and_overrides_win() {
     assert_eq!(
         entries,
         vec![
+            ("flush.ms".into(), "1000".into(), "mirror", None),
             (
                 "retention.ms".into(),
                 "1000".into(),

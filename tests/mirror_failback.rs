@@ -2,6 +2,8 @@
 //! A has one leader election (epoch 1), mirrors back from B and is stopped. A's stop must record its own
 //! last mirrored epoch, bump its epoch above it and write its own barrier, even though its log already
 //! ends with B's barrier at A's current epoch; and every step must stay idempotent across a power-off.
+//! (Since the epoch rule keeps a mirror's epoch 7 to 10 above its source's, B's epochs are 10 and A's
+//! 20 after mirroring back: A's stop still records B's barrier epoch as its LME and writes its own.)
 
 #[path = "mirror_support/mod.rs"]
 mod support;
@@ -24,8 +26,9 @@ fn source_a(env: &Env, storage: Arc<dyn Storage>) -> Arc<Cluster> {
     a
 }
 
-/// B mirrors A and fails over (LME 0, epoch 1, barrier at offset 3); A has one leader election and
-/// mirrors back from B until its log is B's (ending in B's barrier at epoch 1). Returns (A, B).
+/// B mirrors A and fails over (LME 0, epoch 10, barrier at offset 3); A has one leader election and
+/// mirrors back from B until its log is B's (ending in B's barrier at epoch 10; A's epoch fenced to
+/// 20). Returns (A, B).
 fn failed_back(env: &Env, a: Arc<Cluster>) -> (Arc<Cluster>, Arc<Cluster>) {
     let b = env.cluster("b");
     link(&b, "m", &a);
@@ -36,7 +39,7 @@ fn failed_back(env: &Env, a: Arc<Cluster>) -> (Arc<Cluster>, Arc<Cluster>) {
     assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Stopped));
     assert_eq!(
         (lme_of(&b, "t"), b.leader_epoch("t", 0)),
-        (Some(0), Some(1))
+        (Some(0), Some(10))
     );
     assert_eq!(a.bump_leader_epoch("t", 0, 0).unwrap(), 1);
     link(&a, "back", &b);
@@ -47,16 +50,17 @@ fn failed_back(env: &Env, a: Arc<Cluster>) -> (Arc<Cluster>, Arc<Cluster>) {
     assert_eq!(batches(&log(&a, "t")), batches(&log(&b, "t")));
     let last = batches(&log(&a, "t")).pop().unwrap();
     assert_eq!(control_type(&last), Some(ControlRecordType::MirrorPidReset));
-    assert_eq!((last.base_offset, last.epoch), (3, 1), "B's barrier");
+    assert_eq!((last.base_offset, last.epoch), (3, 10), "B's barrier");
+    assert_eq!(a.leader_epoch("t", 0), Some(20), "A's epoch above B's");
     (a, b)
 }
 
-/// What A's completed stop must have left: LME 1 (B's barrier epoch), epoch 2, exactly one barrier of
-/// its own at offset 4 and epoch 2 carrying B's cluster id, after B's log unchanged.
+/// What A's completed stop must have left: LME 10 (B's barrier epoch), epoch 20, exactly one barrier
+/// of its own at offset 4 and epoch 20 carrying B's cluster id, after B's log unchanged.
 fn assert_a_stopped(a: &Cluster, b: &Cluster, what: &str) {
     assert_eq!(state_of(a, "t", 0), Some(MirrorState::Stopped), "{what}");
-    assert_eq!(lme_of(a, "t"), Some(1), "{what}: A's last mirrored epoch");
-    assert_eq!(a.leader_epoch("t", 0), Some(2), "{what}: A's epoch bump");
+    assert_eq!(lme_of(a, "t"), Some(10), "{what}: A's last mirrored epoch");
+    assert_eq!(a.leader_epoch("t", 0), Some(20), "{what}: A's epoch");
     let all = batches(&log(a, "t"));
     let from_b = batches(&log(b, "t"));
     assert_eq!(all[..from_b.len()], from_b[..], "{what}");
@@ -67,7 +71,7 @@ fn assert_a_stopped(a: &Cluster, b: &Cluster, what: &str) {
         Some(ControlRecordType::MirrorPidReset),
         "{what}"
     );
-    assert_eq!((own[0].base_offset, own[0].epoch), (4, 2), "{what}");
+    assert_eq!((own[0].base_offset, own[0].epoch), (4, 20), "{what}");
     assert!(barrier_value_is_klogs(&own[0]), "{what}");
     assert!(log(a, "t").producers().is_empty(), "{what}");
 }
@@ -81,13 +85,13 @@ fn failback_stop_after_a_leader_election_does_every_step() {
     let r = a.run_until_idle(100);
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert_a_stopped(&a, &b, "stop");
-    // A's new writes are at its own epoch 2, never sharing B's epoch 1.
+    // A's new writes are at its own epoch 20, never sharing B's epoch 10.
     let info = a
         .produce("t", 0, &mut batch(PID, 0, 0, 1, false, "a-again"))
         .unwrap();
     assert_eq!(info.first_offset, 5);
-    assert_eq!(batches(&log(&a, "t")).last().unwrap().epoch, 2);
-    // B mirrors back from A: A's LME (1) keeps everything B has; nothing is truncated or copied again.
+    assert_eq!(batches(&log(&a, "t")).last().unwrap().epoch, 20);
+    // B mirrors back from A: A's LME (10) keeps everything B has; nothing is truncated or copied again.
     all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
     let r = b.run_until_idle(100);
     assert!(r.errors.is_empty(), "{:?}", r.errors);

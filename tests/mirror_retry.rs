@@ -116,7 +116,7 @@ fn a_failing_stop_waits_for_its_backoff_and_records_its_lme_once() {
         assert!(r.errors.is_empty(), "k={k}: {:?}", r.errors);
         assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Stopped), "k={k}");
         assert_eq!(lme_of(&b, "t"), Some(2), "k={k}");
-        assert_eq!(b.leader_epoch("t", 0), Some(3), "k={k}");
+        assert_eq!(b.leader_epoch("t", 0), Some(12), "k={k}");
         assert_eq!(
             lme_records(&b),
             1,
@@ -131,7 +131,7 @@ fn a_failing_stop_waits_for_its_backoff_and_records_its_lme_once() {
             control_type(&barriers[0]),
             Some(ControlRecordType::MirrorPidReset)
         );
-        assert_eq!(barriers[0].epoch, 3, "k={k}");
+        assert_eq!(barriers[0].epoch, 12, "k={k}");
         if finished {
             break;
         }
@@ -400,7 +400,7 @@ fn retry_resets_a_stop_that_is_no_longer_retried() {
         assert_eq!(state_of(&b, "t", 0), Some(MirrorState::Stopped), "k={k}");
         assert_eq!(
             (lme_of(&b, "t"), b.leader_epoch("t", 0)),
-            (Some(2), Some(3))
+            (Some(2), Some(12))
         );
         assert_eq!(lme_records(&b), 1, "k={k}");
         assert_eq!(

@@ -144,6 +144,70 @@ impl AclBinding {
     }
 }
 
+/// One rule of a mirror's `acls.include` (the reference's `MirrorUtils.AclRule`):
+/// `resourceType;resourceName;operation;permissionType;principal`, each field `*` for any value,
+/// trailing fields omitted as `*`. The resource name and the principal are regexes matched against
+/// the whole value; the other fields are Kafka's names (any case).
+#[derive(Debug, Clone)]
+pub struct AclRule {
+    resource_type: Option<&'static str>,
+    resource_name: Option<regex::Regex>,
+    operation: Option<&'static str>,
+    permission_type: Option<&'static str>,
+    principal: Option<regex::Regex>,
+}
+
+impl AclRule {
+    /// Parses a rule; a bad field is named.
+    pub fn parse(rule: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = rule.trim().split(';').map(str::trim).collect();
+        if parts.len() > 5 {
+            return Err(format!(
+                "{} fields (at most 5: resourceType;resourceName;operation;permissionType;principal)",
+                parts.len()
+            ));
+        }
+        let field = |i: usize| parts.get(i).copied().filter(|f| *f != "*");
+        let name = |table: &[(i8, &'static str)], what: &str, i: usize| {
+            field(i)
+                .map(|v| {
+                    by_name(table, v).ok_or_else(|| format!("{what} {v:?} is not a Kafka {what}"))
+                })
+                .transpose()
+        };
+        let regex = |what: &str, i: usize| {
+            field(i)
+                .map(|v| {
+                    regex::Regex::new(&format!("^(?:{v})$"))
+                        .map_err(|e| format!("{what} {v:?} is not a regex: {e}"))
+                })
+                .transpose()
+        };
+        Ok(AclRule {
+            resource_type: name(&RESOURCE_TYPES, "resource type", 0)?,
+            resource_name: regex("resource name", 1)?,
+            operation: name(&OPERATIONS, "operation", 2)?,
+            permission_type: name(&PERMISSION_TYPES, "permission type", 3)?,
+            principal: regex("principal", 4)?,
+        })
+    }
+
+    /// Whether `b` matches every field of the rule that is not a wildcard.
+    pub fn matches(&self, b: &AclBinding) -> bool {
+        self.resource_type.is_none_or(|t| t == b.resource_type)
+            && self
+                .resource_name
+                .as_ref()
+                .is_none_or(|r| r.is_match(&b.resource_name))
+            && self.operation.is_none_or(|o| o == b.operation)
+            && self.permission_type.is_none_or(|p| p == b.permission_type)
+            && self
+                .principal
+                .as_ref()
+                .is_none_or(|r| r.is_match(&b.principal))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,5 +251,35 @@ mod tests {
         assert!(lit.covers("TOPIC", "t") && !lit.covers("TOPIC", "u") && !lit.covers("GROUP", "t"));
         assert!(any.covers("TOPIC", "u"));
         assert!(pre.covers("TOPIC", "orders-eu") && !pre.covers("TOPIC", "order"));
+    }
+
+    #[test]
+    fn include_rules_match_as_the_reference_does() {
+        let b = |kind: &str, name: &str, op: &str, perm: &str, who: &str| {
+            AclBinding::parse(kind, name, "literal", who, "*", op, perm).unwrap()
+        };
+        let orders = b("topic", "orders-eu", "read", "allow", "User:alice");
+        let rule = |r: &str| AclRule::parse(r).unwrap();
+        assert!(rule("*").matches(&orders));
+        assert!(rule("TOPIC;orders.*").matches(&orders));
+        assert!(
+            !rule("TOPIC;orders").matches(&orders),
+            "the name regex matches whole names"
+        );
+        assert!(!rule("GROUP;orders.*").matches(&orders));
+        assert!(rule("topic;*;READ;allow").matches(&orders));
+        assert!(!rule("TOPIC;*;WRITE").matches(&orders));
+        assert!(!rule("*;*;*;DENY").matches(&orders));
+        assert!(rule("*;*;*;*;User:al.*").matches(&orders));
+        assert!(!rule("*;*;*;*;User:bob").matches(&orders));
+        for (bad, what) in [
+            ("TOPICS", "resource type \"TOPICS\""),
+            ("TOPIC;(", "resource name \"(\""),
+            ("TOPIC;*;FLY", "operation \"FLY\""),
+            ("*;*;*;*;*;x", "6 fields"),
+        ] {
+            let e = AclRule::parse(bad).unwrap_err();
+            assert!(e.contains(what), "{e}");
+        }
     }
 }

@@ -3,32 +3,64 @@
 //! These change only the metadata's desired states (and the write modes that follow from recorded
 //! states); the [`crate::manager`] drives the partitions towards them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use klog_log::checkpoint::TopicId;
 
 use crate::error::{Error, MirrorError};
 use crate::metadata::{
     validate_mirror_name, ClusterMeta, DesiredState, MirrorMeta, StopMode, TopicMirror,
+    MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION,
 };
 use crate::node::{lock, Node};
 use crate::records::{MirrorKey, MirrorRecord};
 use crate::source::MirrorSource;
 use crate::state::MirrorState;
+use crate::sync_config::{SyncFilters, MIRROR_SYNC_CONFIGS};
 use crate::topics;
 
 /// Per-topic outcomes of a mirror request (the request itself can also fail as a whole).
 pub type TopicResults = Vec<(String, Result<(), Error>)>;
 
 /// CreateMirror: `source` is a cluster root or `kafka://host:port`; `stop_mode` is how its failover
-/// ends the source's open transactions.
+/// ends the source's open transactions; `configs` (`key`, `value`, the reference's names) the mirror's
+/// own: `mirror.support.unclean.leader.election` and the sync filters ([`crate::sync_config`]). An
+/// unknown key, a key given twice or a value that does not parse refuses the request, naming it.
 pub(crate) fn create_mirror(
     node: &Node,
     name: &str,
     source: &str,
     stop_mode: StopMode,
+    configs: &[(String, String)],
 ) -> Result<(), Error> {
     validate_mirror_name(name)?;
+    let invalid =
+        |why: String| Error::mirror(MirrorError::InvalidRequest, format!("mirror {name}: {why}"));
+    let mut support_unclean_leader_election = false;
+    let mut sync = BTreeMap::new();
+    for (key, value) in configs {
+        if key == MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION {
+            support_unclean_leader_election = match value.trim() {
+                v if v.eq_ignore_ascii_case("true") => true,
+                v if v.eq_ignore_ascii_case("false") => false,
+                _ => {
+                    return Err(invalid(format!(
+                        "mirror config {key}={value:?}: expected true or false"
+                    )))
+                }
+            };
+        } else if !MIRROR_SYNC_CONFIGS.iter().any(|(n, _)| n == key) {
+            let mut known = vec![MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION];
+            known.extend(MIRROR_SYNC_CONFIGS.iter().map(|(n, _)| *n));
+            return Err(invalid(format!(
+                "unknown mirror config {key:?} (known: {})",
+                known.join(", ")
+            )));
+        } else if sync.insert(key.clone(), value.clone()).is_some() {
+            return Err(invalid(format!("mirror config {key} given twice")));
+        }
+    }
+    SyncFilters::from_configs(&sync).map_err(invalid)?;
     if source.is_empty() {
         return Err(Error::mirror(MirrorError::InvalidRequest, "empty source"));
     }
@@ -49,6 +81,8 @@ pub(crate) fn create_mirror(
             source_cluster_id: None,
             acls: Vec::new(),
             stop_mode,
+            support_unclean_leader_election,
+            configs: sync,
         },
     );
     node.save_meta(&mut guard, meta)

@@ -30,7 +30,7 @@ use crate::source::{CommittedOffset, MirrorSource};
 use crate::topics;
 
 pub use crate::admin::{RetryResults, TopicResults};
-pub use crate::describe::PartitionDescription;
+pub use crate::describe::{MirrorDescription, PartitionDescription};
 pub use crate::manager::MirrorSettings;
 pub use crate::node::{partition_dir_name, random_bytes, ClusterOptions};
 
@@ -219,7 +219,7 @@ impl Cluster {
     /// CreateMirror: `source` is a cluster root or `kafka://host:port`; its failover truncates open
     /// transactions to the LSO (the seed design, [`StopMode::Truncate`]).
     pub fn create_mirror(&self, name: &str, source: &str) -> Result<(), Error> {
-        admin::create_mirror(&self.node, name, source, StopMode::Truncate)
+        admin::create_mirror(&self.node, name, source, StopMode::Truncate, &[])
     }
 
     /// CreateMirror with the stop design chosen ([`StopMode`]).
@@ -229,7 +229,30 @@ impl Cluster {
         source: &str,
         stop_mode: StopMode,
     ) -> Result<(), Error> {
-        admin::create_mirror(&self.node, name, source, stop_mode)
+        admin::create_mirror(&self.node, name, source, stop_mode, &[])
+    }
+
+    /// CreateMirror with mirror configs (the reference's names): `mirror.support.unclean.leader.election`
+    /// and the sync filters `topic.properties.exclude`, `groups.include`, `groups.exclude`,
+    /// `acls.include` (`crate::sync_config`).
+    pub fn create_mirror_with_configs(
+        &self,
+        name: &str,
+        source: &str,
+        configs: &[(String, String)],
+    ) -> Result<(), Error> {
+        admin::create_mirror(&self.node, name, source, StopMode::Truncate, configs)
+    }
+
+    /// CreateMirror with the stop design and the mirror's configs both chosen.
+    pub fn create_mirror_with(
+        &self,
+        name: &str,
+        source: &str,
+        stop_mode: StopMode,
+        configs: &[(String, String)],
+    ) -> Result<(), Error> {
+        admin::create_mirror(&self.node, name, source, stop_mode, configs)
     }
 
     /// The mirrors, by name.
@@ -351,6 +374,12 @@ impl Cluster {
     /// Every partition with its mirror state, offsets and lag as the fetcher last saw them.
     pub fn describe(&self) -> Vec<PartitionDescription> {
         describe::describe(&self.node, &self.manager)
+    }
+
+    /// Every mirror with its sync configs and the lag of its partitions among `rows` (from
+    /// [`describe`](Self::describe) or [`describe_live`](Self::describe_live)).
+    pub fn describe_mirrors(&self, rows: &[PartitionDescription]) -> Vec<MirrorDescription> {
+        describe::describe_mirrors(&self.node.metadata(), rows)
     }
 
     // ---- topic configs and ACLs (crate::config_sync) ----------------------------------------------------

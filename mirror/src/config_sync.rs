@@ -4,12 +4,16 @@
 //! destination's own), and for a topic's configs once more when it is added to a mirror (so its first
 //! fetches already run with them).
 //!
-//! - Topic configs: the source's values of [`SYNCED_TOPIC_CONFIGS`] are kept in the topic's
-//!   `source_configs` in `cluster.json`; the topic's own `configs` are its local overrides and win.
+//! - Topic configs: every config the source has set on the topic (Kafka: DYNAMIC_TOPIC_CONFIG), less
+//!   the mirror's `topic.properties.exclude` and the configs never synced
+//!   ([`crate::sync_config::never_synced`]), is kept in the topic's `source_configs` in
+//!   `cluster.json`; the topic's own `configs` are its local overrides and win. A key klog knows
+//!   neither as its own nor as a Kafka topic config is refused and reported (as Kafka's
+//!   IncrementalAlterConfigs refuses it), the previous value kept.
 //!   A change is applied to the open partition logs at once: each is closed cleanly and opened again
 //!   with the new `LogConfig` (klog's partition log takes its config at open).
-//! - ACLs: klog has no authorizer. The source's bindings that cover a started topic, and its GROUP
-//!   bindings, are kept in the mirror's entry of `cluster.json` (bindings no longer on the source are
+//! - ACLs: klog has no authorizer. The source's bindings that match the mirror's `acls.include` and
+//!   cover a started topic, and its GROUP bindings that match it, are kept in the mirror's entry of `cluster.json` (bindings no longer on the source are
 //!   dropped, as the KIP's sync deletes extras), for the layer above klog to enforce. Kept per mirror, so
 //!   two mirrors into one cluster never delete each other's bindings (the prototype's fan-in fight).
 //!   The cluster's own bindings (`klog acl add`) are in its top-level list.
@@ -22,11 +26,11 @@ use klog_log::config::LogConfig;
 use crate::acl::AclBinding;
 use crate::error::{Error, MirrorError};
 use crate::metadata::{
-    validate_unapplied_config, ClusterMeta, DesiredState, TopicMeta, SYNCED_TOPIC_CONFIGS,
-    UNAPPLIED_TOPIC_CONFIGS,
+    validate_unapplied_config, ClusterMeta, DesiredState, TopicMeta, UNAPPLIED_TOPIC_CONFIGS,
 };
 use crate::node::{lock, topic_config, unknown_topic, Node};
 use crate::source::MirrorSource;
+use crate::sync_config::SyncFilters;
 
 /// Syncs the configs of `mirror`'s started topics and its ACL bindings from `source`. Errors are
 /// returned per topic (`-1` partition, as the manager reports metadata errors); one topic's failure
@@ -39,12 +43,15 @@ pub(crate) fn sync_mirror(
     let meta = node.metadata();
     let started = started_topics(&meta, mirror);
     let mut errors = Vec::new();
+    let Some(filters) = meta.mirrors.get(mirror).map(|m| m.sync_filters()) else {
+        return errors;
+    };
     if started.is_empty() {
         return errors;
     }
     for topic in &started {
         let result = match source.topic_configs(topic) {
-            Ok(Some(configs)) => apply_source_configs(node, topic, &configs),
+            Ok(Some(configs)) => apply_source_configs(node, &filters, topic, &configs),
             Ok(None) => Ok(Vec::new()), // this source does not describe configs
             Err(e) => Err(format!("topic configs from {}: {e}", source.describe())),
         };
@@ -55,7 +62,7 @@ pub(crate) fn sync_mirror(
     }
     let acls = match source.acls() {
         Ok(Some(acls)) => {
-            apply_source_acls(node, mirror, &started, acls).map_err(|e| e.to_string())
+            apply_source_acls(node, &filters, mirror, &started, acls).map_err(|e| e.to_string())
         }
         Ok(None) => Ok(()), // this source does not describe ACLs
         Err(e) => Err(format!("ACLs from {}: {e}", source.describe())),
@@ -70,8 +77,16 @@ pub(crate) fn sync_mirror(
 /// them (a batch only the source's `max.message.bytes` admits, segments rolled where the source rolls).
 /// A failure is left to the periodic sync, which reports it: adding the topic does not depend on it.
 pub(crate) fn sync_topic_configs_at_add(node: &Node, source: &dyn MirrorSource, topic: &str) {
+    let meta = node.metadata();
+    let mirror = meta.topics.get(topic).and_then(|t| t.mirror.as_ref());
+    let Some(filters) = mirror
+        .and_then(|m| meta.mirrors.get(&m.name))
+        .map(|m| m.sync_filters())
+    else {
+        return;
+    };
     if let Ok(Some(configs)) = source.topic_configs(topic) {
-        let _ = apply_source_configs(node, topic, &configs);
+        let _ = apply_source_configs(node, &filters, topic, &configs);
     }
 }
 
@@ -88,20 +103,26 @@ fn started_topics(meta: &ClusterMeta, mirror: &str) -> Vec<String> {
         .collect()
 }
 
-/// Checks one source value as the destination would apply it.
+/// Checks one value as the destination would apply it: a klog config, or a Kafka topic config klog
+/// keeps without applying; any other key is refused by name.
 fn check_value(key: &str, value: &str) -> Result<(), String> {
     if UNAPPLIED_TOPIC_CONFIGS.contains(&key) {
         return validate_unapplied_config(key, value);
+    }
+    if !klog_log::config::KEYS.contains(&key) {
+        return Err(format!("{key}: not a topic config klog knows"));
     }
     LogConfig::default()
         .set(key, value)
         .map_err(|e| e.to_string())
 }
 
-/// Keeps the source's data-defining configs of `topic` and applies them. A value the destination
-/// refuses keeps the previous one and is returned as a message; the rest go ahead.
+/// Keeps the source's configs of `topic` that the mirror's filters let through and applies them. A
+/// value the destination refuses keeps the previous one and is returned as a message; the rest go
+/// ahead.
 fn apply_source_configs(
     node: &Node,
+    filters: &SyncFilters,
     topic: &str,
     source: &BTreeMap<String, String>,
 ) -> Result<Vec<String>, String> {
@@ -111,17 +132,15 @@ fn apply_source_configs(
         .source_configs;
     let mut wanted = BTreeMap::new();
     let mut refused = Vec::new();
-    for (k, v) in source
-        .iter()
-        .filter(|(k, _)| SYNCED_TOPIC_CONFIGS.contains(&k.as_str()))
-    {
+    for (k, v) in source.iter().filter(|(k, _)| filters.syncs_topic_config(k)) {
         match check_value(k, v) {
             Ok(()) => {
                 wanted.insert(k.clone(), v.clone());
             }
             Err(why) => {
                 refused.push(format!(
-                    "source topic config refused, previous value kept: {why}"
+                    "source topic config refused, previous value kept (the mirror's \
+                     topic.properties.exclude can leave it out): {why}"
                 ));
                 if let Some(old) = previous.get(k) {
                     wanted.insert(k.clone(), old.clone());
@@ -144,10 +163,12 @@ fn apply_source_configs(
     Ok(refused)
 }
 
-/// Replaces `mirror`'s synced bindings: the source's that cover a started topic or a group, plus the
-/// previous ones of topics that are not started (paused: halted; stopped: the destination's own now).
+/// Replaces `mirror`'s synced bindings: the source's that match `acls.include` and cover a started
+/// topic or a group, plus the previous ones of topics that are not started (paused: halted; stopped:
+/// the destination's own now).
 fn apply_source_acls(
     node: &Node,
+    filters: &SyncFilters,
     mirror: &str,
     started: &[String],
     source: Vec<AclBinding>,
@@ -164,6 +185,7 @@ fn apply_source_acls(
         .cloned();
     let synced = source
         .into_iter()
+        .filter(|b| filters.syncs_acl(b))
         .filter(|b| b.resource_type == "GROUP" || covers_started(b));
     let wanted: Vec<AclBinding> = kept
         .chain(synced)

@@ -1,13 +1,21 @@
-//! `describe`: every partition of a node with its mirror state, offsets, lag and failure, as
-//! `klog mirror describe` prints it.
+//! `describe`: every partition of a node with its mirror state, offsets, lag and failure, and every
+//! mirror with its sync configs and its lag, as `klog mirror describe` prints them.
+//!
+//! Lag is the reference's `getPartitionLag`: `max(0, source high watermark - local high watermark)`,
+//! the source's high watermark as its last fetch answer carried it (or, in a fresh process, as
+//! ListOffsets gives it). A mirror's lag is the sum over its partitions whose lag is known, of the
+//! topics still mirrored (a removed topic's partitions are the destination's own).
+
+use std::collections::BTreeMap;
 
 use klog_log::checkpoint::TopicId;
 
 use crate::manager::Manager;
-use crate::metadata::{DesiredState, StopMode};
+use crate::metadata::{ClusterMeta, DesiredState, StopMode};
 use crate::node::{lock, Node};
 use crate::records::MirrorKey;
 use crate::state::MirrorState;
+use crate::sync_config::{effective_value, MIRROR_SYNC_CONFIGS};
 
 /// A partition as `describe` reports it (the JSON of `klog mirror describe --json`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -55,6 +63,79 @@ pub struct PartitionDescription {
     pub producers: usize,
 }
 
+/// A mirror config as `describe` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MirrorConfigEntry {
+    /// The reference's name (`topic.properties.exclude`, ...).
+    pub name: String,
+    /// The value in force.
+    pub value: String,
+    /// Whether it is the default (not set at `mirror create`).
+    pub default: bool,
+}
+
+/// A mirror as `describe` reports it (the `mirrors` of `klog mirror describe --json`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MirrorDescription {
+    /// The mirror's name.
+    pub mirror: String,
+    /// Its source: a cluster root or `kafka://host:port`.
+    pub source: String,
+    /// The source's cluster id, once learned.
+    pub source_cluster_id: Option<String>,
+    /// Its sync configs in force.
+    pub configs: Vec<MirrorConfigEntry>,
+    /// Its partitions here that are still mirrored (their topic not removed from the mirror).
+    pub partitions: usize,
+    /// The sum of its partitions' lags (those known); `None` when none is known.
+    pub lag: Option<i64>,
+    /// The largest partition lag.
+    pub max_partition_lag: Option<i64>,
+    /// Partitions whose lag is not known (no fetch answer yet, the source not reachable).
+    pub partitions_without_lag: usize,
+}
+
+/// Every mirror of `meta` with its configs and the lag of its partitions among `rows`.
+pub(crate) fn describe_mirrors(
+    meta: &ClusterMeta,
+    rows: &[PartitionDescription],
+) -> Vec<MirrorDescription> {
+    let mut by_mirror: BTreeMap<&str, Vec<Option<i64>>> = BTreeMap::new();
+    for r in rows {
+        // A removed topic is no longer mirrored: its lag is not the mirror's.
+        if r.desired == Some(DesiredState::Stop) {
+            continue;
+        }
+        if let Some(m) = r.mirror.as_deref() {
+            by_mirror.entry(m).or_default().push(r.lag);
+        }
+    }
+    meta.mirrors
+        .iter()
+        .map(|(name, m)| {
+            let lags = by_mirror.get(name.as_str()).cloned().unwrap_or_default();
+            let known: Vec<i64> = lags.iter().flatten().copied().collect();
+            MirrorDescription {
+                mirror: name.clone(),
+                source: m.source.clone(),
+                source_cluster_id: m.source_cluster_id.clone(),
+                configs: MIRROR_SYNC_CONFIGS
+                    .iter()
+                    .map(|(n, _)| MirrorConfigEntry {
+                        name: (*n).to_owned(),
+                        value: effective_value(&m.configs, n),
+                        default: !m.configs.contains_key(*n),
+                    })
+                    .collect(),
+                partitions: lags.len(),
+                lag: (!known.is_empty()).then(|| known.iter().sum()),
+                max_partition_lag: known.iter().copied().max(),
+                partitions_without_lag: lags.len() - known.len(),
+            }
+        })
+        .collect()
+}
+
 /// `describe`, with the source's end offset asked from the source for mirror partitions the fetcher
 /// has not reported on yet (a fresh process): lag is then known without running the fetcher.
 pub(crate) fn describe_live(node: &Node, manager: &Manager) -> Vec<PartitionDescription> {
@@ -64,6 +145,8 @@ pub(crate) fn describe_live(node: &Node, manager: &Manager) -> Vec<PartitionDesc
             r.state,
             Some(
                 MirrorState::Mirroring
+                    | MirrorState::EpochFencing
+                    | MirrorState::UleRecovery
                     | MirrorState::Paused
                     | MirrorState::Pausing
                     | MirrorState::Preparing

@@ -3,7 +3,8 @@
 //! The modules, each depending only on those above it:
 //! - [`error`], [`state`] (the partition state machine and its persisted encoding), [`records`] and
 //!   [`store`] (the `__mirror_state` records and the compacted internal log holding them), [`acl`] (ACL
-//!   bindings with Kafka's names), [`metadata`]
+//!   bindings with Kafka's names and `acls.include` rules), [`sync_config`] (a mirror's metadata-sync
+//!   filters), [`metadata`]
 //!   (a local cluster's controller metadata: topics, mirrors, desired states);
 //! - [`source`]: the [`MirrorSource`] seam, with [`kafka_source`] (over
 //!   `kafka_wire`, one broker connection) for `kafka://` mirrors;
@@ -40,9 +41,12 @@ pub mod serving;
 pub mod source;
 pub mod state;
 pub mod store;
+pub mod sync_config;
 pub mod topics;
 
-pub use cluster::{Cluster, ClusterOptions, MirrorSettings, PartitionDescription};
+pub use cluster::{
+    Cluster, ClusterOptions, MirrorDescription, MirrorSettings, PartitionDescription,
+};
 pub use error::{Error, MirrorError};
 pub use kafka_source::KafkaSource;
 pub use manager::{OffsetClamp, TickReport};

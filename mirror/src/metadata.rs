@@ -13,41 +13,32 @@ use serde::{Deserialize, Serialize};
 
 use crate::acl::AclBinding;
 use crate::error::{Error, MirrorError};
+use crate::sync_config::SyncFilters;
 
 /// The cluster's metadata file in its root.
 pub const METADATA_FILE: &str = "cluster.json";
 /// The topic config that names a topic's mirror (seed design).
 pub const MIRROR_NAME_CONFIG: &str = "mirror.name";
-/// The topic configs a mirror takes from its source (KIP-1279 §3.5): the ones that define the data —
-/// retention, cleanup policy, segments, timestamp bounds, message size. Nothing on the KIP's default
-/// `mirror.topic.properties.exclude` list is here (throttled replicas, `message.timestamp.type`,
-/// `message.timestamp.difference.max.ms`, `unclean.leader.election.enable`, `min.insync.replicas`,
-/// `mirror.name`): those are about how the destination cluster itself writes and replicates.
-pub const SYNCED_TOPIC_CONFIGS: [&str; 15] = [
+/// Kafka topic configs klog keeps in the metadata but does not apply to its logs: it has no log
+/// cleaner, no replicas, no recompression. A mirror carries them (unless its
+/// `topic.properties.exclude` leaves them out) so that the topic is whole after a failover, for
+/// whoever runs it then.
+pub const UNAPPLIED_TOPIC_CONFIGS: [&str; 15] = [
     "cleanup.policy",
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.type",
+    "compression.zstd.level",
     "delete.retention.ms",
-    "index.interval.bytes",
+    "follower.replication.throttled.replicas",
+    "leader.replication.throttled.replicas",
     "max.compaction.lag.ms",
-    "max.message.bytes",
-    "message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms",
+    "message.downconversion.enable",
+    "message.timestamp.difference.max.ms",
     "min.cleanable.dirty.ratio",
     "min.compaction.lag.ms",
-    "retention.bytes",
-    "retention.ms",
-    "segment.bytes",
-    "segment.index.bytes",
-    "segment.jitter.ms",
-    "segment.ms",
-];
-/// Kafka topic configs klog keeps in the metadata but does not apply to its logs (it has no log
-/// cleaner): a mirror carries them so that the topic is whole after a failover.
-pub const UNAPPLIED_TOPIC_CONFIGS: [&str; 5] = [
-    "cleanup.policy",
-    "delete.retention.ms",
-    "max.compaction.lag.ms",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
+    "min.insync.replicas",
+    "unclean.leader.election.enable",
 ];
 const PAUSED_SUFFIX: &str = ".paused";
 const REMOVED_SUFFIX: &str = ".removed";
@@ -162,8 +153,9 @@ pub struct TopicMeta {
     /// wins over the source's value of the same key.
     #[serde(default)]
     pub configs: BTreeMap<String, String>,
-    /// What the mirror's metadata sync last read from the source (the data-defining configs only,
-    /// [`SYNCED_TOPIC_CONFIGS`]); applied under `configs`.
+    /// What the mirror's metadata sync last read from the source (its configs set on the topic, less
+    /// the mirror's `topic.properties.exclude` and [`crate::sync_config::never_synced`]); applied
+    /// under `configs`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub source_configs: BTreeMap<String, String>,
     /// Its mirror, if mirrored.
@@ -198,7 +190,26 @@ pub struct MirrorMeta {
     /// `truncate` mirror's `cluster.json` is what an older klog wrote and reads.
     #[serde(default, skip_serializing_if = "StopMode::is_truncate")]
     pub stop_mode: StopMode,
+    /// `mirror.support.unclean.leader.election`: a source that truncates below our log end while
+    /// mirroring (an unclean election there) is converged with (ULE_RECOVERY) instead of failing the
+    /// partition without retries (the default).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub support_unclean_leader_election: bool,
+    /// The mirror's sync configs as set at `mirror create` (the reference's names: see
+    /// [`crate::sync_config`]); a name not set takes its default.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub configs: BTreeMap<String, String>,
 }
+
+impl MirrorMeta {
+    /// The mirror's sync filters (checked when the mirror was created and when the file is read).
+    pub fn sync_filters(&self) -> SyncFilters {
+        SyncFilters::from_configs(&self.configs).unwrap_or_default()
+    }
+}
+
+/// The mirror config that allows converging with a source's unclean leader election.
+pub const MIRROR_SUPPORT_UNCLEAN_LEADER_ELECTION: &str = "mirror.support.unclean.leader.election";
 
 /// `cluster.json`: the controller metadata of a local cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -245,6 +256,10 @@ impl ClusterMeta {
                 meta.mirror_state_partitions
             )));
         }
+        for (name, m) in &meta.mirrors {
+            SyncFilters::from_configs(&m.configs)
+                .map_err(|why| corrupt(format!("mirror {name}: {why}")))?;
+        }
         for (name, t) in &mut meta.topics {
             if t.partitions <= 0 || t.leader_epochs.len() != t.partitions as usize {
                 return Err(corrupt(format!(
@@ -290,6 +305,8 @@ impl ClusterMeta {
 /// Checks a value of one of [`UNAPPLIED_TOPIC_CONFIGS`] as Kafka's `LogConfig` would (the others are
 /// checked by klog's own `LogConfig`).
 pub fn validate_unapplied_config(key: &str, value: &str) -> Result<(), String> {
+    let v = value.trim();
+    let int_in = |min: i64, max: i64| v.parse::<i64>().is_ok_and(|n| (min..=max).contains(&n));
     let ok = match key {
         "cleanup.policy" => {
             !value.is_empty()
@@ -297,11 +314,23 @@ pub fn validate_unapplied_config(key: &str, value: &str) -> Result<(), String> {
                     .split(',')
                     .all(|p| matches!(p.trim(), "delete" | "compact"))
         }
-        "min.cleanable.dirty.ratio" => value
-            .trim()
-            .parse::<f64>()
-            .is_ok_and(|r| (0.0..=1.0).contains(&r)),
-        _ => value.trim().parse::<i64>().is_ok_and(|v| v >= 0),
+        "min.cleanable.dirty.ratio" => v.parse::<f64>().is_ok_and(|r| (0.0..=1.0).contains(&r)),
+        "compression.type" => {
+            matches!(
+                v,
+                "uncompressed" | "zstd" | "lz4" | "snappy" | "gzip" | "producer"
+            )
+        }
+        "compression.gzip.level" => v == "-1" || int_in(1, 9),
+        "compression.lz4.level" => int_in(1, 17),
+        "compression.zstd.level" => int_in(-131_072, 22),
+        "message.downconversion.enable" | "unclean.leader.election.enable" => {
+            matches!(v, "true" | "false")
+        }
+        "min.insync.replicas" => int_in(1, i32::MAX as i64),
+        // `*`, or `partition:broker` pairs: whoever replicates the topic reads them.
+        "follower.replication.throttled.replicas" | "leader.replication.throttled.replicas" => true,
+        _ => int_in(0, i64::MAX),
     };
     if ok {
         Ok(())
@@ -441,6 +470,10 @@ mod tests {
             (
                 br#"{"version":1,"cluster_id":"c","mirror_state_partitions":1,"topics":{"t":{"id":"AAAAAAAAAAAAAAAAAAAAAQ","partitions":2,"leader_epochs":[0]}}}"#,
                 "2 partitions but 1",
+            ),
+            (
+                br#"{"version":1,"cluster_id":"c","mirror_state_partitions":1,"mirrors":{"m":{"source":"/a","configs":{"groups.include":"("}}}}"#,
+                "mirror m: groups.include: bad regex",
             ),
         ] {
             let e = ClusterMeta::decode(json, p).unwrap_err().to_string();

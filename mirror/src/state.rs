@@ -10,9 +10,12 @@ pub enum MirrorState {
     /// Truncating the local log to the last mirrored epoch the source reports (the reference's
     /// LOG_ALIGNMENT).
     Preparing,
-    /// The local leader epoch is being bumped above the source's (the reference's EPOCH_FENCING).
+    /// A fetched batch carried an epoch above the local leader epoch: the local epoch is bumped above
+    /// the source's (persisted) before mirroring goes on (the reference's EPOCH_FENCING).
     EpochFencing,
-    /// Converging after an unclean leader election at the source (the reference's ULE_RECOVERY).
+    /// The source truncated below our log end while mirroring (an unclean leader election there) and
+    /// the mirror allows it (`mirror.support.unclean.leader.election`): converge by Kafka's follower
+    /// truncation, then mirror (the reference's ULE_RECOVERY).
     UleRecovery,
     /// The fetcher copies the source partition.
     Mirroring,
@@ -69,10 +72,11 @@ impl MirrorState {
     }
 
     /// The older numbering (aiven/kafka's, and what klog wrote before it took the reference's):
-    /// PREPARING 0, MIRRORING 1, PAUSING 2, PAUSED 3, STOPPING 4, STOPPED 5, FAILED 6, UNKNOWN 16. It
-    /// has no EPOCH_FENCING or ULE_RECOVERY.
-    pub fn to_older_byte(self) -> Option<i8> {
-        Some(match self {
+    /// PREPARING 0, MIRRORING 1, PAUSING 2, PAUSED 3, STOPPING 4, STOPPED 5, FAILED 6, UNKNOWN 16, with
+    /// EPOCH_FENCING 7 and ULE_RECOVERY 8 as klog wrote them in that layout for a while (aiven has
+    /// neither).
+    pub fn to_older_byte(self) -> i8 {
+        match self {
             MirrorState::Preparing => 0,
             MirrorState::Mirroring => 1,
             MirrorState::Pausing => 2,
@@ -80,16 +84,15 @@ impl MirrorState {
             MirrorState::Stopping => 4,
             MirrorState::Stopped => 5,
             MirrorState::Failed => 6,
+            MirrorState::EpochFencing => 7,
+            MirrorState::UleRecovery => 8,
             MirrorState::Unknown => 16,
-            MirrorState::EpochFencing | MirrorState::UleRecovery => return None,
-        })
+        }
     }
 
     /// Decodes a state in the older numbering.
     pub fn from_older_byte(b: i8) -> Option<Self> {
-        ALL_STATES
-            .into_iter()
-            .find(|s| s.to_older_byte() == Some(b))
+        ALL_STATES.into_iter().find(|s| s.to_older_byte() == b)
     }
 
     /// The state's name, as Kafka spells it (`MIRRORING`).
@@ -218,6 +221,8 @@ mod tests {
             (5, Stopped),
             (6, Failed),
             (16, Unknown),
+            (7, EpochFencing),
+            (8, UleRecovery),
         ];
         for (b, s) in older {
             assert_eq!(MirrorState::from_older_byte(b), Some(s));
@@ -225,7 +230,7 @@ mod tests {
         for b in [9, 16, 100, -2] {
             assert_eq!(MirrorState::from_byte(b), None, "{b}");
         }
-        for b in [7, 8, -1, 100] {
+        for b in [9, -1, 100] {
             assert_eq!(MirrorState::from_older_byte(b), None, "{b}");
         }
         for s in ALL_STATES {

@@ -253,6 +253,8 @@ fn indexes_pointing_inside_batches_are_rebuilt_after_a_clean_shutdown_and_report
             path.display()
         );
     }
+}
+
 /// A corrupt producer snapshot above the first rescanned segment: recovery replays the batches instead,
 /// deletes the snapshot and says so; `verify` then finds nothing wrong with the snapshots.
 #[test]

@@ -251,6 +251,8 @@ fn untrimmed_and_missing_indexes_are_notes_not_problems() {
             .starts_with(&format!("{slots} zero-filled slots from byte {time_len}")),
         "{notes:#?}"
     );
+}
+
 /// Follower batches of three records at 0, 3, 6, ... in the epochs given, two a segment, closed; the
 /// partition directory `root/e-0`.
 fn epoch_log(sim: &SimStorage, root: &Path, batches: &[(i64, i32)]) -> PathBuf {

@@ -113,6 +113,12 @@ pub enum MirrorCommand {
         /// offset kept). See docs/mirroring.md.
         #[arg(long, default_value = "truncate", value_parser = ["truncate", "abort"])]
         stop_mode: String,
+        /// A mirror config, `key=value` with the reference's names (repeatable):
+        /// `mirror.support.unclean.leader.election=true` converges with a source's unclean leader
+        /// election instead of failing the partition; the sync filters `topic.properties.exclude`,
+        /// `groups.include`, `groups.exclude`, `acls.include`.
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        configs: Vec<String>,
     },
     /// Start mirroring topics (creating them with the source's id and partition count).
     Add(TopicsArgs),
@@ -182,6 +188,9 @@ pub struct RunArgs {
     /// Print each transition and a summary as JSON lines.
     #[arg(long)]
     json: bool,
+    /// Print each mirror's lag every this many seconds (and at the end); 0: after every pass.
+    #[arg(long, default_value_t = 10.0)]
+    lag_interval: f64,
 }
 
 fn storage() -> anyhow::Result<Arc<dyn Storage>> {
@@ -375,11 +384,15 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
             name,
             source,
             stop_mode,
+            configs,
         } => {
             let source = &stored_source(source)?;
             let mode = klog::mirror::StopMode::parse(stop_mode)?;
+            let configs: Vec<(String, String)> = super::mirror_meta::mirror_configs(configs)?
+                .into_iter()
+                .collect();
             with_cluster(root, |c| {
-                match c.create_mirror_with_stop_mode(name, source, mode) {
+                match c.create_mirror_with(name, source, mode, &configs) {
                     Ok(()) => {
                         say!("created mirror {name} from {source} (stop mode {mode})");
                         Ok(ExitCode::SUCCESS)
@@ -412,21 +425,27 @@ pub fn mirror(cmd: &MirrorCommand) -> anyhow::Result<ExitCode> {
         }),
         MirrorCommand::Run(args) => run(args),
         MirrorCommand::Describe { root, json, acls } => {
-            let (rows, configs, bindings) = with_reader(root, |cluster| {
+            let (mirrors, rows, configs, bindings) = with_reader(root, |cluster| {
+                let rows = cluster.describe_live();
                 Ok((
-                    cluster.describe_live(),
+                    cluster.describe_mirrors(&rows),
+                    rows,
                     cluster.describe_configs(),
                     acls.then(|| cluster.describe_acls()),
                 ))
             })?;
             if *json {
-                let mut out = json!({ "partitions": rows, "configs": configs });
+                let mut out = json!({ "mirrors": mirrors, "partitions": rows, "configs": configs });
                 if let Some(b) = bindings {
                     out["acls"] = json!(b);
                 }
                 say!("{out}");
             } else {
                 print_describe(&rows, false)?;
+                if !mirrors.is_empty() {
+                    say!("");
+                    super::mirror_meta::print_mirrors(&mirrors);
+                }
                 if !configs.is_empty() {
                     say!("");
                     super::mirror_meta::print_configs(&configs);
@@ -582,6 +601,13 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (mut ticks, mut batches, mut bytes, mut truncations) = (0u64, 0u64, 0u64, 0u64);
     let mut errors = 0u64;
     let mut offsets = 0u64;
+    let lag_interval = Duration::try_from_secs_f64(args.lag_interval).with_context(|| {
+        format!(
+            "--lag-interval {}: not a number of seconds",
+            args.lag_interval
+        )
+    })?;
+    let mut lag_printed = Instant::now();
     // SIGTERM/SIGINT end the run like a timeout: the pass in progress finishes, then a clean close.
     super::shutdown::install()?;
     loop {
@@ -610,7 +636,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 );
             } else {
                 say!(
-                    "group {}: {}-{} committed {} at the source, synced as {} (the local log end)",
+                    "group {}: {}-{} committed {} at the source, clamped to {} (the local log's start or end)",
                     c.group,
                     c.topic,
                     c.partition,
@@ -629,6 +655,10 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             } else {
                 errln!("{topic}-{p}: {e}");
             }
+        }
+        if lag_printed.elapsed() >= lag_interval {
+            lag_printed = Instant::now();
+            print_lag(&cluster, args.json);
         }
         let timed_out = deadline.is_some_and(|d| started.elapsed() >= d);
         if timed_out || (args.until_idle && !r.progressed()) {
@@ -649,20 +679,63 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let rows = cluster.describe();
+    let mirrors = cluster.describe_mirrors(&rows);
     cluster.close()?;
     let elapsed = started.elapsed().as_secs_f64();
     if args.json {
         say!(
             "{}",
             json!({"event": "summary", "ticks": ticks, "batches": batches, "bytes": bytes,
-                   "truncations": truncations, "errors": errors, "offsets_synced": offsets, "seconds": elapsed, "partitions": rows})
+                   "truncations": truncations, "errors": errors, "offsets_synced": offsets, "seconds": elapsed,
+                   "mirrors": mirrors, "partitions": rows})
         );
     } else {
         say!(
             "{ticks} passes, {batches} batches ({bytes} bytes) mirrored, {truncations} truncations, {offsets} group offsets synced, {errors} errors in {elapsed:.2} s"
         );
         print_describe(&rows, false)?;
+        for m in &mirrors {
+            say!("{}", lag_line(m));
+        }
     }
     // Stopped by a signal: closed cleanly, but the run did not end by itself (`docs/cli.md`, Signals).
     Ok(super::shutdown::requested().map_or(ExitCode::SUCCESS, super::shutdown::exit_code))
+}
+
+/// `mirror run`'s periodic line per mirror: its lag as the fetcher last saw the sources' high
+/// watermarks (`{"event": "lag", ...}` with `--json`).
+fn print_lag(cluster: &Cluster, json: bool) {
+    let rows = cluster.describe();
+    for m in cluster.describe_mirrors(&rows) {
+        if json {
+            let partitions: Vec<_> = rows
+                .iter()
+                .filter(|r| r.mirror.as_deref() == Some(m.mirror.as_str()))
+                .map(|r| json!({"topic": r.topic, "partition": r.partition, "lag": r.lag}))
+                .collect();
+            say!(
+                "{}",
+                json!({"event": "lag", "mirror": m.mirror, "lag": m.lag,
+                       "max_partition_lag": m.max_partition_lag, "partitions": partitions})
+            );
+        } else {
+            say!("{}", lag_line(&m));
+        }
+    }
+}
+
+/// `mirror m: lag 12 (max 7 in one partition, 3 partitions, 1 not known yet)`.
+fn lag_line(m: &klog::mirror::MirrorDescription) -> String {
+    let lag = m.lag.map_or("not known".to_owned(), |l| l.to_string());
+    let max = m
+        .max_partition_lag
+        .map_or(String::new(), |l| format!("max {l} in one partition, "));
+    let unknown = match m.partitions_without_lag {
+        0 => String::new(),
+        n => format!(", {n} not known yet"),
+    };
+    format!(
+        "mirror {}: lag {lag} ({max}{} partitions{unknown})",
+        m.mirror, m.partitions
+    )
 }

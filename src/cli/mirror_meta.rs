@@ -1,8 +1,10 @@
 //! The metadata a mirror syncs beside the data: `klog acl add|remove|list` (a cluster's own ACL bindings,
 //! data for the layer above klog: klog has no authorizer), `klog topic config` (local topic configs, on a
-//! mirror topic overrides of the source's) and the config and ACL parts of `klog mirror describe`.
+//! mirror topic overrides of the source's), `klog mirror create --config` (a mirror's sync filters) and
+//! the mirror, config and ACL parts of `klog mirror describe`.
 //! Output formats are in `docs/cli.md`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -200,5 +202,53 @@ pub fn print_acls(entries: &[AclEntry]) {
             b.operation,
             b.permission_type
         );
+    }
+}
+
+/// `mirror create --config KEY=VALUE`s: the mirror's sync configs (checked again by the cluster, which
+/// names a bad regex or rule).
+pub fn mirror_configs(pairs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for kv in pairs {
+        let (k, v) = kv
+            .split_once('=')
+            .with_context(|| format!("--config {kv:?}: expected KEY=VALUE"))?;
+        anyhow::ensure!(
+            out.insert(k.trim().to_owned(), v.trim().to_owned())
+                .is_none(),
+            "--config {}: given twice",
+            k.trim()
+        );
+    }
+    Ok(out)
+}
+
+/// The mirrors table of `mirror describe`: each mirror's source and lag, then its sync configs.
+pub fn print_mirrors(mirrors: &[klog::mirror::MirrorDescription]) {
+    outln!(
+        "{:<12} {:>10} {:>10} {:>6} SOURCE",
+        "MIRROR",
+        "LAG",
+        "MAX-LAG",
+        "PARTS"
+    );
+    let opt = |v: Option<i64>| v.map_or("-".to_owned(), |v| v.to_string());
+    for m in mirrors {
+        outln!(
+            "{:<12} {:>10} {:>10} {:>6} {}",
+            m.mirror,
+            opt(m.lag),
+            opt(m.max_partition_lag),
+            m.partitions,
+            m.source
+        );
+    }
+    outln!("");
+    outln!("{:<12} {:<26} VALUE", "MIRROR", "CONFIG");
+    for m in mirrors {
+        for c in &m.configs {
+            let note = if c.default { "  (default)" } else { "" };
+            outln!("{:<12} {:<26} {}{note}", m.mirror, c.name, c.value);
+        }
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use klog_log::format::Batches;
 use klog_log::partition_log::PartitionLog;
 
+use super::fencing::{self, EpochCheck, SourceTruncation};
 use super::{Manager, PartitionRuntime, TickReport, Work};
 use crate::error::Error;
 use crate::metadata::StopMode;
@@ -22,6 +23,11 @@ pub(super) enum FetchOutcome {
     Backoff(String),
     /// Move the partition to FAILED.
     Fail(Error),
+    /// A batch above the local leader epoch (its epoch): EPOCH_FENCING, nothing appended.
+    Fence(i32),
+    /// The source truncated below our log end (an unclean election there): ULE_RECOVERY if the mirror
+    /// allows it, else FAILED without retries. Nothing was cut.
+    SourceTruncated(SourceTruncation),
 }
 
 /// An answer that was handled: the source's high watermark when records (or none) were taken, `None`
@@ -33,6 +39,9 @@ pub(super) struct Fetched {
     pub(super) appended: bool,
     /// The answer carried records (it used the round's budget: rotation moves past it).
     pub(super) took_records: bool,
+    /// The local leader epoch is to be bumped to this (the epoch rule, `fencing`), before the
+    /// partition's next append.
+    pub(super) bump_to: Option<i32>,
 }
 
 pub(super) fn source_error(source: &str, e: SourceError) -> Error {
@@ -77,11 +86,31 @@ pub(super) fn prepare(node: &Node, source: &dyn MirrorSource, w: &Work) -> Resul
             Some(_) => log.end_offset_for_epoch(lme).map_or(0, |(_, o)| o),
         }
     };
+    let mut truncated = false;
     if target < leo || (target == 0 && log.log_start_offset() > 0) {
         log.truncate_to(target)?;
-        return Ok(true);
+        truncated = true;
     }
-    Ok(false)
+    if lme < 0 || log.log_end_offset() == 0 {
+        return Ok(truncated);
+    }
+    // A failback: what this log wrote after the source's copy of it ended in the LME's own epoch
+    // (a stray write on the old primary) is found by the follower's divergence rule, here, so that a
+    // divergence while MIRRORING always means the source truncated.
+    let mut source_epoch = 0;
+    let (aligned, cuts) = fencing::align(node, source, w, &mut source_epoch)?;
+    if !aligned {
+        return Err(Error::Source {
+            source_name: source.describe(),
+            message: format!(
+                "{}-{}: still diverging from the source after aligning down to offset {}",
+                w.topic,
+                w.partition,
+                log.log_end_offset()
+            ),
+        });
+    }
+    Ok(truncated || cuts > 0)
 }
 
 /// The isolation a mirror fetches with, by its stop mode: a `truncate` mirror reads up to the source's
@@ -117,14 +146,15 @@ pub(super) fn request(
     Ok((log, request))
 }
 
-/// One partition's answer of a round, by Kafka's follower rules. `source_epoch` is the source leader
-/// epoch the request carried; fencing updates it, and the partition fetches at it next round (not
-/// again within this one). Appended batches are not flushed here: the round flushes the logs that
-/// need it together.
+/// One partition's answer of a round, by Kafka's follower rules and the reference's epoch rule
+/// (`fencing`). `source_epoch` is the source leader epoch the request carried; fencing updates it,
+/// and the partition fetches at it next round (not again within this one). `local_epoch` is the
+/// partition's leader epoch here when it was asked. Appended batches are not flushed here: the round
+/// flushes the logs that need it together.
 pub(super) fn handle(
     source: &dyn MirrorSource,
     w: &Work,
-    log: &PartitionLog,
+    (log, local_epoch): (&PartitionLog, i32),
     answer: Result<FetchResponse, SourceError>,
     source_epoch: &mut i32,
     report: &mut TickReport,
@@ -156,11 +186,37 @@ pub(super) fn handle(
         Err(e) => return Err(FetchOutcome::Fail(source_error(&source.describe(), e))),
     };
     if let Some((epoch, end)) = response.diverging_epoch {
-        diverged(log, epoch, end)?;
-        report.truncations += 1;
+        let target = fencing::divergence_target(log, epoch, end);
+        if target < log.log_end_offset() {
+            return Err(FetchOutcome::SourceTruncated(SourceTruncation {
+                diverging: Some((epoch, end)),
+                target,
+                log_end_offset: log.log_end_offset(),
+                latest_epoch: log.latest_epoch(),
+            }));
+        }
         return Ok(Fetched::default());
     }
     let whole = whole_batches(&response.records);
+    let bump_to = match fencing::check(
+        local_epoch,
+        *source_epoch,
+        fencing::last_batch_epoch(&response.records[..whole]),
+    ) {
+        EpochCheck::Append { bump_to } => bump_to,
+        EpochCheck::Fence { batch_epoch } => return Err(FetchOutcome::Fence(batch_epoch)),
+        EpochCheck::StaleMetadata { batch_epoch } => {
+            let fetched_at = std::mem::replace(source_epoch, 0);
+            return Err(FetchOutcome::Fail(Error::Source {
+                source_name: source.describe(),
+                message: format!(
+                    "{}-{}: a fetched batch carries leader epoch {batch_epoch}, above the source \
+                     leader epoch {fetched_at} it was fetched at (stale metadata): refreshing",
+                    w.topic, w.partition
+                ),
+            }));
+        }
+    };
     if whole > 0 {
         let info = log
             .append_as_mirror_unflushed(&response.records[..whole])
@@ -177,19 +233,8 @@ pub(super) fn handle(
         high_watermark: Some(response.high_watermark),
         appended: whole > 0,
         took_records: !response.records.is_empty(),
+        bump_to,
     })
-}
-
-/// A diverging epoch: Kafka's follower rule. In the same epoch, the smaller end; otherwise our end of
-/// that epoch (the next fetch finds the rest).
-fn diverged(log: &PartitionLog, epoch: i32, end: i64) -> Result<(), FetchOutcome> {
-    let target = match log.end_offset_for_epoch(epoch) {
-        Some((e, o)) if e == epoch => end.min(o),
-        Some((_, o)) => o,
-        None => end.min(log.log_end_offset()),
-    };
-    log.truncate_to(target)
-        .map_err(|e| FetchOutcome::Fail(e.into()))
 }
 
 /// OFFSET_OUT_OF_RANGE (§2.6): behind the source's start -> restart there; ahead of its end -> cut.
@@ -204,7 +249,13 @@ fn out_of_range(
         .map_err(|e| FetchOutcome::Fail(source_error(&source.describe(), e)))?;
     let leo = log.log_end_offset();
     let r = if end < leo {
-        log.truncate_to(end)
+        // The source's log ends below ours: it truncated (an unclean election there).
+        return Err(FetchOutcome::SourceTruncated(SourceTruncation {
+            diverging: None,
+            target: end,
+            log_end_offset: leo,
+            latest_epoch: log.latest_epoch(),
+        }));
     } else if start > leo {
         log.truncate_fully_and_start_at(start)
     } else {
@@ -230,8 +281,9 @@ fn whole_batches(bytes: &[u8]) -> usize {
     end
 }
 
-/// A round's partition that was asked for: its work, the epoch it asked at, its log.
-type Asked = Option<(Work, i32, Arc<PartitionLog>)>;
+/// A round's partition that was asked for: its work, the epoch it asked at, its log, its leader
+/// epoch here.
+type Asked = Option<(Work, i32, Arc<PartitionLog>, i32)>;
 
 impl Manager {
     /// One mirror's part of a fetch round: every due partition of it in one
@@ -265,7 +317,8 @@ impl Manager {
         for (w, rt) in partitions {
             match request(&self.node, &w, rt.source_epoch, partition_max, isolation) {
                 Ok((log, r)) => {
-                    asked.push(Some((w, rt.source_epoch, log)));
+                    let local_epoch = self.node.leader_epoch(&w.topic, w.partition).unwrap_or(0);
+                    asked.push(Some((w, rt.source_epoch, log, local_epoch)));
                     requests.push(r);
                 }
                 Err(e) => self.fetch_done(&w, Err(FetchOutcome::Fail(e)), now, report),
@@ -275,18 +328,29 @@ impl Manager {
             return;
         }
         let mut last_served = None;
+        let mut bumps = Vec::new();
         // Each answer is appended and dropped as it arrives: what is held is one answer from a source
         // that streams them (a local source), at most the cap from one that answers all at once.
         source.fetch_each(&requests, cap, &mut |i, answer| {
             // An index the request did not have, or one answered twice, is not ours to handle.
-            let Some((w, mut epoch, log)) = asked.get_mut(i).and_then(Option::take) else {
+            let Some((w, mut epoch, log, local)) = asked.get_mut(i).and_then(Option::take) else {
                 return;
             };
-            let outcome = handle(source.as_ref(), &w, &log, answer, &mut epoch, report);
+            let outcome = handle(
+                source.as_ref(),
+                &w,
+                (&log, local),
+                answer,
+                &mut epoch,
+                report,
+            );
             self.update_runtime(&w, |r| r.source_epoch = epoch);
             let (took, wrote) = outcome
                 .as_ref()
                 .map_or((false, false), |f| (f.took_records, f.appended));
+            if let Some(target) = outcome.as_ref().ok().and_then(|f| f.bump_to) {
+                bumps.push((w.clone(), target));
+            }
             if took {
                 last_served = Some((w.topic.clone(), w.partition));
             }
@@ -297,6 +361,43 @@ impl Manager {
         });
         if let Some(key) = last_served {
             lock(&self.fetch_rotation).insert(mirror.to_owned(), key);
+        }
+        self.bump_epochs(bumps, now, report);
+    }
+
+    /// The round's proactive epoch bumps (`fencing`: a source epoch within the threshold of the local
+    /// one), in one `cluster.json` write, before any of their partitions appends again. A failed write
+    /// leaves them to the next round (what was appended is at or below the local epoch still).
+    fn bump_epochs(&self, bumps: Vec<(Work, i32)>, now: i64, report: &mut TickReport) {
+        let due: Vec<(&str, i32, i32)> = bumps
+            .iter()
+            .filter(|(w, target)| {
+                self.node.leader_epoch(&w.topic, w.partition).unwrap_or(0) < *target
+            })
+            .map(|(w, target)| (w.topic.as_str(), w.partition, *target))
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        match self.node.bump_leader_epochs(&due) {
+            Ok(epochs) => {
+                report.epoch_bumps += epochs.len() as u64;
+                tracing::info!(
+                    partitions = epochs.len(),
+                    "local leader epochs bumped above the source's"
+                );
+            }
+            Err(e) => {
+                for (w, _) in &bumps {
+                    let until = now + self.settings.fetch_backoff_ms;
+                    self.update_runtime(w, |r| r.not_before_ms = until);
+                    report.errors.push((
+                        w.topic.clone(),
+                        w.partition,
+                        format!("bumping the leader epoch above the source's failed: {e}"),
+                    ));
+                }
+            }
         }
     }
 
@@ -341,10 +442,41 @@ impl Manager {
                 Ok(())
             }
             Err(FetchOutcome::Fail(e)) => self.fail(w, MirrorState::Mirroring, e, now, report),
+            Err(FetchOutcome::Fence(batch_epoch)) => {
+                self.update_runtime(w, |r| r.fence_epoch = r.fence_epoch.max(batch_epoch));
+                let value = self.entering(w, MirrorState::Mirroring, MirrorState::EpochFencing);
+                self.transition(w, value, report)
+            }
+            Err(FetchOutcome::SourceTruncated(t)) => self.source_truncated(w, t, now, report),
         };
         if let Err(e) = done {
             self.unrecorded_error(w, e, now, report);
         }
+    }
+
+    /// A source that truncated below our log end while mirroring: ULE_RECOVERY when the mirror allows
+    /// unclean elections (`mirror.support.unclean.leader.election`), else FAILED without retries,
+    /// naming the partition, the offsets and the epochs (nothing is cut: the records the source lost
+    /// stay here until the operator decides).
+    fn source_truncated(
+        &self,
+        w: &Work,
+        t: SourceTruncation,
+        now: i64,
+        report: &mut TickReport,
+    ) -> Result<(), Error> {
+        let allowed = self
+            .node
+            .metadata()
+            .mirrors
+            .get(&w.key.mirror)
+            .is_some_and(|m| m.support_unclean_leader_election);
+        tracing::warn!(key = ?w.key, ?t.diverging, t.target, t.log_end_offset, allowed, "the source truncated below our log end (unclean leader election)");
+        if !allowed {
+            return self.fail(w, MirrorState::Mirroring, t.refusal(w), now, report);
+        }
+        let value = self.entering(w, MirrorState::Mirroring, MirrorState::UleRecovery);
+        self.transition(w, value, report)
     }
 
     /// The round's flush: the logs it appended to whose topic asks for a flush now (`flush.messages`,

@@ -7,11 +7,16 @@
 //!   FAILED), none once STOPPING or STOPPED (from then on this cluster's own consumers own them).
 //! - An offset is written only when it differs from what is committed here (offset, leader epoch or
 //!   metadata): the partitions are not compacted by klog, so an unchanged group costs nothing.
+//! - Only the groups the mirror's `groups.include` matches and its `groups.exclude` does not (the
+//!   reference's filters, [`crate::sync_config`]); a group filtered out is left alone here, as a group
+//!   the source does not list.
 //! - `synced = max(log start, min(source committed, log end))`: a group resumes no further than the data
-//!   that was mirrored. A clamped offset is reported (with the leader epoch of the record before it, the
-//!   one a consumer that read that far would commit) and the mirror is synced again on the next tick
-//!   that mirrors more data, until nothing is clamped; so is a mirror whose partitions are still on their
-//!   way to MIRRORING.
+//!   that was mirrored. An offset in range is the source's OffsetAndMetadata as it is; a clamped one
+//!   takes, as the reference's `MirrorSourceSyncer` does, the leader epoch this log's leader-epoch cache
+//!   gives the offset it was clamped to (Kafka's `epochForOffset`) and empty metadata, and is not
+//!   written while the cache has no epoch for it. It is reported, and the mirror is synced again on
+//!   the next tick that mirrors more data, until nothing is clamped; so is a mirror whose partitions
+//!   are still on their way to MIRRORING.
 //! - An offset the source no longer has for a group it still lists is deleted here (a tombstone), but
 //!   only for a partition the source answered, without an error, as having no committed offset
 //!   (OffsetFetch's -1). A partition the source did not answer for (an error, a topic its metadata does
@@ -111,12 +116,20 @@ impl Manager {
         let source = self
             .source_for(mirror)
             .map_err(|e| format!("mirror {mirror}: group offsets: {e}"))?;
-        let listed = source.committed_offsets(&topics).map_err(|e| {
+        let mut listed = source.committed_offsets(&topics).map_err(|e| {
             format!(
                 "mirror {mirror}: group offsets from {}: {e}",
                 source.describe()
             )
         })?;
+        let filters = self
+            .node
+            .metadata()
+            .mirrors
+            .get(mirror)
+            .map(|m| m.sync_filters())
+            .unwrap_or_default();
+        listed.retain(|g| filters.syncs_group(&g.group));
         // A write that failed earlier (a full disk) is reopened first: what survives it is what is here.
         groups::heal(&self.node).map_err(|e| e.to_string())?;
         let here = groups::committed_offsets(&self.node).map_err(|e| e.to_string())?;
@@ -164,11 +177,13 @@ impl Manager {
                         out.logs.insert((name, partition), log);
                     }
                 }
-                None | Some(MirrorState::Unknown | MirrorState::Preparing)
-                    if desired == DesiredState::Start =>
-                {
-                    out.arriving = true
-                }
+                None
+                | Some(
+                    MirrorState::Unknown
+                    | MirrorState::Preparing
+                    | MirrorState::EpochFencing
+                    | MirrorState::UleRecovery,
+                ) if desired == DesiredState::Start => out.arriving = true,
                 _ => {}
             }
         }
@@ -191,16 +206,19 @@ fn plan(
                 continue;
             };
             seen.insert((c.topic.clone(), c.partition));
-            let synced = clamp(c, log);
-            if synced.offset != c.offset {
+            let (offset, synced) = clamp(c, log);
+            if offset != c.offset {
                 clamps.push(OffsetClamp {
                     group: c.group.clone(),
                     topic: c.topic.clone(),
                     partition: c.partition,
                     source_offset: c.offset,
-                    synced_offset: synced.offset,
+                    synced_offset: offset,
                 });
             }
+            let Some(synced) = synced else {
+                continue; // clamped where the log has no epoch yet
+            };
             let key = (g.group.clone(), c.topic.clone(), c.partition);
             let unchanged = here.get(&key).is_some_and(|h| {
                 (h.offset, h.leader_epoch, &h.metadata)
@@ -226,16 +244,32 @@ fn plan(
     (changes, clamps)
 }
 
-/// `max(log start, min(committed, log end))`; a moved offset takes the epoch of the record before it.
-fn clamp(c: &CommittedOffset, log: &PartitionLog) -> CommittedOffset {
-    let synced = c
+/// `max(log start, min(committed, log end))`, and the commit to write there: the source's as it is
+/// when nothing moved; else that offset with the epoch Kafka's `epochForOffset` gives it in this log
+/// and empty metadata, or none when the log has no epoch for it.
+fn clamp(c: &CommittedOffset, log: &PartitionLog) -> (i64, Option<CommittedOffset>) {
+    let offset = c
         .offset
         .min(log.log_end_offset())
         .max(log.log_start_offset());
-    let mut out = c.clone();
-    if synced != c.offset {
-        out.offset = synced;
-        out.leader_epoch = groups::epoch_before(log, synced);
+    if offset == c.offset {
+        return (offset, Some(c.clone()));
     }
-    out
+    let synced = epoch_for_offset(log, offset).map(|leader_epoch| CommittedOffset {
+        offset,
+        leader_epoch,
+        metadata: String::new(),
+        ..c.clone()
+    });
+    (offset, synced)
+}
+
+/// Kafka's `LeaderEpochFileCache.epochForOffset`: the epoch of the last entry starting at or before
+/// `offset`.
+fn epoch_for_offset(log: &PartitionLog, offset: i64) -> Option<i32> {
+    log.leader_epochs()
+        .iter()
+        .take_while(|e| e.start_offset <= offset)
+        .last()
+        .map(|e| e.epoch)
 }

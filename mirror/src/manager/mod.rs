@@ -19,6 +19,7 @@
 //! of many partitions, step by step across them) and `group_sync` (the consumer-group offsets that
 //! ride along). It works on a [`Node`]; it knows sources only through [`MirrorSource`].
 
+mod fencing;
 mod fetcher;
 mod group_sync;
 pub mod resolver;
@@ -39,6 +40,7 @@ use crate::source::MirrorSource;
 use crate::state::MirrorState;
 use crate::store::MIRROR_STATE_TOPIC;
 use crate::topics;
+pub use fencing::{LEADER_EPOCH_BUMP_INCREMENT, LEADER_EPOCH_BUMP_THRESHOLD};
 use fetcher::source_error;
 pub use group_sync::OffsetClamp;
 use resolver::Sources;
@@ -93,6 +95,9 @@ pub(crate) struct PartitionRuntime {
     pub(crate) entered: bool,
     /// The source leader epoch learned by fencing.
     pub(crate) source_epoch: i32,
+    /// The epoch of a batch that was refused for being above the local epoch (EPOCH_FENCING bumps
+    /// above it).
+    pub(crate) fence_epoch: i32,
     pub(crate) source_high_watermark: Option<i64>,
     /// Not before this time: a fetch backoff, or the retry time of a failed action (also recorded in
     /// FAILED, which is what a restart goes by).
@@ -126,6 +131,9 @@ pub struct TickReport {
     pub epochs_learned: u64,
     /// Synced offsets moved into the local log (the source committed beyond what is mirrored).
     pub offset_clamps: Vec<OffsetClamp>,
+    /// Local leader epochs bumped above the source's (EPOCH_FENCING, or a source epoch within
+    /// `LEADER_EPOCH_BUMP_THRESHOLD` of ours).
+    pub epoch_bumps: u64,
 }
 
 impl TickReport {
@@ -136,6 +144,7 @@ impl TickReport {
             || self.truncations > 0
             || self.offsets_synced > 0
             || self.epochs_learned > 0
+            || self.epoch_bumps > 0
     }
 }
 
@@ -147,6 +156,8 @@ enum Step {
     Fetch(PartitionRuntime),
     /// A STOPPING partition's stop is due.
     Stop,
+    /// An EPOCH_FENCING partition's epoch bump is due.
+    Fence,
 }
 
 /// What a tick does for many partitions together, after every partition's step.
@@ -154,6 +165,7 @@ enum Step {
 struct Round {
     fetch: Vec<(Work, PartitionRuntime)>,
     stop: Vec<Work>,
+    fence: Vec<Work>,
 }
 
 #[derive(Clone)]
@@ -295,11 +307,13 @@ impl Manager {
                 Ok(Step::Done) => {}
                 Ok(Step::Fetch(rt)) => round.fetch.push((w, rt)),
                 Ok(Step::Stop) => round.stop.push(w),
+                Ok(Step::Fence) => round.fence.push(w),
                 Err(e) => self.unrecorded_error(&w, e, now, &mut report),
             }
         }
         // The partitions' own actions done, what is done together for many partitions: the fetches
-        // of the round, then the stops.
+        // of the round, then the stops; the epoch bumps of EPOCH_FENCING in one metadata write.
+        self.fence_round(round.fence, now, &mut report);
         self.fetch_round(round.fetch, now, &mut report);
         self.stop_round(round.stop, now, &mut report);
         // The states the actions led to, in one write.
@@ -388,6 +402,7 @@ impl Manager {
             all.next_retry_ms = r.next_retry_ms;
             all.offsets_synced += r.offsets_synced;
             all.epochs_learned += r.epochs_learned;
+            all.epoch_bumps += r.epoch_bumps;
             all.offset_clamps.extend(r.offset_clamps);
             if !progressed {
                 break;
@@ -487,9 +502,12 @@ impl Manager {
                 self.transition(w, self.entering(w, Pausing, Paused), report)?;
                 Ok(Step::Done)
             }
+            EpochFencing => Ok(Step::Fence),
+            UleRecovery => self
+                .recover_from_unclean_election(w, now, report)
+                .map(|()| Step::Done),
             Stopping => Ok(Step::Stop),
-            // EPOCH_FENCING and ULE_RECOVERY act on the k25-epochs branch; until then they wait.
-            Paused | Stopped | Failed | Unknown | EpochFencing | UleRecovery => Ok(Step::Done),
+            Paused | Stopped | Failed | Unknown => Ok(Step::Done),
         }
     }
 

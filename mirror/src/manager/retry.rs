@@ -101,7 +101,9 @@ fn retry_target(
         (DesiredState::Stop, _) => Stopping,
         // A stop no longer wanted (the topic was added again) mirrors afresh.
         (_, Unknown | Failed | Stopped | Stopping) => Preparing,
-        (_, Pausing | Paused) => Mirroring,
+        // EPOCH_FENCING and ULE_RECOVERY are entered from MIRRORING only: its next fetch finds again
+        // whatever sent the partition there.
+        (_, Pausing | Paused | EpochFencing | UleRecovery) => Mirroring,
         (_, other) => other,
     })
 }
