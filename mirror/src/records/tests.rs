@@ -196,15 +196,17 @@ fn older_state_values_still_decode_in_the_older_numbering() {
             Some("disk full")
         )
     );
-    // Every older state decodes as itself, none as the reference's value of the same byte.
+    // Every older state decodes as itself (EPOCH_FENCING 7 and ULE_RECOVERY 8 as klog wrote them there).
     for s in ALL_OLDER {
         let b = s.to_older_byte();
         assert_eq!(decoded(&k, &older_state(b, 16, None, &[0x00])).0.state, s);
     }
 }
 
-const ALL_OLDER: [MirrorState; 8] = [
+const ALL_OLDER: [MirrorState; 10] = [
     MirrorState::Preparing,
+    MirrorState::EpochFencing,
+    MirrorState::UleRecovery,
     MirrorState::Mirroring,
     MirrorState::Pausing,
     MirrorState::Paused,
