@@ -170,7 +170,7 @@ fn producers_show_idempotent_and_transactional_state_and_the_barrier_clears_it()
     let barrier = root.join("barrier.bin");
     std::fs::write(
         &barrier,
-        BatchBuilder::mirror_pid_reset("c291cmNlLWNsdXN0ZXItaWQ", 1_700_000_000_000)
+        BatchBuilder::mirror_pid_reset(1_700_000_000_000)
             .unwrap()
             .build()
             .unwrap(),

@@ -193,7 +193,7 @@ fn build_partition(root: &Path) -> Built {
     w.batch(Compression::Snappy, 2001, 1, 0, true, 3);
     w.marker(ControlRecordType::Commit, 2001, 1);
     // KIP-1279's barrier, then data from a producer that starts after it.
-    let mut barrier = BatchBuilder::mirror_pid_reset("MkU3OEVBNTcwNTJENDM2Qg", w.now)
+    let mut barrier = BatchBuilder::mirror_pid_reset(w.now)
         .unwrap()
         .build()
         .unwrap();

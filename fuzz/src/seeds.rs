@@ -211,7 +211,7 @@ pub fn v2_batches() -> Vec<(String, Vec<u8>)> {
             .base_offset(103);
         out.push((name.into(), build(&b)));
     }
-    let reset = BatchBuilder::mirror_pid_reset(CLUSTER_ID, T0).expect("valid barrier");
+    let reset = BatchBuilder::mirror_pid_reset(T0).expect("valid barrier");
     out.push(("mirror_pid_reset".into(), build(&reset)));
     out.push(("leader_change".into(), leader_change_batch()));
     out
@@ -528,7 +528,15 @@ fn control_values() -> Vec<(String, Vec<u8>)> {
             control_input(
                 0,
                 &key(ControlRecordType::MirrorPidReset),
-                &MirrorPidReset::new(CLUSTER_ID).encode(),
+                &MirrorPidReset::with_source_cluster_id(CLUSTER_ID).encode(),
+            ),
+        ),
+        (
+            "mirror_pid_reset_newest".into(),
+            control_input(
+                0,
+                &key(ControlRecordType::MirrorPidReset),
+                &MirrorPidReset::new().encode(),
             ),
         ),
         (

@@ -173,7 +173,7 @@ fn a_barrier_in_the_middle_of_one_append_leaves_only_later_producers() {
     let mut b1 = b1;
     b1.append(5, None, Some(b"a"), &[]).unwrap();
     b1.build_into(&mut set).unwrap();
-    BatchBuilder::mirror_pid_reset("c2lkZS1jbHVzdGVyLWlkLTA", 5)
+    BatchBuilder::mirror_pid_reset(5)
         .unwrap()
         .base_offset(1)
         .partition_leader_epoch(1)

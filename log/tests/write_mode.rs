@@ -87,7 +87,7 @@ fn a_stop_that_aborts_admits_only_abort_markers_of_open_transactions_and_the_bar
         marker(ControlRecordType::Abort, 7, 2),
         AppendOrigin::Coordinator,
     );
-    let mut barrier = BatchBuilder::mirror_pid_reset("src", NOW)
+    let mut barrier = BatchBuilder::mirror_pid_reset(NOW)
         .unwrap()
         .build()
         .unwrap();

@@ -1,4 +1,5 @@
-//! The mirror partition state machine (KIP-1279 §1.1, §1.2): states, their persisted encoding and the
+//! The mirror partition state machine (KIP-1279 §1.1, §1.2, §11): states, their persisted encodings
+//! (the reference's numbering, which klog writes, and the older one klog wrote before it) and the
 //! transition table.
 
 use std::fmt;
@@ -6,10 +7,9 @@ use std::fmt;
 /// A mirror partition's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MirrorState {
-    /// Truncating the local log to the last mirrored epoch the source reports.
+    /// Truncating the local log to the last mirrored epoch the source reports (the reference's
+    /// LOG_ALIGNMENT).
     Preparing,
-    /// The fetcher copies the source partition.
-    Mirroring,
     /// A fetched batch carried an epoch above the local leader epoch: the local epoch is bumped above
     /// the source's (persisted) before mirroring goes on (the reference's EPOCH_FENCING).
     EpochFencing,
@@ -17,6 +17,8 @@ pub enum MirrorState {
     /// the mirror allows it (`mirror.support.unclean.leader.election`): converge by Kafka's follower
     /// truncation, then mirror (the reference's ULE_RECOVERY).
     UleRecovery,
+    /// The fetcher copies the source partition.
+    Mirroring,
     /// A pause was requested; the fetcher is being removed.
     Pausing,
     /// No fetcher; read-only. Resuming goes straight to MIRRORING from the local log end.
@@ -34,9 +36,9 @@ pub enum MirrorState {
 /// Every state, in encoding order.
 pub const ALL_STATES: [MirrorState; 10] = [
     MirrorState::Preparing,
-    MirrorState::Mirroring,
     MirrorState::EpochFencing,
     MirrorState::UleRecovery,
+    MirrorState::Mirroring,
     MirrorState::Pausing,
     MirrorState::Paused,
     MirrorState::Stopping,
@@ -46,9 +48,34 @@ pub const ALL_STATES: [MirrorState; 10] = [
 ];
 
 impl MirrorState {
-    /// klog's persisted encoding (`MirrorPartitionState` value version 0). It is the seed prototype's
-    /// (P1) numbering; a change of numbering must come with a new value version.
+    /// The persisted encoding klog writes: the reference's numbering (showuon/kafka
+    /// `server-common/.../server/mirror/MirrorPartitionState.java`), LOG_ALIGNMENT 0 .. FAILED 8,
+    /// UNKNOWN -1.
     pub fn to_byte(self) -> i8 {
+        match self {
+            MirrorState::Preparing => 0,
+            MirrorState::EpochFencing => 1,
+            MirrorState::UleRecovery => 2,
+            MirrorState::Mirroring => 3,
+            MirrorState::Pausing => 4,
+            MirrorState::Paused => 5,
+            MirrorState::Stopping => 6,
+            MirrorState::Stopped => 7,
+            MirrorState::Failed => 8,
+            MirrorState::Unknown => -1,
+        }
+    }
+
+    /// Decodes a state in the reference's numbering.
+    pub fn from_byte(b: i8) -> Option<Self> {
+        ALL_STATES.into_iter().find(|s| s.to_byte() == b)
+    }
+
+    /// The older numbering (aiven/kafka's, and what klog wrote before it took the reference's):
+    /// PREPARING 0, MIRRORING 1, PAUSING 2, PAUSED 3, STOPPING 4, STOPPED 5, FAILED 6, UNKNOWN 16, with
+    /// EPOCH_FENCING 7 and ULE_RECOVERY 8 as klog wrote them in that layout for a while (aiven has
+    /// neither).
+    pub fn to_older_byte(self) -> i8 {
         match self {
             MirrorState::Preparing => 0,
             MirrorState::Mirroring => 1,
@@ -57,38 +84,24 @@ impl MirrorState {
             MirrorState::Stopping => 4,
             MirrorState::Stopped => 5,
             MirrorState::Failed => 6,
-            // Not in the seed numbering: past its last value until the value's version carries the
-            // reference's numbering.
             MirrorState::EpochFencing => 7,
             MirrorState::UleRecovery => 8,
             MirrorState::Unknown => 16,
         }
     }
 
-    /// Decodes a persisted state; `-1` (P2's UNKNOWN) is read as UNKNOWN too.
-    pub fn from_byte(b: i8) -> Option<Self> {
-        Some(match b {
-            0 => MirrorState::Preparing,
-            1 => MirrorState::Mirroring,
-            2 => MirrorState::Pausing,
-            3 => MirrorState::Paused,
-            4 => MirrorState::Stopping,
-            5 => MirrorState::Stopped,
-            6 => MirrorState::Failed,
-            7 => MirrorState::EpochFencing,
-            8 => MirrorState::UleRecovery,
-            16 | -1 => MirrorState::Unknown,
-            _ => return None,
-        })
+    /// Decodes a state in the older numbering.
+    pub fn from_older_byte(b: i8) -> Option<Self> {
+        ALL_STATES.into_iter().find(|s| s.to_older_byte() == b)
     }
 
     /// The state's name, as Kafka spells it (`MIRRORING`).
     pub fn name(self) -> &'static str {
         match self {
             MirrorState::Preparing => "PREPARING",
-            MirrorState::Mirroring => "MIRRORING",
             MirrorState::EpochFencing => "EPOCH_FENCING",
             MirrorState::UleRecovery => "ULE_RECOVERY",
+            MirrorState::Mirroring => "MIRRORING",
             MirrorState::Pausing => "PAUSING",
             MirrorState::Paused => "PAUSED",
             MirrorState::Stopping => "STOPPING",
@@ -103,10 +116,18 @@ impl MirrorState {
         self != MirrorState::Stopped
     }
 
-    /// The reference's transition table (MPM `isValidStateTransition`: EPOCH_FENCING and ULE_RECOVERY
-    /// only from MIRRORING and back to it, FAILED -> MIRRORING), with one documented extension:
-    /// UNKNOWN -> STOPPING (a topic removed from its mirror before any state was recorded would
-    /// otherwise stay read-only). A self-transition is always valid: it re-runs the state's actions.
+    /// The reference's name (`LOG_ALIGNMENT` for klog's PREPARING; the others are the same).
+    pub fn reference_name(self) -> &'static str {
+        match self {
+            MirrorState::Preparing => "LOG_ALIGNMENT",
+            other => other.name(),
+        }
+    }
+
+    /// The transition table of §1.2 (P1 `isValidTransition`), with two documented extensions:
+    /// FAILED -> MIRRORING (P2: a failed fetch retries without truncating again) and UNKNOWN -> STOPPING
+    /// (a topic removed from its mirror before any state was recorded would otherwise stay read-only).
+    /// A self-transition is always valid: it re-runs the state's actions.
     pub fn can_transition_to(self, target: MirrorState) -> bool {
         use MirrorState::*;
         if self == target {
@@ -114,6 +135,7 @@ impl MirrorState {
         }
         match target {
             Preparing => matches!(self, Unknown | Stopped | Failed),
+            // The reference's (MPM `isValidStateTransition`): both entered from MIRRORING only.
             EpochFencing | UleRecovery => self == Mirroring,
             Mirroring => matches!(
                 self,
@@ -125,12 +147,12 @@ impl MirrorState {
                 self,
                 Preparing
                     | Mirroring
-                    | EpochFencing
-                    | UleRecovery
                     | Pausing
                     | Paused
                     | Failed
                     | Unknown
+                    | EpochFencing
+                    | UleRecovery
             ),
             Stopped => self == Stopping,
             Failed => true,
@@ -158,7 +180,9 @@ impl std::str::FromStr for MirrorState {
         ALL_STATES
             .iter()
             .copied()
-            .find(|st| st.name().eq_ignore_ascii_case(s))
+            .find(|st| {
+                st.name().eq_ignore_ascii_case(s) || st.reference_name().eq_ignore_ascii_case(s)
+            })
             .ok_or_else(|| format!("unknown mirror state {s:?}"))
     }
 }
@@ -168,27 +192,64 @@ mod tests {
     use super::*;
     use MirrorState::*;
 
+    /// The reference's values, from showuon/kafka's `MirrorPartitionState.java`, and the older ones,
+    /// from aiven/kafka's: written out, not derived from the encoder.
     #[test]
-    fn encoding_round_trips_and_rejects_unknown_bytes() {
-        for s in ALL_STATES {
-            assert_eq!(MirrorState::from_byte(s.to_byte()), Some(s));
-            assert_eq!(s.name().parse::<MirrorState>().unwrap(), s);
+    fn both_numberings_decode_and_the_reference_is_written() {
+        let reference = [
+            (0, Preparing),
+            (1, EpochFencing),
+            (2, UleRecovery),
+            (3, Mirroring),
+            (4, Pausing),
+            (5, Paused),
+            (6, Stopping),
+            (7, Stopped),
+            (8, Failed),
+            (-1, Unknown),
+        ];
+        for (b, s) in reference {
+            assert_eq!(MirrorState::from_byte(b), Some(s));
+            assert_eq!(s.to_byte(), b);
         }
-        assert_eq!(MirrorState::from_byte(-1), Some(Unknown));
-        assert_eq!(MirrorState::from_byte(9), None);
-        assert_eq!(MirrorState::from_byte(100), None);
+        let older = [
+            (0, Preparing),
+            (1, Mirroring),
+            (2, Pausing),
+            (3, Paused),
+            (4, Stopping),
+            (5, Stopped),
+            (6, Failed),
+            (16, Unknown),
+            (7, EpochFencing),
+            (8, UleRecovery),
+        ];
+        for (b, s) in older {
+            assert_eq!(MirrorState::from_older_byte(b), Some(s));
+        }
+        for b in [9, 16, 100, -2] {
+            assert_eq!(MirrorState::from_byte(b), None, "{b}");
+        }
+        for b in [9, -1, 100] {
+            assert_eq!(MirrorState::from_older_byte(b), None, "{b}");
+        }
+        for s in ALL_STATES {
+            assert_eq!(s.name().parse::<MirrorState>().unwrap(), s);
+            assert_eq!(s.reference_name().parse::<MirrorState>().unwrap(), s);
+        }
+        assert_eq!(Preparing.reference_name(), "LOG_ALIGNMENT");
     }
 
     #[test]
     fn transition_table_matches_the_spec() {
         let valid: &[(MirrorState, &[MirrorState])] = &[
             (Preparing, &[Unknown, Stopped, Failed]),
+            (EpochFencing, &[Mirroring]),
+            (UleRecovery, &[Mirroring]),
             (
                 Mirroring,
                 &[Preparing, Paused, Failed, EpochFencing, UleRecovery],
             ),
-            (EpochFencing, &[Mirroring]),
-            (UleRecovery, &[Mirroring]),
             (Pausing, &[Mirroring]),
             (Paused, &[Pausing]),
             (
@@ -196,12 +257,12 @@ mod tests {
                 &[
                     Preparing,
                     Mirroring,
-                    EpochFencing,
-                    UleRecovery,
                     Pausing,
                     Paused,
                     Failed,
                     Unknown,
+                    EpochFencing,
+                    UleRecovery,
                 ],
             ),
             (Stopped, &[Stopping]),

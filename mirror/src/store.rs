@@ -158,7 +158,7 @@ impl MirrorStateStore {
     ) -> BTreeMap<u32, Result<(), Error>> {
         let n = self.partition_count();
         let mut by_partition: BTreeMap<u32, Vec<MirrorRecord>> = BTreeMap::new();
-        for r in records {
+        for r in self.stamp_state_epochs(records) {
             by_partition
                 .entry(r.key().coordinator_partition(n))
                 .or_default()
@@ -191,6 +191,30 @@ impl MirrorStateStore {
             results.insert(p, result);
         }
         results
+    }
+
+    /// The reference's StateEpoch: each state value written is one above its key's last (the first is
+    /// 1), as the reference's coordinator numbers transitions; a tombstone starts the key again.
+    fn stamp_state_epochs(&self, mut records: Vec<MirrorRecord>) -> Vec<MirrorRecord> {
+        let mut last: BTreeMap<MirrorKey, i32> = BTreeMap::new();
+        for r in &mut records {
+            match r {
+                MirrorRecord::State(k, Some(v)) => {
+                    let before = last
+                        .get(k)
+                        .copied()
+                        .or_else(|| self.states.get(k).map(|s| s.value.state_epoch))
+                        .unwrap_or(0);
+                    v.state_epoch = before.saturating_add(1);
+                    last.insert(k.clone(), v.state_epoch);
+                }
+                MirrorRecord::State(k, None) => {
+                    last.insert(k.clone(), 0);
+                }
+                MirrorRecord::LastMirrorEpoch(..) => {}
+            }
+        }
+        records
     }
 
     /// The `__mirror_state` partition holding `key`'s records.
@@ -490,6 +514,89 @@ mod tests {
 
     fn state(s: MirrorState) -> Option<PartitionStateValue> {
         Some(PartitionStateValue::new(s))
+    }
+
+    /// A `__mirror_state` a klog from before #25 wrote (the older layout and numbering, bytes by hand)
+    /// opens with its states read right, and a new write beside them is in the reference layout.
+    #[test]
+    fn a_store_in_the_older_layout_opens_with_its_states() {
+        let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(3));
+        let store = open(&storage);
+        let (k0, _) = MirrorRecord::State(key(0), None).encode();
+        let (k1, _) = MirrorRecord::State(key(1), None).encode();
+        let (k2, _) = MirrorRecord::LastMirrorEpoch(key(1), None).encode();
+        // key 0: STOPPED (5), previous STOPPING (4); key 1: STOPPING (4) with its LME 7 in tag 1.
+        let stopped = [0u8, 0, 5, 4, 0, 0, 0, 0];
+        let stopping = [0u8, 0, 4, 1, 0, 0, 0, 1, 1, 4, 0, 0, 0, 7];
+        let lme = [0u8, 0, 0, 0, 0, 7, 0];
+        let mut b = BatchBuilder::new(Compression::None);
+        b.append(1, Some(&k0), Some(&stopped), &[]).unwrap();
+        b.append(1, Some(&k1), Some(&stopping), &[]).unwrap();
+        b.append(1, Some(&k2), Some(&lme), &[]).unwrap();
+        let mut bytes = b.build().unwrap();
+        store.partitions[0].append_as_leader(&mut bytes, 0).unwrap();
+        store.partitions[0].flush(i64::MAX).unwrap();
+        drop(store);
+        let mut store = open(&storage);
+        let s0 = &store.state(&key(0)).unwrap().value;
+        assert_eq!(
+            (s0.state, s0.previous),
+            (MirrorState::Stopped, MirrorState::Stopping)
+        );
+        let s1 = &store.state(&key(1)).unwrap().value;
+        assert_eq!(
+            (s1.state, s1.previous, s1.stopping_last_mirror_epoch),
+            (MirrorState::Stopping, MirrorState::Mirroring, Some(7))
+        );
+        assert_eq!(store.last_mirror_epoch(&key(1)).unwrap().value, 7);
+        store
+            .write(vec![MirrorRecord::State(
+                key(1),
+                state(MirrorState::Stopped),
+            )])
+            .unwrap();
+        drop(store);
+        let store = open(&storage);
+        assert_eq!(
+            store.state(&key(1)).unwrap().value.state,
+            MirrorState::Stopped
+        );
+        assert_eq!(
+            store.state(&key(0)).unwrap().value.state,
+            MirrorState::Stopped
+        );
+    }
+
+    #[test]
+    fn each_state_written_is_one_state_epoch_above_the_last_of_its_key() {
+        let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(5));
+        let mut store = open(&storage);
+        store
+            .write(vec![
+                MirrorRecord::State(key(0), state(MirrorState::Preparing)),
+                MirrorRecord::State(key(0), state(MirrorState::Mirroring)),
+                MirrorRecord::State(key(1), state(MirrorState::Preparing)),
+            ])
+            .unwrap();
+        assert_eq!(store.state(&key(0)).unwrap().value.state_epoch, 2);
+        assert_eq!(store.state(&key(1)).unwrap().value.state_epoch, 1);
+        drop(store);
+        let mut store = open(&storage);
+        assert_eq!(store.state(&key(0)).unwrap().value.state_epoch, 2);
+        store
+            .write(vec![MirrorRecord::State(
+                key(0),
+                state(MirrorState::Stopping),
+            )])
+            .unwrap();
+        assert_eq!(store.state(&key(0)).unwrap().value.state_epoch, 3);
+        store
+            .write(vec![
+                MirrorRecord::State(key(0), None),
+                MirrorRecord::State(key(0), state(MirrorState::Preparing)),
+            ])
+            .unwrap();
+        assert_eq!(store.state(&key(0)).unwrap().value.state_epoch, 1);
     }
 
     #[test]

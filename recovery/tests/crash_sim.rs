@@ -285,7 +285,7 @@ fn step(
             }
         }
         60..=63 => {
-            let mut m = BatchBuilder::mirror_pid_reset("c2ltLXNvdXJjZS1jbHVzdGVy", now)
+            let mut m = BatchBuilder::mirror_pid_reset(now)
                 .unwrap()
                 .build()
                 .unwrap();

@@ -591,7 +591,12 @@ impl<'a> Dumper<'a> {
         } else if self.mirror_state {
             let decoded = mirror_state_json(r);
             match (decoded.get("key"), decoded.get("payload")) {
-                (Some(k), Some(p)) => write!(out, " key: {k} payload: {p}")?,
+                (Some(k), Some(p)) => {
+                    write!(out, " key: {k} payload: {p}")?;
+                    if let Some(layout) = decoded.get("layout").and_then(|l| l.as_str()) {
+                        write!(out, " layout: {layout}")?;
+                    }
+                }
                 _ => write!(out, " {decoded}")?,
             }
         } else if self.args.print_data_log {
@@ -753,7 +758,7 @@ fn control_text(c: &ControlRecord) -> String {
             c.record_type, m.coordinator_epoch
         ),
         ControlValue::MirrorPidReset(m) => {
-            format!(" mirrorPidReset: sourceClusterId: {}", m.source_cluster_id)
+            format!(" mirrorPidReset: {}", m.to_kafka_json())
         }
         ControlValue::LeaderChange(l) => format!(" LeaderChange: {}", l.to_kafka_json()),
         ControlValue::Raw(v) => super::dump_metadata::control_text(c.record_type, v.as_deref())
@@ -790,9 +795,10 @@ fn cluster_metadata_json(b: &RecordBatch<'_>, r: &Record<'_>) -> Option<serde_js
     super::dump_metadata::control_json(c.record_type, r.value)
 }
 
-/// A `__mirror_state` record decoded, or `{"error": ...}` naming what failed.
+/// A `__mirror_state` record decoded in whichever layout it is (`"layout"` names it), or
+/// `{"error": ...}` naming what failed.
 fn mirror_state_json(r: &Record<'_>) -> serde_json::Value {
-    match klog::mirror::records::MirrorRecord::decode(r.key, r.value) {
+    match klog::mirror::records::DecodedRecord::decode(r.key, r.value) {
         Ok(m) => m.to_json(),
         Err(e) => serde_json::json!({ "error": e }),
     }

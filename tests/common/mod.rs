@@ -278,8 +278,7 @@ pub fn klog_built_batches() -> (Vec<u8>, usize) {
         let b = BatchBuilder::end_txn_marker(marker, 8, 0, 17, 1_700_000_000_500).unwrap();
         finish(b, &mut out, &mut count, &mut next_offset);
     }
-    let barrier =
-        BatchBuilder::mirror_pid_reset("MkU3OEVBNTcwNTJENDM2Qg", 1_700_000_000_600).unwrap();
+    let barrier = BatchBuilder::mirror_pid_reset(1_700_000_000_600).unwrap();
     finish(barrier, &mut out, &mut count, &mut next_offset);
     (out, count)
 }

@@ -191,14 +191,15 @@ pub fn control_type(s: &Stored) -> Option<ControlRecordType> {
     ])))
 }
 
-/// The source cluster id a MIRROR_PID_RESET batch carries.
-pub fn barrier_cluster_id(s: &Stored) -> String {
+/// Whether a MIRROR_PID_RESET batch's value is the one klog writes: the newest reference layout,
+/// `{Version}` (`00 00 00`), with no source cluster id (docs/compatibility.md).
+pub fn barrier_value_is_klogs(s: &Stored) -> bool {
     let (b, _) = klog::log::format::RecordBatch::parse(&s.bytes, 0).unwrap();
     let mut scratch = Vec::new();
     let r = b.records(&mut scratch).unwrap().next().unwrap().unwrap();
-    klog::log::format::MirrorPidReset::parse(r.value.unwrap())
-        .unwrap()
-        .source_cluster_id
+    r.value == Some(&[0u8, 0, 0][..])
+        && klog::log::format::MirrorPidReset::parse(r.value.unwrap()).unwrap()
+            == klog::log::format::MirrorPidReset::new()
 }
 
 pub fn state_of(c: &Cluster, topic: &str, partition: i32) -> Option<klog::mirror::MirrorState> {

@@ -240,9 +240,10 @@ impl BatchBuilder {
     }
 
     /// KIP-1279's barrier: control type 7, producer id/epoch/sequence -1, not transactional, one record
-    /// whose value is the flexible v0 `MirrorPidResetRecord` naming the source cluster.
-    pub fn mirror_pid_reset(source_cluster_id: &str, timestamp_ms: i64) -> Result<Self, Error> {
-        let value = MirrorPidReset::new(source_cluster_id).encode();
+    /// whose value is the flexible v0 `MirrorPidResetRecord` in the newest reference layout, `{Version}`
+    /// (`00 00 00`; docs/compatibility.md).
+    pub fn mirror_pid_reset(timestamp_ms: i64) -> Result<Self, Error> {
+        let value = MirrorPidReset::new().encode();
         let mut b = BatchBuilder::new(Compression::None);
         b.control = true;
         b.append(

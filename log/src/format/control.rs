@@ -1,8 +1,10 @@
 //! Control records: the key `(int16 version, int16 type)` and the values Kafka and KIP-1279 define.
 //!
 //! - ABORT (0) / COMMIT (1): `EndTxnMarker` value `(int16 version, int32 coordinatorEpoch)`.
-//! - MIRROR_PID_RESET (7): flexible v0 `MirrorPidResetRecord` = int16 version, compact string source cluster
-//!   id, tagged fields. Written with producer id -1 so unmodified brokers never parse it as a txn marker.
+//! - MIRROR_PID_RESET (7): flexible v0 `MirrorPidResetRecord`, in either of the reference forks' layouts:
+//!   the newest `{Version}` (int16 version, tagged fields: `00 00 00`), which klog writes, or the earlier
+//!   `{Version, SourceClusterId}` (int16 version, compact string, tagged fields). Written with producer
+//!   id -1 so unmodified brokers never parse it as a txn marker. docs/compatibility.md says why.
 //! - The KRaft types (2-6) are recognized and kept raw.
 
 use std::fmt;
@@ -169,39 +171,62 @@ impl EndTxnMarker {
     }
 }
 
-/// KIP-1279's barrier value: which cluster the partition was mirrored from.
+/// KIP-1279's barrier value. The reference forks disagree on its layout, and neither generation's reader
+/// takes the other's bytes: the newest (showuon/kafka `MirrorPidResetRecord.json`) is `{Version}`, the
+/// earlier one and aiven/kafka's are `{Version, SourceClusterId}`. Both are read; klog writes the newest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MirrorPidReset {
     /// The value version.
     pub version: i16,
-    /// The cluster the mirror copied from.
-    pub source_cluster_id: String,
+    /// The cluster the mirror copied from: only in the earlier layout (`None` in the newest).
+    pub source_cluster_id: Option<String>,
+}
+
+impl Default for MirrorPidReset {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl MirrorPidReset {
     /// The version klog writes.
     pub const CURRENT_VERSION: i16 = 0;
 
-    /// The barrier of a mirror from `source_cluster_id`.
-    pub fn new(source_cluster_id: impl Into<String>) -> Self {
+    /// The barrier klog writes: the newest layout, `{Version}`.
+    pub fn new() -> Self {
         MirrorPidReset {
             version: Self::CURRENT_VERSION,
-            source_cluster_id: source_cluster_id.into(),
+            source_cluster_id: None,
         }
     }
 
-    /// Flexible v0: int16 version, compact string (unsigned varint length + 1), empty tagged fields.
+    /// The earlier layout's value, naming the source cluster (what aiven/kafka writes).
+    pub fn with_source_cluster_id(source_cluster_id: impl Into<String>) -> Self {
+        MirrorPidReset {
+            version: Self::CURRENT_VERSION,
+            source_cluster_id: Some(source_cluster_id.into()),
+        }
+    }
+
+    /// Flexible v0 in the value's own layout: int16 version, the compact string (unsigned varint
+    /// length + 1) if it names a cluster, empty tagged fields.
     pub fn encode(&self) -> Vec<u8> {
-        let id = self.source_cluster_id.as_bytes();
+        let id = self.source_cluster_id.as_deref().unwrap_or("").as_bytes();
         let mut v = Vec::with_capacity(2 + 5 + id.len() + 1);
         v.extend_from_slice(&self.version.to_be_bytes());
-        write_unsigned_varint(&mut v, id.len() as u32 + 1);
-        v.extend_from_slice(id);
+        if self.source_cluster_id.is_some() {
+            write_unsigned_varint(&mut v, id.len() as u32 + 1);
+            v.extend_from_slice(id);
+        }
         write_unsigned_varint(&mut v, 0);
         v
     }
 
-    /// Decodes the value of a MIRROR_PID_RESET record.
+    /// Decodes the value of a MIRROR_PID_RESET record in either layout. The layout is the one whose
+    /// fields take the value's bytes exactly: after the version, the newest has only its tagged-field
+    /// section, the earlier a compact string first. No value either fork writes fits both (a 22-character
+    /// cluster id's length, read as a tag count, asks for 23 tags in 23 bytes; the newest's `00`, read as
+    /// a string length, is a null the earlier schema refuses).
     pub fn parse(value: &[u8]) -> Result<Self, Corruption> {
         let bad = |_| Corruption::ControlValue("truncated MirrorPidResetRecord");
         let mut c = Cursor::new(value);
@@ -211,9 +236,18 @@ impl MirrorPidReset {
                 "negative MirrorPidResetRecord version",
             ));
         }
+        let fields = &value[2..];
+        if exactly_tagged_fields(fields) {
+            return Ok(MirrorPidReset {
+                version,
+                source_cluster_id: None,
+            });
+        }
         let len = c.read_unsigned_varint("source cluster id").map_err(bad)?;
         if len == 0 {
-            return Err(Corruption::ControlValue("null source cluster id"));
+            return Err(Corruption::ControlValue(
+                "MirrorPidResetRecord is neither {Version} nor {Version, SourceClusterId}: null source cluster id",
+            ));
         }
         let id = c
             .read_bytes(len as usize - 1, "source cluster id")
@@ -222,11 +256,51 @@ impl MirrorPidReset {
             .map_err(|_| Corruption::ControlValue("source cluster id is not UTF-8"))?
             .to_owned();
         skip_tagged_fields(&mut c).map_err(bad)?;
+        if c.remaining() != 0 {
+            return Err(Corruption::ControlValue(
+                "bytes after the MirrorPidResetRecord's tagged fields",
+            ));
+        }
         Ok(MirrorPidReset {
             version,
-            source_cluster_id,
+            source_cluster_id: Some(source_cluster_id),
         })
     }
+
+    /// The JSON `klog dump` prints: the fields the value's layout has, named as Kafka's generated
+    /// converter names them.
+    pub fn to_kafka_json(&self) -> String {
+        match &self.source_cluster_id {
+            None => format!("{{\"version\":{}}}", self.version),
+            Some(id) => format!(
+                "{{\"version\":{},\"sourceClusterId\":{}}}",
+                self.version,
+                json_string(id)
+            ),
+        }
+    }
+}
+
+/// A JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Whether `bytes` are one tagged-field section and nothing else.
+fn exactly_tagged_fields(bytes: &[u8]) -> bool {
+    let mut c = Cursor::new(bytes);
+    skip_tagged_fields(&mut c).is_ok() && c.remaining() == 0
 }
 
 fn skip_tagged_fields(c: &mut Cursor<'_>) -> Result<(), crate::RecordCorruption> {
@@ -358,24 +432,72 @@ impl ControlRecord {
 mod tests {
     use super::*;
 
+    /// The newest showuon/kafka `MirrorPidResetRecord.json`: v0 flexible, fields `Version int16`. Its
+    /// bytes by hand: the version, then an empty tagged-field section.
     #[test]
-    fn mirror_pid_reset_value_is_26_bytes_for_a_22_char_cluster_id() {
-        let v = MirrorPidReset::new("MkU3OEVBNTcwNTJENDM2Qg").encode();
-        assert_eq!(v.len(), 26);
-        assert_eq!(&v[..3], &[0, 0, 23]);
-        assert_eq!(v[25], 0);
+    fn mirror_pid_reset_reads_the_newest_layout_and_writes_it() {
+        let newest = [0x00, 0x00, 0x00];
+        let v = MirrorPidReset::parse(&newest).unwrap();
+        assert_eq!((v.version, v.source_cluster_id.as_deref()), (0, None));
+        assert_eq!(MirrorPidReset::new().encode(), newest);
+        assert_eq!(v.to_kafka_json(), r#"{"version":0}"#);
+        // An unknown tagged field (a later version's) is skipped, as Kafka's readers skip it.
+        let tagged = [0x00, 0x00, 0x01, 0x05, 0x02, 0xaa, 0xbb];
         assert_eq!(
-            MirrorPidReset::parse(&v).unwrap().source_cluster_id,
-            "MkU3OEVBNTcwNTJENDM2Qg"
+            MirrorPidReset::parse(&tagged).unwrap(),
+            MirrorPidReset::new()
+        );
+    }
+
+    /// aiven/kafka's `MirrorPidResetRecord.json` (and showuon's before it): v0 flexible, fields
+    /// `Version int16`, `SourceClusterId string`. By hand: version, compact string (length + 1 = 23,
+    /// then the 22 bytes of the id), an empty tagged-field section: 26 bytes.
+    #[test]
+    fn mirror_pid_reset_reads_the_earlier_layout() {
+        let mut earlier = vec![0x00, 0x00, 23];
+        earlier.extend_from_slice(b"MkU3OEVBNTcwNTJENDM2Qg");
+        earlier.push(0x00);
+        assert_eq!(earlier.len(), 26);
+        let v = MirrorPidReset::parse(&earlier).unwrap();
+        assert_eq!(
+            v.source_cluster_id.as_deref(),
+            Some("MkU3OEVBNTcwNTJENDM2Qg")
+        );
+        assert_eq!(
+            v.to_kafka_json(),
+            r#"{"version":0,"sourceClusterId":"MkU3OEVBNTcwNTJENDM2Qg"}"#
+        );
+        assert_eq!(
+            MirrorPidReset::with_source_cluster_id("MkU3OEVBNTcwNTJENDM2Qg").encode(),
+            earlier
+        );
+        let mut v = vec![0, 0, 3, b'a', b'b'];
+        v.extend_from_slice(&[1, 9, 2, 0xaa, 0xbb]);
+        assert_eq!(
+            MirrorPidReset::parse(&v)
+                .unwrap()
+                .source_cluster_id
+                .as_deref(),
+            Some("ab")
         );
     }
 
     #[test]
-    fn mirror_pid_reset_skips_unknown_tagged_fields() {
-        let mut v = vec![0, 0, 3, b'a', b'b'];
-        v.extend_from_slice(&[1, 9, 2, 0xaa, 0xbb]);
-        assert_eq!(MirrorPidReset::parse(&v).unwrap().source_cluster_id, "ab");
-        assert!(MirrorPidReset::parse(&v[..6]).is_err());
+    fn mirror_pid_reset_values_of_neither_layout_are_named_errors() {
+        for bad in [
+            &[0x00, 0x00][..],                               // no tagged fields, no string
+            &[0x00, 0x00, 0x03, b'a'][..],                   // a string cut short
+            &[0x00, 0x00, 0x03, b'a', b'b', 0x01][..],       // a tag cut short
+            &[0x00, 0x00, 0x03, b'a', b'b', 0x00, 0x00][..], // a byte after the tags
+        ] {
+            assert!(MirrorPidReset::parse(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            MirrorPidReset::parse(&[0xff, 0xff, 0x00]),
+            Err(Corruption::ControlValue(
+                "negative MirrorPidResetRecord version"
+            ))
+        );
     }
 
     #[test]

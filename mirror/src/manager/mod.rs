@@ -588,7 +588,9 @@ impl Manager {
 
     /// Queues `value` for the next [`Manager::commit_transitions`], which persists it before anything
     /// it implies happens (the write mode, the state's actions).
-    fn queue(&self, w: &Work, value: PartitionStateValue) {
+    fn queue(&self, w: &Work, mut value: PartitionStateValue) {
+        // The reference's LeaderEpoch: the partition's leader epoch as the state is written.
+        value.leader_epoch = self.node.leader_epoch(&w.topic, w.partition).unwrap_or(-1);
         lock(&self.pending).push((w.clone(), value));
     }
 
@@ -694,12 +696,12 @@ impl Manager {
             None
         };
         let value = PartitionStateValue {
-            state: MirrorState::Failed,
             previous,
             retry_attempt: failure.attempt,
             error: Some(failure.message),
             next_retry_ms: failure.next_retry_ms,
             stopping_last_mirror_epoch,
+            ..PartitionStateValue::new(MirrorState::Failed)
         };
         self.transition(w, value, report)
     }

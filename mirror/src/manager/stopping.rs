@@ -258,8 +258,10 @@ fn cut_and_barrier(
             tracing::info!(key = ?s.w.key, lme = s.lme, epoch = s.epoch, aborted, "failover: epoch bumped, open transactions aborted");
         }
     }
-    if let Some(id) = source_cluster_id {
-        let mut barrier = BatchBuilder::mirror_pid_reset(id, node.clock.now_ms())?.build()?;
+    // The value no longer names the source (the newest reference layout, docs/compatibility.md); an
+    // unknown source still skips the barrier, as the reference does.
+    if source_cluster_id.is_some() {
+        let mut barrier = BatchBuilder::mirror_pid_reset(node.clock.now_ms())?.build()?;
         log.append_as_leader_with_origin(&mut barrier, s.epoch, AppendOrigin::Coordinator)?;
         log.update_high_watermark(log.log_end_offset());
         tracing::info!(key = ?s.w.key, epoch = s.epoch, "failover: MIRROR_PID_RESET barrier written");
