@@ -48,7 +48,7 @@ pub struct SnapshotEntry {
 }
 
 /// The bytes of a snapshot file holding `entries`, in the order Kafka writes them (see
-/// [`kafka_entry_order`]), so the file is Kafka's own byte for byte for the same producers (readers,
+/// `kafka_entry_order`), so the file is Kafka's own byte for byte for the same producers (readers,
 /// Kafka's and klog's, do not depend on the order).
 pub fn encode_snapshot(entries: &[SnapshotEntry]) -> Vec<u8> {
     let ordered = kafka_entry_order(entries);
