@@ -482,6 +482,15 @@ impl Error {
         }
     }
 
+    /// What was refused and why, without the name [`kafka_error`](Self::kafka_error) gives (a
+    /// `Rejected` error's `Display` starts with it); any other error: its text.
+    pub fn message(&self) -> String {
+        match self {
+            Error::Rejected { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+
     /// The Kafka error name this error maps to (I/O failures are `KAFKA_STORAGE_ERROR`).
     pub fn kafka_error(&self) -> KafkaError {
         match self {
