@@ -43,7 +43,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            cli::write_err(format_args!("klog: error: {e:#}\n"));
+            cli::write_err(format_args!("klog: error: {}\n", error_text(&e)));
             ExitCode::from(2)
         }
     };
@@ -53,4 +53,18 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     code
+}
+
+/// The error and its causes, `: `-separated, each cause once: an error whose text already ends with its
+/// cause's (`path: {source}` with `#[source]`, as the crates' `Io` errors are) is not followed by it again.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.ends_with(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }

@@ -138,3 +138,37 @@ fn mirror_configs_are_set_at_create_and_describe_and_run_show_them_with_the_lag(
         "the summary ends with each mirror's lag: {run}"
     );
 }
+
+/// A refusal names Kafka's error once: `klog: error UNKNOWN_MIRROR: no mirror named nosuch`, and in JSON
+/// `{"error": "UNKNOWN_MIRROR", "message": "no mirror named nosuch"}`. The message used to carry the name
+/// again (`klog: error UNKNOWN_MIRROR: UNKNOWN_MIRROR: ...`), in every command that reports one.
+#[test]
+fn a_refusal_names_its_error_once() {
+    let dir = scratch_dir("cli_mirror_sync_names");
+    let root = dir.join("B");
+    let root_s = root.to_str().unwrap();
+    klog_ok(&["cluster", "init", root_s]);
+    let text = klog(&["mirror", "add", root_s, "nosuch", "t"]);
+    assert_eq!(text.status.code(), Some(1), "{}", stderr(&text));
+    assert_eq!(
+        stderr(&text).matches("UNKNOWN_MIRROR").count(),
+        1,
+        "{}",
+        stderr(&text)
+    );
+    let out = klog(&["mirror", "add", root_s, "nosuch", "t", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["error"], "UNKNOWN_MIRROR", "{v}");
+    let message = v["message"].as_str().unwrap();
+    assert!(
+        message.contains("nosuch") && !message.contains("UNKNOWN_MIRROR"),
+        "{v}"
+    );
+    let group = klog(&["group", "commit", root_s, "", "t", "0", "1", "--json"]);
+    let v: Value = serde_json::from_slice(&group.stdout).unwrap();
+    assert_eq!(v["error"], "INVALID_REQUEST", "{v}");
+    assert!(
+        !v["message"].as_str().unwrap().contains("INVALID_REQUEST"),
+        "{v}"
+    );
+}

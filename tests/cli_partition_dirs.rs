@@ -162,3 +162,19 @@ fn a_garbage_checkpoint_is_named_by_readers_and_salvaged_by_recover() {
     let out = klog(&["read", s(&good), "--offset", "0", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// A partition directory that is a file: `append` exits 2 naming it. The message said the operating
+/// system's error twice (`logs/b-0: File exists (os error 17): File exists (os error 17)`): an error
+/// whose text already ends with its cause's was printed with that cause again.
+#[test]
+fn a_partition_directory_that_is_a_file_is_named_with_its_cause_once() {
+    let (_root, logs, file) = good_log_dir("dirs-partition-is-a-file");
+    let stray = logs.join("b-0");
+    std::fs::write(&stray, b"not a directory").unwrap();
+    let out = klog(&["append", s(&stray), s(&file)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains(s(&stray)), "{err}");
+    assert_eq!(err.matches("(os error").count(), 1, "{err}");
+    assert_eq!(std::fs::read(&stray).unwrap(), b"not a directory");
+}

@@ -112,6 +112,17 @@ pub enum Error {
         /// The rule its name breaks.
         reason: String,
     },
+    /// Kafka's `InconsistentTopicIdException`: the partition directory's `partition.metadata` names
+    /// another topic id than the one being assigned (another topic of that name left it).
+    #[error("{path}: holds topic id {found}, not {assigned}: the directory belongs to another topic of that name (move it away, or create the topic with --topic-id {found})")]
+    InconsistentTopicId {
+        /// The `partition.metadata` file.
+        path: std::path::PathBuf,
+        /// The id the file holds.
+        found: String,
+        /// The id being assigned.
+        assigned: String,
+    },
     /// An invalid configuration value, named by its Kafka key.
     #[error("invalid value {value:?} for configuration {key}: {reason}")]
     Config {
@@ -479,6 +490,15 @@ impl Error {
         Error::Rejected {
             error,
             message: message.into(),
+        }
+    }
+
+    /// What was refused and why, without the name [`kafka_error`](Self::kafka_error) gives (a
+    /// `Rejected` error's `Display` starts with it); any other error: its text.
+    pub fn message(&self) -> String {
+        match self {
+            Error::Rejected { message, .. } => message.clone(),
+            other => other.to_string(),
         }
     }
 

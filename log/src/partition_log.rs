@@ -1063,9 +1063,22 @@ impl PartitionLog {
         checkpoint::read_partition_metadata(self.storage.as_ref(), &self.dir)
     }
 
-    /// Writes `partition.metadata` (before the first append, as Kafka does).
+    /// Writes `partition.metadata` (before the first append, as Kafka does). A directory that already
+    /// holds another topic id is refused ([`Error::InconsistentTopicId`], Kafka's `assignTopicId`) and
+    /// its file kept: its records are another topic's, never adopted as this one's.
     pub fn set_topic_id(&self, topic_id: TopicId) -> Result<(), Error> {
         self.writable("writing partition.metadata")?;
+        match self.topic_id()? {
+            Some(found) if found == topic_id => return Ok(()),
+            Some(found) => {
+                return Err(Error::InconsistentTopicId {
+                    path: self.dir.join(checkpoint::PARTITION_METADATA_FILE),
+                    found: found.to_string(),
+                    assigned: topic_id.to_string(),
+                })
+            }
+            None => {}
+        }
         checkpoint::write_partition_metadata(self.storage.as_ref(), &self.dir, topic_id)
     }
 

@@ -260,3 +260,33 @@ fn two_log_dir_users_in_one_process_keep_each_others_entries() {
     let hws = offsets(&storage, REPLICATION_OFFSET_CHECKPOINT);
     assert!(hws.contains(&(("good".into(), 0), 6)), "{hws:?}");
 }
+
+/// Kafka's `UnifiedLog.assignTopicId`: a partition directory whose `partition.metadata` names another
+/// topic id belongs to another topic of that name (a deleted topic's leftover, a directory copied in).
+/// `set_topic_id` overwrote the file, so `klog topic create` over such a directory served the old
+/// topic's records as the new topic's; now it is refused naming both ids, and the file is kept.
+#[test]
+fn a_partition_directory_of_another_topic_id_is_not_adopted() {
+    use klog_log::checkpoint::{read_partition_metadata, TopicId};
+    let storage = storage();
+    let mut dir = LogDir::open(storage.clone(), Path::new(ROOT)).unwrap();
+    let (log, _) = dir.open_partition("t-0", LogConfig::default()).unwrap();
+    let first = TopicId::from_random([1; 16]);
+    log.set_topic_id(first).unwrap();
+    log.set_topic_id(first).unwrap(); // the same id again: nothing to refuse
+    log.append_as_leader(&mut batch(), 0).unwrap();
+    let other = TopicId::from_random([2; 16]);
+    let err = log.set_topic_id(other).unwrap_err();
+    assert!(matches!(err, Error::InconsistentTopicId { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&first.to_string()) && text.contains(&other.to_string()),
+        "{text}"
+    );
+    assert_eq!(
+        read_partition_metadata(storage.as_ref(), &Path::new(ROOT).join("t-0")).unwrap(),
+        Some(first)
+    );
+    dir.close_partition(log).unwrap();
+    dir.close().unwrap();
+}

@@ -168,6 +168,16 @@ impl Error {
         }
     }
 
+    /// What was refused and why, without the error name that [`error_name`](Self::error_name) gives (the
+    /// `Display` text starts with it): a report of both says the name once. Any other error: its text.
+    pub fn message(&self) -> String {
+        match self {
+            Error::Mirror { message, .. } => message.clone(),
+            Error::Log(l) => l.message(),
+            other => other.to_string(),
+        }
+    }
+
     /// Kafka's error name when there is one (`READ_ONLY_TOPIC`, `UNKNOWN_MIRROR`, ...).
     pub fn error_name(&self) -> Option<&'static str> {
         match self {

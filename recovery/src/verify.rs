@@ -161,6 +161,8 @@ fn check_segment(
     };
     let mut problems = Vec::new();
     let mut batches = 0u64;
+    // The first batch at or past the next segment's base, and the last offset of those batches.
+    let mut overlap: Option<(u64, i64)> = None;
     let tail = c.stream.scan::<Error>(&mut read_at, 0, size, &mut |b| {
         let b = match b {
             Ok(b) => b,
@@ -177,6 +179,10 @@ fn check_segment(
                 epochs.see(v.partition_leader_epoch(), b.base_offset(), b.last_offset());
             }
         }
+        if next_base.is_some_and(|n| b.last_offset() >= n) {
+            let first = overlap.map_or(b.position(), |(p, _)| p);
+            overlap = Some((first, b.last_offset()));
+        }
         indexes.see(&b);
         // Only a batch whose offsets fit its place may carry the walk past a snapshot: one corrupt base
         // offset (outside the CRC) must not end the windows of every snapshot after it.
@@ -185,6 +191,14 @@ fn check_segment(
         Ok(ControlFlow::Continue(()))
     })?;
     c.batches += batches;
+    if let (Some((position, last)), Some(n)) = (overlap, next_base) {
+        // Kafka's invariant: a segment's base offset is above every offset of the segments before it.
+        // A later segment starting inside this one (a stray `.log`) is the floor segment of the offsets
+        // from its base on: a read of them lands there, and this segment's batches are skipped.
+        problems.push(format!(
+            "the batches from position {position} hold offsets up to {last}, at or past the segment at offset {n}: a read of offsets {n}..={last} lands on that segment, not here"
+        ));
+    }
     for p in problems {
         c.problem(LogSegment::log_path(c.dir, base), p);
     }

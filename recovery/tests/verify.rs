@@ -345,3 +345,42 @@ fn a_leader_epoch_checkpoint_the_batches_contradict_is_reported() {
     let wrong = epoch_problems(&sim, &dir, "0\n2\n0 0\n1 24\n");
     assert_eq!(wrong.len(), 1, "{wrong:?}");
 }
+
+/// A stray empty `.log` whose base offset lies inside the segment before it (`…001.log` beside a segment
+/// holding 0..=8) hides that segment's later offsets: a read of offset 3 finds the stray segment as the
+/// floor, reads nothing there and goes on to the next segment, skipping 1..=8. `verify` said ok; the
+/// batches of the earlier segment at or past the later segment's base are a problem naming both.
+#[test]
+fn a_segment_whose_base_lies_inside_the_segment_before_it_is_reported() {
+    let sim = SimStorage::new(5);
+    let root = Path::new("/sim/verify-overlap");
+    let dir = epoch_log(&sim, root, &[(0, 0), (3, 0), (6, 0), (9, 0)]);
+    let clean = verify_partition(&sim, &dir).unwrap();
+    assert!(clean.is_empty(), "{clean:?}");
+
+    // The first segment ends just before the second one's base.
+    let second_base = sim
+        .list(&dir)
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(".log"))
+        .filter_map(|n| klog_log::segment::parse_base_offset(n))
+        .filter(|&b| b > 0)
+        .min()
+        .unwrap();
+    let stray = klog_log::segment::LogSegment::log_path(&dir, 1);
+    sim.create(&stray).unwrap();
+    let problems = verify_partition(&sim, &dir).unwrap();
+    let overlap: Vec<_> = problems
+        .iter()
+        .filter(|p| p.what.contains("segment at offset 1"))
+        .collect();
+    assert_eq!(overlap.len(), 1, "one problem per segment: {problems:?}");
+    assert!(
+        overlap[0].file.ends_with("00000000000000000000.log")
+            && overlap[0]
+                .what
+                .contains(&format!("offsets 1..={}", second_base - 1)),
+        "{overlap:?}"
+    );
+}

@@ -235,7 +235,7 @@ impl Failure {
     fn from_log(e: &klog::log::Error) -> Self {
         Failure {
             name: e.kafka_error().name(),
-            message: e.to_string(),
+            message: e.message(),
         }
     }
 
@@ -246,7 +246,7 @@ impl Failure {
         };
         Failure {
             name,
-            message: e.to_string(),
+            message: e.message(),
         }
     }
 }

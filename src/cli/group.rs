@@ -68,9 +68,9 @@ fn commit(
             return match e.error_name() {
                 Some(name) => {
                     if json {
-                        outln!("{}", json!({"error": name, "message": e.to_string()}));
+                        outln!("{}", json!({"error": name, "message": e.message()}));
                     } else {
-                        errln!("klog: error {name}: {e}");
+                        errln!("klog: error {name}: {}", e.message());
                     }
                     Ok(ExitCode::from(1))
                 }

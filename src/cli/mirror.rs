@@ -340,7 +340,7 @@ fn print_topic_results(results: &TopicResults, json: bool) -> std::io::Result<Ex
             Ok(()) => (None, None),
             Err(e) => (
                 Some(e.error_name().unwrap_or("UNKNOWN_SERVER_ERROR")),
-                Some(e.to_string()),
+                Some(e.message()),
             ),
         };
         if json {
@@ -367,9 +367,9 @@ fn request_error(e: klog::mirror::Error, json: bool) -> anyhow::Result<ExitCode>
     match e.error_name() {
         Some(name) => {
             if json {
-                say!("{}", json!({"error": name, "message": e.to_string()}));
+                say!("{}", json!({"error": name, "message": e.message()}));
             } else {
-                errln!("klog: error {name}: {e}");
+                errln!("klog: error {name}: {}", e.message());
             }
             Ok(ExitCode::from(1))
         }
@@ -498,10 +498,10 @@ fn print_retry_results(
                 if json {
                     say!(
                         "{}",
-                        json!({"topic": topic, "error": name, "message": e.to_string(), "partitions": null})
+                        json!({"topic": topic, "error": name, "message": e.message(), "partitions": null})
                     );
                 } else {
-                    say!("{topic}: error {name}: {e}");
+                    say!("{topic}: error {name}: {}", e.message());
                 }
             }
         }

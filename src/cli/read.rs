@@ -140,9 +140,9 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             let name = e.kafka_error().name();
             if args.json {
-                outln!("{}", json!({"error": name, "message": e.to_string()}));
+                outln!("{}", json!({"error": name, "message": e.message()}));
             } else {
-                errln!("klog: error {name}: {e}");
+                errln!("klog: error {name}: {}", e.message());
             }
             return Ok(ExitCode::from(1));
         }
