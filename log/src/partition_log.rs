@@ -1885,9 +1885,8 @@ impl PartitionLog {
             WriteMode::Writable => return Ok(()),
             WriteMode::ReadOnly => "it is a mirror partition that is not stopped",
             WriteMode::BarrierOnly => {
-                let barrier = summaries(batches, validated)
-                    .iter()
-                    .any(|b| b.is_mirror_pid_reset());
+                let each = summaries(batches, validated);
+                let barrier = !each.is_empty() && each.iter().all(|b| b.is_mirror_pid_reset());
                 if origin == AppendOrigin::Coordinator && barrier {
                     return Ok(());
                 }
@@ -1895,13 +1894,15 @@ impl PartitionLog {
             }
             WriteMode::AbortsAndBarrier => {
                 let each = summaries(batches, validated);
-                let barrier = each.iter().any(|b| b.is_mirror_pid_reset());
-                let aborts = !each.is_empty()
+                // Every batch of the set is the barrier or an ABORT of an open transaction: one other
+                // batch beside them is a write the stop did not make.
+                let admitted = !each.is_empty()
                     && each.iter().all(|b| {
-                        matches!(b.control, Some(ControlKind::Abort { .. }))
-                            && self.has_open_transaction(b.producer_id)
+                        b.is_mirror_pid_reset()
+                            || (matches!(b.control, Some(ControlKind::Abort { .. }))
+                                && self.has_open_transaction(b.producer_id))
                     });
-                if origin == AppendOrigin::Coordinator && (barrier || aborts) {
+                if origin == AppendOrigin::Coordinator && admitted {
                     return Ok(());
                 }
                 "the mirror partition is stopping: only ABORT markers of its open transactions and \

@@ -108,3 +108,28 @@ fn a_stop_that_truncates_admits_only_the_barrier() {
     assert!(why.contains("only its MIRROR_PID_RESET barrier"), "{why}");
     assert!(log.has_open_transaction(7));
 }
+
+/// The barrier admits only itself: a coordinator set holding it beside a data batch is refused whole in
+/// both stopping modes (it was admitted when any batch of the set was the barrier).
+#[test]
+fn a_set_holding_the_barrier_beside_another_batch_is_refused() {
+    for mode in [WriteMode::BarrierOnly, WriteMode::AbortsAndBarrier] {
+        let log = log_with_an_open_transaction();
+        log.set_write_mode(mode);
+        let mut data = BatchBuilder::new(Compression::None);
+        data.append(NOW, None, Some(b"x"), &[]).unwrap();
+        let mut set = data.build().unwrap();
+        set.extend(
+            BatchBuilder::mirror_pid_reset(NOW)
+                .unwrap()
+                .build()
+                .unwrap(),
+        );
+        refused(&log, set, AppendOrigin::Coordinator);
+        assert_eq!(
+            log.log_end_offset(),
+            1,
+            "{mode:?}: nothing refused was written"
+        );
+    }
+}
