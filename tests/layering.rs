@@ -609,10 +609,7 @@ fn no_import_circle_inside_a_crate() {
             let mut files: Vec<&str> = walk.iter().map(String::as_str).collect();
             files.sort();
             files.dedup();
-            if ALLOWED_CIRCLES
-                .iter()
-                .any(|allowed| *allowed == files.as_slice())
-            {
+            if ALLOWED_CIRCLES.contains(&files.as_slice()) {
                 continue;
             }
             failures.push(walk.join(" -> "));

@@ -226,7 +226,7 @@ impl PartitionLog {
     /// partitions, where one partition's failed sync must fail only that partition). Where the storage
     /// syncs files together their `.log`s go in one call first, as in [`PartitionLog::flush_many`]; then
     /// the logs' own flushes (what is left: indexes, new segments' directories, or on other storages
-    /// everything) run on up to [`FLUSH_THREADS`] threads: an `fdatasync` waits on the disk, not the
+    /// everything) run on up to [`FLUSH_THREADS`](super::FLUSH_THREADS) threads: an `fdatasync` waits on the disk, not the
     /// CPU, and a disk (and its journal) takes many at once in about the time of one.
     pub fn flush_each(logs: &[&PartitionLog]) -> Vec<Result<(), Error>> {
         Self::sync_logs_together(logs);

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use crate::checkpoint::{self};
+use crate::checkpoint;
 use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::dir_lock::{DirLock, PartitionClaim};
@@ -79,7 +79,7 @@ impl PartitionLog {
 
     /// Opens `dir` for reading only: no lock, and nothing on disk is created, recovered, truncated or
     /// rewritten. The open runs as a writer's would (a torn tail found, indexes rebuilt, producer state
-    /// replayed) but in memory ([`ReadOnlyStorage`]), so reads see the log a writer would see after
+    /// replayed) but in memory ([`ReadOnlyStorage`](crate::io::ReadOnlyStorage)), so reads see the log a writer would see after
     /// recovery, and [`OpenReport`] says what recovery would do. Works on a read-only file system and
     /// beside a running writer (whose unflushed tail is read as it is). Every change is refused.
     pub fn open_read_only(
@@ -92,7 +92,7 @@ impl PartitionLog {
         Self::open_with_clock(storage, dir, config, options, Arc::new(SystemClock))
     }
 
-    /// Opens `dir` as its writer (or, through a [`ReadOnlyStorage`], as a reader: see
+    /// Opens `dir` as its writer (or, through a [`ReadOnlyStorage`](crate::io::ReadOnlyStorage), as a reader: see
     /// [`PartitionLog::open_read_only`]). A writer holds the log directory's `.lock` (shared with the
     /// `LogDir` and the other partitions this process opened there) and refuses a second writable open
     /// of the same partition in this process.

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::IoContext;
-use crate::producer_state::{self as snapshots};
+use crate::producer_state as snapshots;
 use crate::segment::LogSegment;
 use crate::Error;
 use klog_psm::ProducerStateManager;
@@ -190,7 +190,7 @@ impl PartitionLog {
 
     /// Closes every log ([`PartitionLog::close`]) and returns each log's own result (a clean shutdown
     /// of many partitions): flushed together first ([`PartitionLog::flush_each`]), then closed on up to
-    /// [`FLUSH_THREADS`] threads, since each close syncs its indexes and writes a producer snapshot.
+    /// [`FLUSH_THREADS`](super::FLUSH_THREADS) threads, since each close syncs its indexes and writes a producer snapshot.
     pub fn close_each(logs: &[&PartitionLog]) -> Vec<Result<(), Error>> {
         let flushed = Self::flush_each(logs);
         let closed = on_threads(logs, |_, l| l.close());
