@@ -11,8 +11,8 @@
 #![allow(unsafe_code)]
 
 mod lookup;
+mod open;
 mod recover;
-mod truncate;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,7 +20,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::IoContext;
 use crate::format::{BatchStream, Batches, OnBatch, Tail, RECORD_BATCH_OVERHEAD};
-use crate::index::IndexFile;
 use crate::io::{Storage, StorageFile};
 use crate::offset_index::OffsetIndex;
 use crate::time_index::TimeIndex;
@@ -124,6 +123,9 @@ struct State {
     ever_mapped: bool,
 }
 
+/// Bytes copied at a time when a truncation replaces a `.log` that was mapped (`replace_with_prefix`).
+const REPLACE_CHUNK: u64 = 1 << 20;
+
 /// Kafka's `LogSegment`: one `.log` and its `.index`, `.timeindex` and `.txnindex`.
 pub struct LogSegment {
     base_offset: i64,
@@ -169,154 +171,6 @@ impl LogSegment {
     /// `<dir>/<base:020>.txnindex`.
     pub fn txn_index_path(dir: &Path, base: i64) -> PathBuf {
         dir.join(file_name(base, ".txnindex"))
-    }
-
-    /// A new empty segment; stale files with the same base are replaced.
-    pub fn create(
-        storage: Arc<dyn Storage>,
-        dir: &Path,
-        base_offset: i64,
-        index_interval_bytes: u32,
-        max_index_bytes: u32,
-        preallocate_bytes: Option<u32>,
-        now_ms: i64,
-    ) -> Result<Self, Error> {
-        let log_path = Self::log_path(dir, base_offset);
-        for path in [&log_path, &Self::txn_index_path(dir, base_offset)] {
-            match storage.remove(path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(path, e)),
-            }
-        }
-        let log = storage
-            .open_segment_log(&log_path, true, 0, preallocate_bytes.map(u64::from))
-            .at(&log_path)?;
-        let max = max_index_bytes as usize;
-        let offset_index = OffsetIndex::create(
-            storage.clone(),
-            Self::index_path(dir, base_offset),
-            base_offset,
-            max,
-        )?;
-        let time_index = TimeIndex::create(
-            storage.clone(),
-            Self::time_index_path(dir, base_offset),
-            base_offset,
-            max,
-        )?;
-        let txn_index = TxnIndex::open(storage.clone(), Self::txn_index_path(dir, base_offset))?;
-        Ok(Self::assemble(
-            storage,
-            dir,
-            base_offset,
-            log,
-            0,
-            true,
-            index_interval_bytes,
-            max,
-            State {
-                offset_index,
-                time_index,
-                txn_index,
-                bytes_since_last_index_entry: 0,
-                max_timestamp_so_far: Some((-1, -1)),
-                rolling_based_timestamp: None,
-                created_ms: now_ms,
-                mapped: None,
-                ever_mapped: false,
-            },
-        ))
-    }
-
-    /// An existing segment. `active` loads its indexes for appending; sealed ones load lazily. A missing
-    /// `.index` or `.timeindex` is an error (the caller rebuilds them with [`LogSegment::recover`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn open(
-        storage: Arc<dyn Storage>,
-        dir: &Path,
-        base_offset: i64,
-        size: u64,
-        active: bool,
-        index_interval_bytes: u32,
-        max_index_bytes: u32,
-        now_ms: i64,
-    ) -> Result<Self, Error> {
-        let log_path = Self::log_path(dir, base_offset);
-        // The active segment is appended to: the backend's segment write path. Sealed ones are only read.
-        let log = if active {
-            storage.open_segment_log(&log_path, false, size, None)
-        } else {
-            storage.open(&log_path)
-        }
-        .at(&log_path)?;
-        let max = max_index_bytes as usize;
-        let (ip, tp) = (
-            Self::index_path(dir, base_offset),
-            Self::time_index_path(dir, base_offset),
-        );
-        let (oi, ti) = if active {
-            (
-                IndexFile::open_writable(storage.clone(), ip, max)?,
-                IndexFile::open_writable(storage.clone(), tp, max)?,
-            )
-        } else {
-            storage.open(&ip).at(&ip)?;
-            storage.open(&tp).at(&tp)?;
-            (
-                IndexFile::open_lazy(storage.clone(), ip, max),
-                IndexFile::open_lazy(storage.clone(), tp, max),
-            )
-        };
-        let txn_index = TxnIndex::open(storage.clone(), Self::txn_index_path(dir, base_offset))?;
-        Ok(Self::assemble(
-            storage,
-            dir,
-            base_offset,
-            log,
-            size,
-            active,
-            index_interval_bytes,
-            max,
-            State {
-                offset_index: OffsetIndex::new(base_offset, oi),
-                time_index: TimeIndex::new(base_offset, ti),
-                txn_index,
-                bytes_since_last_index_entry: 0,
-                max_timestamp_so_far: None,
-                rolling_based_timestamp: None,
-                created_ms: now_ms,
-                mapped: None,
-                ever_mapped: false,
-            },
-        ))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn assemble(
-        storage: Arc<dyn Storage>,
-        dir: &Path,
-        base_offset: i64,
-        log: Arc<dyn StorageFile>,
-        size: u64,
-        active: bool,
-        index_interval_bytes: u32,
-        max_index_bytes: usize,
-        state: State,
-    ) -> Self {
-        LogSegment {
-            base_offset,
-            storage,
-            dir: dir.to_owned(),
-            log: Mutex::new(log),
-            size: AtomicU64::new(size),
-            active: AtomicBool::new(active),
-            unsynced_indexes: AtomicBool::new(false),
-            index_interval_bytes: index_interval_bytes as u64,
-            max_index_bytes,
-            index_fallbacks: AtomicU64::new(0),
-            state: Mutex::new(state),
-        }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -620,11 +474,98 @@ impl LogSegment {
         Ok(())
     }
 
+    /// Kafka's `truncateTo`: drops every batch with offset >= `offset`; the segment becomes active.
+    /// Returns the bytes removed.
+    pub fn truncate_to(&self, offset: i64) -> Result<u64, Error> {
+        let found = self.translate_offset(offset, 0)?;
+        let new_size = match found {
+            Some(p) if p.last_offset >= offset && (p.position as u64) < self.size() => {
+                p.position as u64
+            }
+            _ => self.size(),
+        };
+        let old = self.size();
+        let mut state = self.state();
+        state.offset_index.truncate_to(offset)?;
+        state.time_index.truncate_to(offset)?;
+        state.txn_index.truncate_to(offset)?;
+        if new_size < old {
+            if state.ever_mapped {
+                state.mapped = None;
+                drop(state);
+                self.replace_with_prefix(new_size)?;
+                state = self.state();
+            } else {
+                // Durable at once: truncated batches must not come back after a crash.
+                let log = self.log_file();
+                log.set_len(new_size).at(&self.log_path_of())?;
+                log.sync().at(&self.log_path_of())?;
+            }
+        }
+        self.size.store(new_size, Ordering::Release);
+        if new_size == 0 {
+            state.rolling_based_timestamp = None;
+        }
+        state.bytes_since_last_index_entry = 0;
+        state.max_timestamp_so_far = None;
+        self.load_max_timestamp(&mut state)?;
+        drop(state);
+        self.rescan_max_timestamp_after_index()?;
+        self.active.store(true, Ordering::Release);
+        Ok(old - new_size)
+    }
+
+    /// Replaces the `.log` with its first `len` bytes in a new file, so maps of the old file stay valid.
+    /// The prefix is copied through one buffer of at most `REPLACE_CHUNK` bytes (a truncation into a
+    /// 1 GiB sealed segment must not hold 1 GiB), written to a temp name of its own (`<name>.log.<pid>-<n>.tmp`), synced, renamed over the
+    /// `.log` and the directory synced: a crash leaves the old file or the new one (a stray `.tmp` is
+    /// removed by the next open).
+    fn replace_with_prefix(&self, len: u64) -> Result<(), Error> {
+        let path = self.log_path_of();
+        let tmp = crate::io::unique_tmp_path(&path);
+        let file = self.storage.create(&tmp).at(&tmp)?;
+        let old = self.log_file();
+        let mut buf = vec![0u8; (len.min(REPLACE_CHUNK)) as usize];
+        let mut copied = 0u64;
+        while copied < len {
+            let want = (len - copied).min(buf.len() as u64) as usize;
+            let n = old.read_at(&mut buf[..want], copied).at(&path)?;
+            if n == 0 {
+                let why = format!("the .log ends at {copied} bytes, before the {len} kept");
+                let eof = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, why);
+                return Err(Error::io(&path, eof));
+            }
+            file.write_at(&buf[..n], copied).at(&tmp)?;
+            copied += n as u64;
+        }
+        file.sync().at(&tmp)?;
+        drop(file);
+        self.storage.rename(&tmp, &path).at(&path)?;
+        self.storage.sync_dir(&self.dir).at(&self.dir)?;
+        *self.log.lock().expect("segment log lock poisoned") =
+            self.storage.open(&path).at(&path)?;
+        Ok(())
+    }
+
     /// For tests on storage that cannot be mapped (the simulation): the segment acts as if a reader had
     /// mapped its `.log`, so a truncation replaces the file instead of shrinking it.
     #[doc(hidden)]
     pub fn assume_mapped(&self) {
         self.state().ever_mapped = true;
+    }
+
+    fn cut(&self, valid: u64, size: u64) -> Result<(), Error> {
+        if valid < size {
+            if self.state().ever_mapped {
+                self.replace_with_prefix(valid)?;
+            } else {
+                let log = self.log_file();
+                log.set_len(valid).at(&self.log_path_of())?;
+                log.sync().at(&self.log_path_of())?;
+            }
+        }
+        self.size.store(valid, Ordering::Release);
+        Ok(())
     }
 
     /// Appends an aborted transaction to this segment's `.txnindex`.

@@ -1,6 +1,6 @@
 //! A segment's recovery (Kafka's `LogSegment.recover`): the pass that checks every batch of the `.log`,
-//! rebuilds the offset and time indexes, collects the leader epochs, and cuts an invalid tail; through
-//! mapped windows of a real file, `pread` chunks otherwise.
+//! rebuilds the offset and time indexes and collects the leader epochs, then cuts an invalid tail;
+//! through mapped windows of a real file, `pread` chunks otherwise.
 
 use std::sync::atomic::Ordering;
 
@@ -344,19 +344,5 @@ impl LogSegment {
                 first,
                 last,
             })
-    }
-
-    fn cut(&self, valid: u64, size: u64) -> Result<(), Error> {
-        if valid < size {
-            if self.state().ever_mapped {
-                self.replace_with_prefix(valid)?;
-            } else {
-                let log = self.log_file();
-                log.set_len(valid).at(&self.log_path_of())?;
-                log.sync().at(&self.log_path_of())?;
-            }
-        }
-        self.size.store(valid, Ordering::Release);
-        Ok(())
     }
 }
