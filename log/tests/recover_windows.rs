@@ -15,7 +15,7 @@ use klog_log::io::{CountingStorage, IoOp, StdStorage, Storage, StorageFile};
 use klog_log::partition_log::{OpenOptions, PartitionLog};
 use klog_log::segment::SegmentRecovery;
 
-/// The window `recover` maps at a time (`segment.rs`, `RECOVER_WINDOW`).
+/// The window `recover` maps at a time (`segment/recover.rs`, `RECOVER_WINDOW`).
 const WINDOW: u64 = 16 << 20;
 
 /// StdStorage whose files say they are not on a real file system, so recovery reads them with `pread`.

@@ -23,9 +23,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::producer_state_entry::ProducerStateEntry;
+use crate::producer_state_entry::{ProducerStateEntry, NOT_INDEXED};
 
-pub(crate) const NOT_INDEXED: u16 = u16::MAX;
 pub(crate) const EXACT: u16 = 0x8000;
 const MAX_LAG: i64 = 0x7fff;
 /// Keys in steps of 256 ms: a lag reaches 0x7fff * 256 ms, about 2.3 h.

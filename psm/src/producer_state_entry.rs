@@ -3,12 +3,14 @@
 use crate::batch::NO_PRODUCER_EPOCH;
 use crate::batch_metadata::BatchMetadata;
 use crate::batch_metadata_queue::BatchMetadataQueue;
-use crate::expiration_index::NOT_INDEXED;
 use crate::sequence::NO_SEQUENCE;
 use crate::snapshot::SnapshotEntry;
 
 /// `-1`, Kafka's "none" for offsets, timestamps and coordinator epochs.
 const NONE: i64 = -1;
+
+/// `expiration_lag` of an entry the expiration index holds no key for (`expiration_index.rs`).
+pub(crate) const NOT_INDEXED: u16 = u16::MAX;
 
 /// 24 bytes of fields and the 56-byte batch queue: the per-producer memory budget rests on this.
 const _: () = assert!(core::mem::size_of::<ProducerStateEntry>() == 80);

@@ -91,7 +91,7 @@ fn commit(
 }
 
 fn describe(root: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    let rows = super::mirror::with_reader(root, |cluster| Ok(cluster.describe_groups()?))?;
+    let rows = super::cluster_open::with_reader(root, |cluster| Ok(cluster.describe_groups()?))?;
     print(&rows, json);
     Ok(ExitCode::SUCCESS)
 }

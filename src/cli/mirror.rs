@@ -2,7 +2,7 @@
 //! A cluster is one root directory (a Kafka log directory plus `cluster.json`); a mirror's source is
 //! another cluster's root. Output formats are in `docs/cli.md`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,10 +11,11 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use klog::log::checkpoint::TopicId;
 use klog::log::clock::{Clock, SystemClock};
-use klog::log::io::{open_backend, IoBackend, Storage};
 use klog::mirror::cluster::TopicResults;
 use klog::mirror::{Cluster, ClusterOptions};
 use serde_json::json;
+
+use super::cluster_open::{open, storage, with_cluster, with_reader};
 
 /// A line of output (`outln!`: a closed pipe drops it, the command goes on).
 macro_rules! say {
@@ -191,44 +192,6 @@ pub struct RunArgs {
     /// Print each mirror's lag every this many seconds (and at the end); 0: after every pass.
     #[arg(long, default_value_t = 10.0)]
     lag_interval: f64,
-}
-
-fn storage() -> anyhow::Result<Arc<dyn Storage>> {
-    Ok(open_backend(IoBackend::Std)?)
-}
-
-fn open(root: &Path) -> anyhow::Result<Cluster> {
-    Cluster::open(storage()?, Arc::new(SystemClock), root)
-        .with_context(|| format!("opening cluster {}", root.display()))
-}
-
-/// Runs `f` on the open cluster and closes it cleanly whatever `f` returned.
-pub(super) fn with_cluster<T>(
-    root: &Path,
-    f: impl FnOnce(&Cluster) -> anyhow::Result<T>,
-) -> anyhow::Result<T> {
-    let cluster = open(root)?;
-    let result = f(&cluster);
-    let closed = cluster.close();
-    let value = result?;
-    closed?;
-    Ok(value)
-}
-
-/// Runs `f` on the cluster opened as a reader: through a read-only view, no lock (it answers beside a
-/// running writer such as `mirror run`, and on a read-only copy), nothing changed on disk.
-pub(super) fn with_reader<T>(
-    root: &Path,
-    f: impl FnOnce(&Cluster) -> anyhow::Result<T>,
-) -> anyhow::Result<T> {
-    let reader = klog::log::partition_log::read_only_view(storage()?);
-    let cluster = Cluster::open(reader, Arc::new(SystemClock), root)
-        .with_context(|| format!("opening cluster {}", root.display()))?;
-    let result = f(&cluster);
-    let closed = cluster.close();
-    let value = result?;
-    closed?;
-    Ok(value)
 }
 
 pub fn cluster(cmd: &ClusterCommand) -> anyhow::Result<ExitCode> {

@@ -14,7 +14,7 @@ use klog::mirror::acl::AclBinding;
 use klog::mirror::config_sync::{AclEntry, TopicConfigs};
 use serde_json::json;
 
-use super::mirror::{with_cluster, with_reader};
+use super::cluster_open::{with_cluster, with_reader};
 
 #[derive(Debug, Subcommand)]
 pub enum AclCommand {

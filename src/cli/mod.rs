@@ -32,6 +32,7 @@ macro_rules! out {
 mod append;
 mod bench;
 mod bench_mirror;
+mod cluster_open;
 mod demo;
 mod dump;
 mod dump_coordinator;

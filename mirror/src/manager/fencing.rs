@@ -21,8 +21,7 @@
 use klog_log::format::{AnyBatch, Batches};
 use klog_log::partition_log::PartitionLog;
 
-use super::fetcher::{partition_log, source_error};
-use super::{Manager, TickReport, Work};
+use super::{partition_log, source_error, Manager, TickReport, Work};
 use crate::error::Error;
 use crate::node::Node;
 use crate::source::{FetchRequest, Isolation, MirrorSource, SourceError};

@@ -10,7 +10,7 @@ use klog_log::format::Batches;
 use klog_log::partition_log::PartitionLog;
 
 use super::fencing::{self, EpochCheck, SourceTruncation};
-use super::{Manager, PartitionRuntime, TickReport, Work};
+use super::{partition_log, source_error, Manager, PartitionRuntime, TickReport, Work};
 use crate::error::Error;
 use crate::metadata::StopMode;
 use crate::node::{lock, Node};
@@ -42,25 +42,6 @@ pub(super) struct Fetched {
     /// The local leader epoch is to be bumped to this (the epoch rule, `fencing`), before the
     /// partition's next append.
     pub(super) bump_to: Option<i32>,
-}
-
-pub(super) fn source_error(source: &str, e: SourceError) -> Error {
-    match e {
-        SourceError::Refused(m)
-            if m.contains("cluster id changed") || m.contains("is this cluster") =>
-        {
-            Error::Refused(m)
-        }
-        other => Error::Source {
-            source_name: source.to_owned(),
-            message: other.to_string(),
-        },
-    }
-}
-
-pub(super) fn partition_log(node: &Node, w: &Work) -> Result<std::sync::Arc<PartitionLog>, Error> {
-    node.log(&w.topic, w.partition)
-        .ok_or_else(|| Error::Refused(format!("{}-{} has no log", w.topic, w.partition)))
 }
 
 /// PREPARING (§2.3): truncate to the end of the last mirrored epoch the source reports. Returns

@@ -30,18 +30,17 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use klog_log::checkpoint::TopicId;
-use klog_log::partition_log::WriteMode;
+use klog_log::partition_log::{PartitionLog, WriteMode};
 
 use crate::error::Error;
 use crate::metadata::{DesiredState, TopicMeta};
 use crate::node::{lock, Node};
 use crate::records::{MirrorKey, MirrorRecord, PartitionStateValue};
-use crate::source::MirrorSource;
+use crate::source::{MirrorSource, SourceError};
 use crate::state::MirrorState;
 use crate::store::MIRROR_STATE_TOPIC;
 use crate::topics;
 pub use fencing::{LEADER_EPOCH_BUMP_INCREMENT, LEADER_EPOCH_BUMP_THRESHOLD};
-use fetcher::source_error;
 pub use group_sync::OffsetClamp;
 use resolver::Sources;
 use retry::{target_state, waiting};
@@ -175,6 +174,28 @@ pub(crate) struct Work {
     pub(crate) key: MirrorKey,
     pub(crate) desired: DesiredState,
     pub(crate) stored: Option<(PartitionStateValue, i64)>,
+}
+
+/// A source's error as the manager's: a refusal naming the wrong cluster stays a refusal; anything else
+/// names the source.
+fn source_error(source: &str, e: SourceError) -> Error {
+    match e {
+        SourceError::Refused(m)
+            if m.contains("cluster id changed") || m.contains("is this cluster") =>
+        {
+            Error::Refused(m)
+        }
+        other => Error::Source {
+            source_name: source.to_owned(),
+            message: other.to_string(),
+        },
+    }
+}
+
+/// The local log of a work item's partition.
+fn partition_log(node: &Node, w: &Work) -> Result<std::sync::Arc<PartitionLog>, Error> {
+    node.log(&w.topic, w.partition)
+        .ok_or_else(|| Error::Refused(format!("{}-{} has no log", w.topic, w.partition)))
 }
 
 /// Drives one node's mirror partitions (see the module docs).

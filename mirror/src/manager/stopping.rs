@@ -18,8 +18,7 @@ use klog_log::partition_log::{on_threads, PartitionLog};
 use klog_log::validator::AppendOrigin;
 use klog_psm::ProducerStateEntry;
 
-use super::fetcher::partition_log;
-use super::{MirrorSettings, Work};
+use super::{partition_log, MirrorSettings, Work};
 use crate::error::Error;
 use crate::metadata::StopMode;
 use crate::node::{lock, Node};
