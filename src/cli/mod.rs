@@ -78,9 +78,10 @@ enum Command {
     /// The mirroring story in a scratch directory: a primary cluster, a mirror of it, failover, a
     /// consumer group's offset following it, failback and crash recovery, each step checked and narrated.
     Demo {
-        /// Directory to write into (default: a new directory under the system temp dir).
-        #[arg(long)]
-        dir: Option<PathBuf>,
+        /// Write into DIR and leave it there (default: a new directory under the system temp dir,
+        /// removed at the end). `--dir` is an older name for it.
+        #[arg(long, value_name = "DIR", alias = "dir")]
+        keep: Option<PathBuf>,
     },
     /// Print segment files, batch files, indexes, checkpoints and partition metadata.
     Dump(dump::DumpArgs),
@@ -122,7 +123,7 @@ enum Command {
 /// Runs a command; `Ok` carries the exit code (non-zero when the input had problems).
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Demo { dir } => demo::run(dir),
+        Command::Demo { keep } => demo::run(keep),
         Command::Dump(args) => dump::run(&args),
         Command::Append(args) => append::run(&args),
         Command::Read(args) => read::run(&args),

@@ -1,0 +1,223 @@
+//! Every command's human-readable output, as a newcomer meets it: the demo's steps in order and its
+//! scratch directory gone afterwards, no Rust Debug formatting (`Some(1)`, `None`, `[(0, 0)]`,
+//! `Struct { field: .. }`, `212.509169ms`) in any text a command prints, and one error format on stderr
+//! (`klog: error: WHAT`, a refusal's Kafka name once: `klog: error: NAME: WHAT`).
+//!
+//! The data is klog's own (the demo's two clusters, kept with `--keep`, and the repository's fixtures);
+//! `../shared/fixtures`, when present, adds real brokers' directories (a KRaft metadata log among them).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{fixtures, klog, scratch_dir, shared_fixtures, sorted_entries, stderr, stdout};
+
+/// The first line of `text` that shows Rust Debug formatting, and what gave it away.
+fn debug_formatting(text: &str) -> Option<(String, &'static str)> {
+    for line in text.lines() {
+        let found = if line.contains("Some(") {
+            Some("Some(")
+        } else if line
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .any(|w| w == "None")
+        {
+            Some("None")
+        } else if vec_debug(line) {
+            Some("a Vec's Debug")
+        } else if struct_debug(line) {
+            Some("a struct's Debug")
+        } else if duration_debug(line) {
+            Some("a Duration's Debug")
+        } else if line.contains("\\\"") {
+            Some("a string's Debug escapes")
+        } else {
+            None
+        };
+        if let Some(why) = found {
+            return Some((line.to_owned(), why));
+        }
+    }
+    None
+}
+
+/// `[(0, 0)]`, `["a"]`: a derived Debug of a Vec, outside a JSON payload (whose arrays look alike).
+fn vec_debug(line: &str) -> bool {
+    let text = line.split('{').next().unwrap_or("");
+    text.contains("[(") || text.contains("[\"") || text.contains("[Some")
+}
+
+/// `Name { field: ...`: a derived Debug of a struct.
+fn struct_debug(line: &str) -> bool {
+    line.match_indices(" { ").any(|(at, _)| {
+        let before = line[..at].rsplit(' ').next().unwrap_or("");
+        let after = &line[at + 3..];
+        let field: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        before
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_uppercase())
+            && before.chars().all(|c| c.is_ascii_alphanumeric())
+            && !field.is_empty()
+            && after[field.len()..].starts_with(": ")
+    })
+}
+
+/// `212.509169ms`, `423.39µs`: a Duration's Debug (more digits than a person reads, or µs/ns units).
+fn duration_debug(line: &str) -> bool {
+    line.split(|c: char| c.is_whitespace() || "[](),;".contains(c))
+        .any(|w| {
+            let digits = w.trim_end_matches(|c: char| c.is_alphabetic() || c == 'µ');
+            let unit = &w[digits.len()..];
+            let numeric =
+                !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit() || c == '.');
+            let long_fraction = digits.split('.').nth(1).is_some_and(|f| f.len() > 3);
+            numeric && (unit == "µs" || unit == "ns" || (long_fraction && unit.ends_with('s')))
+        })
+}
+
+/// Fails naming the command and line if either stream shows Debug formatting.
+fn assert_no_debug(what: &str, out: &Output) {
+    for (stream, text) in [("stdout", stdout_lossy(out)), ("stderr", stderr(out))] {
+        if let Some((line, why)) = debug_formatting(&text) {
+            panic!("{what}: {why} on {stream}: {line}");
+        }
+    }
+}
+
+fn stdout_lossy(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The detector itself: each form it must catch, and Kafka's own text it must let through.
+#[test]
+fn the_detector_tells_debug_from_kafkas_text() {
+    for bad in [
+        "last mirrored epoch Some(1)",
+        "from snapshot None; snapshots deleted [0]",
+        "epochs [(0, 0), (1, 33)]",
+        "not stopped: PartitionDescription { topic: \"orders\", partition: 0 }",
+        "done in 212.509169ms",
+        "4. [423.39µs] group",
+        "names [\"a\", \"b\"]",
+    ] {
+        assert!(debug_formatting(bad).is_some(), "not caught: {bad}");
+    }
+    for good in [
+        "| offset: 0 CreateTime: 1 keySize: 2 valueSize: 104 sequence: 0 headerKeys: [codec]",
+        "deleteHorizonMs: OptionalLong.empty position: 0 compresscodec: none",
+        r#"| offset: 3 mirrorPidReset: {"version":0}"#,
+        "1. The primary (11.03 ms)",
+        "offset 99 is outside [0, 49]",
+    ] {
+        assert_eq!(debug_formatting(good), None, "{good}");
+    }
+}
+
+/// `klog demo --keep DIR`: the demo's clusters, kept for the commands below.
+fn demo_clusters(name: &str) -> (PathBuf, String) {
+    let dir = scratch_dir(name).join("demo");
+    let out = klog(&["demo", "--keep", s(&dir)]);
+    assert!(out.status.success(), "demo failed: {}", stderr(&out));
+    assert!(
+        dir.join("dr").join("orders-0").is_dir(),
+        "--keep left nothing"
+    );
+    (dir, stdout(&out))
+}
+
+/// The numbered headings of the demo and the lines printed under each (heading 0: before the first).
+fn demo_sections(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut sections = vec![(String::new(), Vec::new())];
+    for line in text.lines() {
+        let numbered = line
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        if numbered {
+            sections.push((line.to_owned(), Vec::new()));
+        } else if let Some(last) = sections.last_mut() {
+            last.1.push(line.to_owned());
+        }
+    }
+    sections
+}
+
+/// Each of the demo's detail lines is printed under its own step's heading: the first mirror's
+/// transitions under 2 (they printed under 1, before 2's heading), the failover's under 3, the
+/// `group describe` tables under 4 (they printed before its heading), the failback's under 5.
+#[test]
+fn demo_prints_each_step_heading_before_its_details() {
+    let (_, text) = demo_clusters("text_demo_order");
+    let sections = demo_sections(&text);
+    let under = |n: usize| -> String {
+        let (heading, lines) = sections
+            .get(n)
+            .unwrap_or_else(|| panic!("no step {n} in:\n{text}"));
+        assert!(heading.starts_with(&format!("{n}. ")), "{heading}\n{text}");
+        lines.join("\n")
+    };
+    assert!(
+        !sections[0].1.iter().any(|l| l.contains(" -> ")),
+        "a transition before step 1:\n{text}"
+    );
+    assert!(
+        !under(1).contains(" -> "),
+        "step 1 holds transitions:\n{text}"
+    );
+    let two = under(2);
+    assert!(
+        two.contains("orders-0: UNKNOWN -> PREPARING") && two.contains("segment byte-identical"),
+        "step 2:\n{text}"
+    );
+    let three = under(3);
+    assert!(
+        three.contains("orders-0: STOPPING -> STOPPED") && three.contains("last mirrored epoch 1,"),
+        "step 3:\n{text}"
+    );
+    assert!(!three.contains("group describe"), "step 3:\n{text}");
+    let four = under(4);
+    assert_eq!(
+        four.matches("klog group describe").count(),
+        2,
+        "step 4:\n{text}"
+    );
+    assert!(four.contains("GROUP"), "step 4:\n{text}");
+    let five = under(5);
+    assert!(
+        five.contains("orders-0: UNKNOWN -> PREPARING") && five.contains("stray write"),
+        "step 5:\n{text}"
+    );
+    assert!(
+        under(6).contains("crash with a torn write"),
+        "step 6:\n{text}"
+    );
+    if let Some((line, why)) = debug_formatting(&text) {
+        panic!("demo: {why}: {line}");
+    }
+}
+
+/// Without `--keep` the demo works in a new directory under the temp dir and removes it at the end.
+#[test]
+fn demo_removes_its_scratch_directory() {
+    let tmp = scratch_dir("text_demo_tmp");
+    let out = Command::new(env!("CARGO_BIN_EXE_klog"))
+        .arg("demo")
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("klog runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains(s(&tmp)),
+        "the demo names its directory: {said}"
+    );
+    let left: Vec<_> = sorted_entries(&tmp);
+    assert!(left.is_empty(), "the demo left {left:?} behind");
+}
