@@ -221,3 +221,127 @@ fn demo_removes_its_scratch_directory() {
     let left: Vec<_> = sorted_entries(&tmp);
     assert!(left.is_empty(), "the demo left {left:?} behind");
 }
+
+/// Runs `klog ARGS`, which must exit with `code`, and checks its text for Debug formatting.
+fn checked(code: i32, args: &[&str]) -> Output {
+    let out = klog(args);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "klog {args:?}: {}{}",
+        stdout_lossy(&out),
+        stderr(&out)
+    );
+    assert_no_debug(&format!("klog {}", args.join(" ")), &out);
+    out
+}
+
+/// Every command's text over the demo's clusters: dumps of every file kind, read, producers, recover,
+/// verify, the cluster/mirror/group/topic/acl describe commands, and errors.
+#[test]
+fn no_command_prints_debug_formatting() {
+    let (dir, _) = demo_clusters("text_commands");
+    let (dr, primary) = (dir.join("dr"), dir.join("primary"));
+    let orders = dr.join("orders-0");
+    for file in sorted_entries(&orders) {
+        checked(0, &["dump", s(&file)]);
+        checked(0, &["dump", "--deep", s(&file)]);
+    }
+    for file in sorted_entries(&dr) {
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with("-checkpoint") {
+            checked(0, &["dump", s(&file)]);
+        }
+    }
+    for internal in ["__consumer_offsets-9", "__mirror_state-0"] {
+        for file in sorted_entries(&dr.join(internal)) {
+            if file.extension().is_some_and(|e| e == "log") {
+                checked(0, &["dump", s(&file)]);
+            }
+        }
+    }
+    checked(
+        0,
+        &["read", s(&orders), "--offset", "0", "--print-data-log"],
+    );
+    checked(0, &["producers", s(&orders)]);
+    checked(0, &["recover", "--dry-run", s(&dr)]);
+    checked(0, &["verify", s(&dr)]);
+    checked(0, &["recover", s(&primary)]);
+    for root in [&dr, &primary] {
+        checked(0, &["mirror", "describe", s(root)]);
+        checked(0, &["group", "describe", s(root)]);
+        checked(0, &["acl", "list", s(root)]);
+        checked(0, &["topic", "config", s(root), "orders"]);
+    }
+    // A batch file with a partial batch after its last one: its message showed the tail's Debug
+    // (`Partial { position: .., bytes: .. }`).
+    let mut batches = std::fs::read(fixtures().join("batches").join("idempotent-none.bin")).unwrap();
+    batches.extend_from_slice(&batches.clone()[..30]);
+    let torn = dir.join("torn.bin");
+    std::fs::create_dir_all(dir.join("bad")).unwrap();
+    std::fs::write(&torn, batches).unwrap();
+    let out = checked(1, &["append", s(&dir.join("bad").join("t-0")), s(&torn)]);
+    let out = format!("{}{}", stdout_lossy(&out), stderr(&out));
+    assert!(out.contains("partial batch"), "{out}");
+    checked(1, &["read", s(&orders), "--offset", "99"]);
+    checked(2, &["topics", s(&dr)]);
+    checked(1, &["mirror", "add", s(&dr), "nosuch", "orders"]);
+    checked(2, &["dump", s(&dir.join("nothing.log"))]);
+}
+
+/// The repository's fixtures (a real broker's clean and SIGKILLed partition directories): dump, read,
+/// producers, recover --dry-run and verify.
+#[test]
+fn fixtures_text_has_no_debug_formatting() {
+    let segments = fixtures().join("kafka-segments");
+    for copy in sorted_entries(&segments) {
+        for partition in sorted_entries(&copy) {
+            for file in sorted_entries(&partition) {
+                let out = klog(&["dump", s(&file)]);
+                assert_no_debug(&format!("dump {}", file.display()), &out);
+            }
+            assert_no_debug("producers", &klog(&["producers", s(&partition)]));
+            assert_no_debug("read", &klog(&["read", s(&partition), "--offset", "0"]));
+        }
+        assert_no_debug(
+            "recover --dry-run",
+            &klog(&["recover", "--dry-run", s(&copy)]),
+        );
+        assert_no_debug("verify", &klog(&["verify", s(&copy)]));
+        if copy.join("__cluster_metadata-0").is_dir() {
+            checked(0, &["topics", s(&copy)]);
+        }
+    }
+}
+
+/// `../shared/fixtures` (gated like the other shared-fixture tests): other brokers' directories,
+/// a KRaft metadata log among them (`topics`, `dump` of its segments and snapshots).
+#[test]
+fn shared_fixtures_text_has_no_debug_formatting() {
+    let Some(shared) = shared_fixtures() else {
+        return;
+    };
+    for owner in sorted_entries(&shared.join("kafka-segments")) {
+        if !owner.is_dir() {
+            continue;
+        }
+        let has_metadata = owner.join("__cluster_metadata-0").is_dir();
+        for partition in sorted_entries(&owner) {
+            for file in sorted_entries(&partition) {
+                assert_no_debug(
+                    &format!("dump {}", file.display()),
+                    &klog(&["dump", s(&file)]),
+                );
+            }
+        }
+        assert_no_debug("verify", &klog(&["verify", s(&owner)]));
+        assert_no_debug(
+            "recover --dry-run",
+            &klog(&["recover", "--dry-run", s(&owner)]),
+        );
+        if has_metadata {
+            assert_no_debug("topics", &klog(&["topics", s(&owner)]));
+        }
+    }
+}

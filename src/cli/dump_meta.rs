@@ -341,6 +341,8 @@ fn dump_offset_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyh
         }
     }
     if !mismatches.is_empty() {
+        // Kafka prints them on stderr: the entries above reach stdout first.
+        out.flush()?;
         errln!("Mismatches in :{}", path.display());
         for (i, l) in &mismatches {
             errln!("  Index offset: {i}, log offset: {l}");
@@ -527,7 +529,7 @@ fn dump_checkpoint(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
 }
 
 fn num(s: &str) -> anyhow::Result<i64> {
-    s.parse().with_context(|| format!("{s:?} is not a number"))
+    s.parse().with_context(|| format!("'{s}' is not a number"))
 }
 
 fn dump_partition_metadata(
