@@ -426,7 +426,7 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
     assert_eq!(
         stderr(&dump),
         format!(
-            "klog: {}: truncated batch at position {torn_at}: {cut} bytes do not form a whole batch\n",
+            "klog: error: {}: truncated batch at position {torn_at}: {cut} bytes do not form a whole batch\n",
             ro_last_log.display()
         )
     );

@@ -276,7 +276,8 @@ fn no_command_prints_debug_formatting() {
     }
     // A batch file with a partial batch after its last one: its message showed the tail's Debug
     // (`Partial { position: .., bytes: .. }`).
-    let mut batches = std::fs::read(fixtures().join("batches").join("idempotent-none.bin")).unwrap();
+    let mut batches =
+        std::fs::read(fixtures().join("batches").join("idempotent-none.bin")).unwrap();
     batches.extend_from_slice(&batches.clone()[..30]);
     let torn = dir.join("torn.bin");
     std::fs::create_dir_all(dir.join("bad")).unwrap();
@@ -343,5 +344,106 @@ fn shared_fixtures_text_has_no_debug_formatting() {
         if has_metadata {
             assert_no_debug("topics", &klog(&["topics", s(&owner)]));
         }
+    }
+}
+
+/// The stderr lines of a failed command that are not warnings.
+fn error_lines(out: &Output) -> Vec<String> {
+    stderr(out)
+        .lines()
+        .filter(|l| !l.starts_with("klog: warning: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One error format for every command, as docs/cli.md states it: `klog: error: WHAT`, WHAT naming the
+/// file or directory first when there is one, and a refusal Kafka names with that name once
+/// (`klog: error: OFFSET_OUT_OF_RANGE: offset 99 is outside [0, 49]`).
+#[test]
+fn every_command_reports_errors_in_one_format() {
+    let (dir, _) = demo_clusters("text_errors");
+    let dr = dir.join("dr");
+    let orders = dr.join("orders-0");
+    let missing = dir.join("nothing.log");
+    let a_file = dir.join("a-0");
+    std::fs::write(&a_file, b"not a directory").unwrap();
+    let batch = fixtures().join("batches").join("idempotent-none.bin");
+    let cases: Vec<(Vec<&str>, i32, Option<&str>, &str)> = vec![
+        (
+            vec!["read", s(&orders), "--offset", "99"],
+            1,
+            Some("OFFSET_OUT_OF_RANGE"),
+            "offset 99 is outside [0, 49]",
+        ),
+        (
+            vec!["mirror", "add", s(&dr), "nosuch", "orders"],
+            1,
+            Some("UNKNOWN_MIRROR"),
+            "nosuch",
+        ),
+        (
+            vec!["group", "commit", s(&dr), "", "orders", "0", "1"],
+            1,
+            Some("INVALID_REQUEST"),
+            "group",
+        ),
+        (vec!["topics", s(&dr)], 2, None, "no KRaft metadata log"),
+        (vec!["dump", s(&missing)], 2, None, s(&missing)),
+        (vec!["append", s(&a_file), s(&batch)], 2, None, s(&a_file)),
+        (vec!["verify", s(&missing)], 2, None, s(&missing)),
+        (
+            vec!["mirror", "describe", s(&missing)],
+            2,
+            None,
+            "not a klog cluster",
+        ),
+    ];
+    for (args, code, name, what) in cases {
+        let out = klog(&args);
+        let said = error_lines(&out);
+        assert_eq!(out.status.code(), Some(code), "klog {args:?}: {said:?}");
+        assert!(!said.is_empty(), "klog {args:?} said nothing on stderr");
+        for line in &said {
+            assert!(line.starts_with("klog: error: "), "klog {args:?}: {line}");
+        }
+        let all = said.join("\n");
+        assert!(all.contains(what), "klog {args:?}: {all}");
+        if let Some(name) = name {
+            let expected = format!("klog: error: {name}: ");
+            assert!(all.starts_with(&expected), "klog {args:?}: {all}");
+            assert_eq!(
+                all.matches(name).count(),
+                1,
+                "klog {args:?} names {name} twice: {all}"
+            );
+        }
+    }
+}
+
+/// Every command docs/cli.md documents is listed by `klog --help` (`torture` was documented and hidden).
+#[test]
+fn help_lists_every_documented_command() {
+    let docs = std::fs::read_to_string(common::repo_path("docs/cli.md")).unwrap();
+    let help = stdout(&klog(&["--help"]));
+    let listed: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let documented: Vec<&str> = docs
+        .lines()
+        .filter_map(|l| l.strip_prefix("## `klog "))
+        .filter_map(|l| l.split([' ', '`']).next())
+        .collect();
+    assert!(documented.len() > 8, "{documented:?}");
+    // Documented in prose: the cluster commands' section and the writers' list (`torture`).
+    let in_prose = ["cluster", "topic", "mirror", "group", "acl", "torture"];
+    for command in documented.into_iter().chain(in_prose) {
+        assert!(
+            listed.contains(&command),
+            "docs/cli.md documents `klog {command}`, --help lists {listed:?}"
+        );
     }
 }

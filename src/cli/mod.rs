@@ -97,8 +97,8 @@ enum Command {
     Verify(recover::VerifyArgs),
     /// The topics, partitions and configs a KRaft metadata log (`__cluster_metadata-0`) states.
     Topics(topics::TopicsArgs),
-    /// Append and flush random batches until killed (the real-process kill test's child).
-    #[command(hide = true)]
+    /// Append and flush random batches until killed, printing each flushed offset (the real-process kill
+    /// test's child).
     Torture(torture::TortureArgs),
     /// Measure klog beside the machine's limits (plain pwrite/pread) and beside Kafka's own code.
     Bench(bench::BenchArgs),
@@ -206,6 +206,17 @@ impl Write for Stdout {
 pub fn write_out(args: std::fmt::Arguments<'_>) {
     // `Stdout` never returns an error: it keeps it for `main`.
     let _ = stdout().write_fmt(args);
+}
+
+/// The one error line of every command (docs/cli.md): `klog: error: WHAT`, WHAT naming the file or
+/// directory first when there is one; a refusal Kafka names says the name once, first:
+/// `klog: error: NAME: WHAT`. `main` prints a command's failure through it, and commands that report an
+/// error and go on (a refused batch, a corrupt file among several) print through it too.
+pub fn print_error(name: Option<&str>, what: impl std::fmt::Display) {
+    match name {
+        Some(name) => write_err(format_args!("klog: error: {name}: {what}\n")),
+        None => write_err(format_args!("klog: error: {what}\n")),
+    }
 }
 
 /// What `errln!` calls. Nothing is left to tell if stderr itself fails, so the error is dropped.

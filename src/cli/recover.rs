@@ -178,7 +178,10 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
                     if args.json {
                         outln!("{}", json!({"partition": name, "error": e.to_string()}));
                     } else {
-                        errln!("klog: {}: {e}", root.join(&name).display());
+                        super::print_error(
+                            None,
+                            format_args!("{}: {e}", root.join(&name).display()),
+                        );
                     }
                 }
             }
