@@ -388,6 +388,13 @@ fn every_command_reports_errors_in_one_format() {
             "group",
         ),
         (vec!["topics", s(&dr)], 2, None, "no KRaft metadata log"),
+        // Kafka's ConfigException text: the value as given, not quoted as a Rust Debug string.
+        (
+            vec!["producers", s(&orders), "--config", "segment.bytes=abc"],
+            2,
+            None,
+            "invalid value abc for configuration segment.bytes",
+        ),
         (vec!["dump", s(&missing)], 2, None, s(&missing)),
         (vec!["append", s(&a_file), s(&batch)], 2, None, s(&a_file)),
         (vec!["verify", s(&missing)], 2, None, s(&missing)),
