@@ -291,6 +291,56 @@ fn no_command_prints_debug_formatting() {
     checked(2, &["dump", s(&dir.join("nothing.log"))]);
 }
 
+/// The administration commands' text, over clusters made here: init, topic create/config/alter/elect,
+/// acl add/list, mirror create/add/run/pause/resume/remove/describe, group commit/describe.
+#[test]
+fn administration_commands_print_no_debug_formatting() {
+    let dir = scratch_dir("text_admin");
+    let (a, b) = (dir.join("A"), dir.join("B"));
+    let (a_s, b_s) = (s(&a), s(&b));
+    let batch = fixtures().join("batches").join("idempotent-none.bin");
+    checked(0, &["cluster", "init", a_s]);
+    checked(0, &["cluster", "init", b_s]);
+    checked(0, &["topic", "create", a_s, "t", "--partitions", "2"]);
+    checked(0, &["append", s(&a.join("t-0")), s(&batch)]);
+    checked(
+        0,
+        &["topic", "config", a_s, "t", "--set", "retention.ms=60000"],
+    );
+    checked(0, &["topic", "alter", a_s, "t", "--partitions", "3"]);
+    checked(0, &["topic", "elect", a_s, "t"]);
+    checked(
+        0,
+        &[
+            "acl",
+            "add",
+            a_s,
+            "--resource-type",
+            "TOPIC",
+            "--resource-name",
+            "t",
+            "--principal",
+            "User:alice",
+            "--operation",
+            "READ",
+        ],
+    );
+    checked(0, &["acl", "list", a_s]);
+    checked(0, &["group", "commit", a_s, "g", "t", "0", "1"]);
+    checked(0, &["mirror", "create", b_s, "m", "--source", a_s]);
+    checked(0, &["mirror", "add", b_s, "m", "t"]);
+    checked(0, &["mirror", "run", b_s, "--until-idle"]);
+    checked(0, &["mirror", "pause", b_s, "m", "t"]);
+    checked(0, &["mirror", "run", b_s, "--until-idle"]);
+    checked(0, &["mirror", "resume", b_s, "m", "t"]);
+    checked(0, &["mirror", "describe", b_s]);
+    checked(0, &["mirror", "remove", b_s, "m", "t"]);
+    checked(0, &["mirror", "run", b_s, "--until-idle"]);
+    checked(0, &["mirror", "describe", b_s]);
+    checked(0, &["group", "describe", b_s]);
+    checked(0, &["acl", "list", b_s]);
+}
+
 /// The repository's fixtures (a real broker's clean and SIGKILLed partition directories): dump, read,
 /// producers, recover --dry-run and verify.
 #[test]
