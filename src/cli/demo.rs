@@ -277,7 +277,8 @@ fn story(dir: &Path) -> anyhow::Result<ExitCode> {
         ),
     );
     b.close()?;
-    // A step that works on the closed clusters goes here, before the closing dump.
+    // A step that works on the closed clusters goes here, before the closing dump: it prints through
+    // `heading` (first) and `checked` (last), as the steps above do.
     outln!(
         "done in {}; the new primary's log:",
         millis(total.elapsed())
@@ -331,13 +332,13 @@ fn init(storage: &Arc<dyn Storage>, root: &Path) -> anyhow::Result<Cluster> {
 }
 
 /// A step's heading, printed before anything the step prints; its start.
-fn heading(n: u32, title: &str) -> Instant {
+pub(super) fn heading(n: u32, title: &str) -> Instant {
     outln!("{n}. {title}");
     Instant::now()
 }
 
 /// The step's last line: what it checked, and its time.
-fn checked(started: Instant, what: &str) {
+pub(super) fn checked(started: Instant, what: &str) {
     outln!("   {what} ({})", millis(started.elapsed()));
 }
 
