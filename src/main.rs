@@ -43,16 +43,35 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            cli::write_err(format_args!("klog: error: {}\n", error_text(&e)));
+            let name = kafka_error_name(&e);
+            let mut text = error_text(&e);
+            if let Some(name) = name {
+                // The named error's own text starts with its name: said once, first, by print_error.
+                text = text.replacen(&format!("{name}: "), "", 1);
+            }
+            cli::print_error(name, text);
             ExitCode::from(2)
         }
     };
     // Output lost to a failing stdout (a full disk, not a reader that went away) fails the command.
     if let Some(e) = cli::stdout_error() {
-        cli::write_err(format_args!("klog: error: writing to stdout: {e}\n"));
+        cli::print_error(None, format_args!("writing to stdout: {e}"));
         return ExitCode::from(2);
     }
     code
+}
+
+/// The Kafka error a refusal somewhere in the chain names (`OFFSET_OUT_OF_RANGE`, `UNKNOWN_MIRROR`).
+fn kafka_error_name(e: &anyhow::Error) -> Option<&'static str> {
+    e.chain().find_map(|cause| {
+        if let Some(e) = cause.downcast_ref::<klog::mirror::Error>() {
+            return e.error_name();
+        }
+        match cause.downcast_ref::<klog::log::Error>() {
+            Some(e @ klog::log::Error::Rejected { .. }) => Some(e.kafka_error().name()),
+            _ => None,
+        }
+    })
 }
 
 /// The error and its causes, `: `-separated, each cause once: an error whose text already ends with its

@@ -312,7 +312,7 @@ fn bench_measures_kafka_beside_klog() {
             !required("KLOG_REQUIRE_KAFKA"),
             "KLOG_REQUIRE_KAFKA=1 but java is not installed"
         );
-        eprintln!("skipping: java is not installed, so Kafka's side of klog bench cannot run");
+        common::skip("java is not installed, so Kafka's side of klog bench cannot run");
         return;
     }
     let (text, doc, _) = run_bench("cli-bench-kafka", &["append", "durable", "recover", "psm"]);

@@ -104,7 +104,7 @@ fn recover_of_a_log_dir_with_an_unreadable_partition_fails_naming_it_and_writes_
     }
     let as_root = is_root();
     if !as_root && !mode_000_blocks_us(&root) {
-        eprintln!("skipping: not root, and a mode-000 directory does not stop this user");
+        common::skip("not root, and a mode-000 directory does not stop this user");
         return;
     }
     for clean in [false, true] {

@@ -147,7 +147,7 @@ fn demo_tells_the_failover_story() {
     let dir = scratch_dir("cli_demo");
     let out = klog_ok(&["demo", "--dir", dir.to_str().unwrap()]);
     for needle in [
-        "1. [",
+        "1. The primary",
         "orders-0: UNKNOWN -> PREPARING",
         "segment byte-identical",
         "refused with READ_ONLY_TOPIC",

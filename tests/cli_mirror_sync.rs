@@ -139,7 +139,7 @@ fn mirror_configs_are_set_at_create_and_describe_and_run_show_them_with_the_lag(
     );
 }
 
-/// A refusal names Kafka's error once: `klog: error UNKNOWN_MIRROR: no mirror named nosuch`, and in JSON
+/// A refusal names Kafka's error once: `klog: error: UNKNOWN_MIRROR: no mirror named nosuch`, and in JSON
 /// `{"error": "UNKNOWN_MIRROR", "message": "no mirror named nosuch"}`. The message used to carry the name
 /// again (`klog: error UNKNOWN_MIRROR: UNKNOWN_MIRROR: ...`), in every command that reports one.
 #[test]

@@ -325,7 +325,7 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
             "KLOG_REQUIRE_MOUNT=1 (or CI) but no read-only bind mount could be made (mount --bind, then \
              mount -o remount,bind,ro; needs root)"
         );
-        eprintln!("no read-only bind mount here (not root): checking the tree is unchanged only");
+        common::skip("no read-only bind mount here (not root): the read-only file system part only checks the tree is unchanged");
     }
     let ro_logs = if mount.is_some() {
         root.join("ro")
@@ -426,7 +426,7 @@ fn inspection_works_on_a_read_only_copy_and_writes_nothing() {
     assert_eq!(
         stderr(&dump),
         format!(
-            "klog: {}: truncated batch at position {torn_at}: {cut} bytes do not form a whole batch\n",
+            "klog: error: {}: truncated batch at position {torn_at}: {cut} bytes do not form a whole batch\n",
             ro_last_log.display()
         )
     );

@@ -22,7 +22,7 @@ fn kafka_available() -> bool {
         !required("KLOG_REQUIRE_KAFKA"),
         "KLOG_REQUIRE_KAFKA=1 but java is not installed"
     );
-    eprintln!("skipping: java is not installed, so real Kafka cannot judge");
+    common::skip("java is not installed, so real Kafka cannot judge");
     false
 }
 

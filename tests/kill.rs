@@ -74,7 +74,7 @@ fn a_killed_uring_writer_leaves_every_reported_batch_whole_and_contiguous() {
             std::env::var("KLOG_REQUIRE_URING").as_deref() != Ok("1"),
             "KLOG_REQUIRE_URING=1 but {e}"
         );
-        eprintln!("skipping the uring kill test: {e}");
+        common::skip(&format!("the uring kill test: {e}"));
         return;
     }
     kill_rounds("uring");

@@ -159,7 +159,7 @@ fn one_mirror_run_rides_out_a_source_outage_and_a_full_disk() {
             std::env::var_os("CI").is_none() && !required("KLOG_REQUIRE_KAFKA"),
             "CI runs as root and must test a real full file system (mount -t tmpfs failed)"
         );
-        eprintln!("skipping: cannot mount a tmpfs here (not root)");
+        common::skip("cannot mount a tmpfs here (not root)");
         return;
     };
     let (a, b) = (root.join("A"), disk.join("B"));

@@ -20,7 +20,7 @@ fn oracle() -> Option<PathBuf> {
             !required("KLOG_REQUIRE_ORACLE"),
             "KLOG_REQUIRE_ORACLE=1 but the kafka-python venv is missing: run scripts/setup-python.sh"
         );
-        eprintln!("skipping: kafka-python oracle not installed (run scripts/setup-python.sh)");
+        common::skip("kafka-python oracle not installed (run scripts/setup-python.sh)");
     }
     py
 }

@@ -124,7 +124,7 @@ pub enum Error {
         assigned: String,
     },
     /// An invalid configuration value, named by its Kafka key.
-    #[error("invalid value {value:?} for configuration {key}: {reason}")]
+    #[error("invalid value {value} for configuration {key}: {reason}")]
     Config {
         /// The configuration key.
         key: &'static str,

@@ -25,6 +25,15 @@ pub struct OffsetEntry {
 
 const _: () = assert!(core::mem::size_of::<OffsetEntry>() == 8);
 
+/// An entry in an error message, as Kafka's dump names its fields.
+fn show_entry(e: &OffsetEntry) -> String {
+    format!(
+        "(offset {} position {})",
+        e.relative_offset.get(),
+        e.position.get()
+    )
+}
+
 impl IndexEntry for OffsetEntry {
     fn relative_offset(&self) -> i32 {
         self.relative_offset.get()
@@ -180,13 +189,17 @@ impl OffsetIndex {
         let mut last: Option<OffsetEntry> = None;
         for e in self.file.entries()? {
             if e.relative_offset.get() < 0 || e.position.get() < 0 {
-                return Err(corrupt(format!("negative entry {e:?}")));
+                return Err(corrupt(format!("negative entry {}", show_entry(e))));
             }
             if let Some(l) = last {
                 if e.relative_offset.get() <= l.relative_offset.get()
                     || e.position.get() <= l.position.get()
                 {
-                    return Err(corrupt(format!("entry {e:?} does not follow {l:?}")));
+                    return Err(corrupt(format!(
+                        "entry {} does not follow {}",
+                        show_entry(e),
+                        show_entry(&l)
+                    )));
                 }
             }
             last = Some(*e);

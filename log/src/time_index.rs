@@ -26,6 +26,15 @@ pub struct TimeEntry {
 
 const _: () = assert!(core::mem::size_of::<TimeEntry>() == 12);
 
+/// An entry in an error message, as Kafka's dump names its fields.
+fn show_entry(e: &TimeEntry) -> String {
+    format!(
+        "(timestamp {} offset {})",
+        e.timestamp.get(),
+        e.relative_offset.get()
+    )
+}
+
 impl IndexEntry for TimeEntry {
     fn relative_offset(&self) -> i32 {
         self.relative_offset.get()
@@ -138,13 +147,17 @@ impl TimeIndex {
         let mut last: Option<TimeEntry> = None;
         for e in self.file.entries()? {
             if e.relative_offset.get() < 0 {
-                return Err(corrupt(format!("negative offset in {e:?}")));
+                return Err(corrupt(format!("negative offset in {}", show_entry(e))));
             }
             if let Some(l) = last {
                 if e.timestamp.get() <= l.timestamp.get()
                     || e.relative_offset.get() < l.relative_offset.get()
                 {
-                    return Err(corrupt(format!("entry {e:?} does not follow {l:?}")));
+                    return Err(corrupt(format!(
+                        "entry {} does not follow {}",
+                        show_entry(e),
+                        show_entry(&l)
+                    )));
                 }
             }
             last = Some(*e);

@@ -181,7 +181,10 @@ impl TxnIndex {
             Some(e) => Err(Error::CorruptIndex {
                 path: self.path.clone(),
                 reason: format!(
-                    "aborted transaction {e:?} ends before the segment base {base_offset}"
+                    "aborted transaction of producer {} (offsets {}..={}) ends before the segment base {base_offset}",
+                    e.producer_id.get(),
+                    e.first_offset.get(),
+                    e.last_offset.get()
                 ),
             }),
             None => Ok(()),

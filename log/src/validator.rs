@@ -140,7 +140,7 @@ pub fn validate(
         Some(t) => {
             return Err(reject(
                 KafkaError::CorruptMessage,
-                format!("incomplete data after the last batch: {t:?}"),
+                format!("incomplete data after the last batch: {t}"),
             ))
         }
         None => unreachable!("the iterator ran to its end"),

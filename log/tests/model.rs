@@ -2,6 +2,9 @@
 //! crashes, checked after every step against a plain list of batches. Runs on every backend.
 //! A failing run prints its seed; `KLOG_SEED=<seed>` replays just that one.
 
+#[path = "../../tests/common/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -364,7 +367,7 @@ fn model_on_uring() {
             !required,
             "KLOG_REQUIRE_URING=1 but io_uring is unavailable"
         );
-        eprintln!("skipping: io_uring is unavailable here");
+        skip::skip("io_uring is unavailable here");
         return;
     };
     run_seeds("uring", || (uring.clone(), None, temp_root("model-uring")));

@@ -1,5 +1,8 @@
 //! The partition log against Kafka's own files and against a model, on every storage backend.
 
+#[path = "../../tests/common/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -27,6 +30,7 @@ fn shared_fixtures() -> Option<PathBuf> {
         "KLOG_REQUIRE_SHARED_FIXTURES=1 but {} is missing",
         dir.display()
     );
+    skip::skip(&format!("the shared fixtures: {} is absent", dir.display()));
     None
 }
 
@@ -66,6 +70,8 @@ fn backends(name: &str) -> Vec<(&'static str, Arc<dyn Storage>, PathBuf)> {
         v.push(("uring", uring, temp_dir(&format!("{name}-uring"))));
     } else if std::env::var("KLOG_REQUIRE_URING").is_ok_and(|v| v == "1") {
         panic!("KLOG_REQUIRE_URING=1 but the io_uring backend is unavailable");
+    } else {
+        skip::skip("the uring backend's runs: io_uring is unavailable here");
     }
     v
 }

@@ -6,6 +6,9 @@
 // setrlimit and capset: the only way to make a real kernel refuse the registration.
 #![allow(unsafe_code)]
 
+#[path = "../../tests/common/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -38,7 +41,7 @@ fn uring_or_skip() -> Option<Arc<dyn Storage>> {
             panic!("KLOG_REQUIRE_URING=1 but the io_uring backend is unavailable")
         }
         _ => {
-            eprintln!("skipping: io_uring is unavailable here");
+            skip::skip("io_uring is unavailable here");
             None
         }
     }

@@ -4,6 +4,9 @@
 //! beside the checkout (CI): an idempotent producer's 28 batches (Kafka 3.4, `panic08/test-0`) and two logs
 //! without producer ids (Kafka 4.2).
 
+#[path = "../../tests/common/skip.rs"]
+mod skip;
+
 use klog_psm::{
     decode_snapshot, encode_snapshot, increment_sequence, AppendOrigin, BatchSummary, ControlKind,
     Error, ProducerStateManager, PsmConfig, SnapshotEntry, NO_SEQUENCE,
@@ -25,6 +28,7 @@ fn shared_fixtures() -> Option<&'static str> {
         std::env::var("KLOG_REQUIRE_SHARED_FIXTURES").map_or(true, |v| v != "1"),
         "KLOG_REQUIRE_SHARED_FIXTURES=1 but {SHARED} is missing"
     );
+    skip::skip(&format!("the shared fixtures: {SHARED} is absent"));
     None
 }
 

@@ -1,5 +1,8 @@
 //! The `.snapshot` codec: the spec's vectors, real Kafka files, round trips and every decode error.
 
+#[path = "../../tests/common/skip.rs"]
+mod skip;
+
 use klog_psm::{decode_snapshot, encode_snapshot, Error, SnapshotCorruption, SnapshotEntry};
 use proptest::prelude::*;
 
@@ -19,6 +22,7 @@ fn shared_fixtures() -> Option<&'static str> {
         std::env::var("KLOG_REQUIRE_SHARED_FIXTURES").map_or(true, |v| v != "1"),
         "KLOG_REQUIRE_SHARED_FIXTURES=1 but {SHARED} is missing"
     );
+    skip::skip(&format!("the shared fixtures: {SHARED} is absent"));
     None
 }
 

@@ -133,7 +133,7 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
     {
         clean = false;
         let message = format!(
-            "{}: data after the last whole batch: {tail:?}",
+            "{}: data after the last whole batch: {tail}",
             args.file.display()
         );
         if args.json {

@@ -1,4 +1,7 @@
-//! `klog demo`: the whole story on an embedded default, in a temp directory.
+//! `klog demo`: the whole story on an embedded default, in a scratch directory removed at the end (also
+//! on an error) unless `--keep DIR` names one to write into and leave. Each step prints its heading
+//! first, then what it shows (transitions, `group describe` tables) and last what it checked, with its
+//! time: a step's detail lines never print before the heading they belong to.
 //!
 //! 1. A primary cluster takes idempotent batches in every codec and a committed and an aborted
 //!    transaction.
@@ -15,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{ensure, Context};
 use klog::log::clock::SystemClock;
@@ -25,19 +28,64 @@ use klog::mirror::{Cluster, ClusterOptions, MirrorState};
 
 use super::dump;
 
-pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let dir = match dir {
-        Some(d) => d,
-        None => default_dir()?,
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+pub fn run(keep: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let scratch = Scratch::new(keep)?;
+    let code = story(scratch.path())?;
+    drop(scratch);
+    Ok(code)
+}
+
+/// The demo's directory: the one `--keep` named (left in place), or a new one under the temp dir that
+/// is removed when this is dropped, at the end or on the way out of an error or a panic.
+struct Scratch {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Scratch {
+    fn new(keep: Option<PathBuf>) -> anyhow::Result<Scratch> {
+        let scratch = match keep {
+            Some(path) => Scratch { path, keep: true },
+            None => Scratch {
+                path: default_dir()?,
+                keep: false,
+            },
+        };
+        std::fs::create_dir_all(&scratch.path)
+            .with_context(|| format!("creating {}", scratch.path.display()))?;
+        Ok(scratch)
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.keep {
+            outln!("kept {}", self.path.display());
+        } else if let Err(e) = std::fs::remove_dir_all(&self.path) {
+            errln!("klog: warning: {}: not removed: {e}", self.path.display());
+        } else {
+            outln!(
+                "removed {} (--keep DIR keeps the clusters)",
+                self.path.display()
+            );
+        }
+    }
+}
+
+fn story(dir: &Path) -> anyhow::Result<ExitCode> {
     let storage = open_backend(IoBackend::Std)?;
     let (a_root, b_root) = (dir.join("primary"), dir.join("dr"));
     outln!("klog demo in {}", dir.display());
     let total = Instant::now();
 
-    // 1. The primary.
-    let t = Instant::now();
+    let t = heading(
+        1,
+        "The primary: idempotent batches in every codec, two transactions, a leader election",
+    );
     let a = Arc::new(init(&storage, &a_root)?);
     a.create_topic("orders", 1, None, &[])?;
     let now = now_ms()?;
@@ -58,8 +106,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     // A consumer group read the first half and committed where it goes on (OffsetCommit).
     let group_at = a_log.log_end_offset() / 2;
     a.commit_offset(GROUP, "orders", 0, group_at)?;
-    step(
-        1,
+    checked(
         t,
         &format!(
             "primary {}: {} offsets in orders-0 (5 codecs, a committed and an aborted transaction, a \
@@ -70,8 +117,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ),
     );
 
-    // 2. Mirror it.
-    let t = Instant::now();
+    let t = heading(2, "A second cluster mirrors it (KIP-1279)");
     let b = Arc::new(init(&storage, &b_root)?);
     b.create_mirror("dr-mirror", a_root.to_str().context("utf-8 path")?)?;
     b.connect_source("dr-mirror", Arc::new(a.as_source()));
@@ -79,7 +125,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         r.with_context(|| format!("adding {topic}"))?;
     }
     let report = b.run_until_idle(1000);
-    ensure!(report.errors.is_empty(), "mirroring: {:?}", report.errors);
+    ensure!(report.errors.is_empty(), "mirroring: {}", errors(&report));
     print_transitions(&report);
     let b_log = b.log("orders", 0).context("mirror partition")?;
     ensure!(
@@ -96,58 +142,62 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         .err()
         .and_then(|e| e.error_name())
         .context("a produce to the mirror must be refused")?;
-    step(
-        2,
+    checked(
         t,
         &format!(
-            "mirrored {} batches ({} bytes) to {}: segment byte-identical, epochs {:?}, {} producers \
-             rebuilt from the batches; a produce there is refused with {refused}; group {GROUP}'s \
-             offset {carried} carried into __consumer_offsets",
+            "mirrored {} batches ({} bytes) to {}: segment byte-identical, leader epochs {}, {} \
+             producers rebuilt from the batches; a produce there is refused with {refused}; group \
+             {GROUP}'s offset {carried} carried into __consumer_offsets",
             report.batches_appended,
             report.bytes_appended,
             b.cluster_id(),
             b_log
                 .leader_epochs()
                 .iter()
-                .map(|e| (e.epoch, e.start_offset))
-                .collect::<Vec<_>>(),
+                .map(|e| format!("{} from offset {}", e.epoch, e.start_offset))
+                .collect::<Vec<_>>()
+                .join(", "),
             b_log.producers().len(),
         ),
     );
 
-    // 3. Failover.
-    let t = Instant::now();
+    let t = heading(
+        3,
+        "Failover: the topic stops mirroring and becomes writable",
+    );
     for (topic, r) in b.remove_topics("dr-mirror", &["orders".to_owned()])? {
         r.with_context(|| format!("removing {topic}"))?;
     }
     let report = b.run_until_idle(1000);
-    ensure!(report.errors.is_empty(), "failover: {:?}", report.errors);
+    ensure!(report.errors.is_empty(), "failover: {}", errors(&report));
     print_transitions(&report);
     let d = b.describe().into_iter().next().context("describe")?;
-    ensure!(d.state == Some(MirrorState::Stopped), "not stopped: {d:?}");
+    ensure!(
+        d.state == Some(MirrorState::Stopped),
+        "orders-0 is {}, not STOPPED",
+        d.state.map_or("without a mirror state", |s| s.name())
+    );
     ensure!(
         b_log.producers().is_empty(),
         "producer state survived the barrier"
     );
     let info = b.produce("orders", 0, &mut idempotent(1, 0, Compression::Zstd, now)?)?;
-    step(
-        3,
+    checked(
         t,
         &format!(
-            "failover: last mirrored epoch {:?}, leader epoch bumped to {}, MIRROR_PID_RESET at offset {}, \
+            "failover: last mirrored epoch {}, leader epoch bumped to {}, MIRROR_PID_RESET at offset {}, \
              producer state cleared; producer 1 (a mirrored id) writes again from sequence 0 at offset {}",
-            d.last_mirrored_epoch,
+            d.last_mirrored_epoch
+                .map_or_else(|| "none".to_owned(), |e| e.to_string()),
             d.leader_epoch,
             info.first_offset - 1,
             info.first_offset
         ),
     );
 
-    // 4. The consumer group fails over with the topic.
-    let t = Instant::now();
+    let t = heading(4, "The consumer group follows the failover");
     consumer_group(&a, &b, group_at)?;
-    step(
-        4,
+    checked(
         t,
         &format!(
             "group {GROUP}: offset {group_at} on the new primary as on the old; it resumed there and \
@@ -156,8 +206,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ),
     );
 
-    // 5. Failback.
-    let t = Instant::now();
+    let t = heading(5, "Failback: the old primary mirrors the new one");
     let stray = a.produce("orders", 0, &mut idempotent(7, 0, Compression::None, now)?)?;
     a.create_mirror("failback", b_root.to_str().context("utf-8 path")?)?;
     a.connect_source("failback", Arc::new(b.as_source()));
@@ -165,14 +214,13 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         r.with_context(|| format!("adding {topic}"))?;
     }
     let report = a.run_until_idle(1000);
-    ensure!(report.errors.is_empty(), "failback: {:?}", report.errors);
+    ensure!(report.errors.is_empty(), "failback: {}", errors(&report));
     print_transitions(&report);
     ensure!(
         same_file(&a_root, &b_root, "orders-0/00000000000000000000.log")?,
         "after failback the old primary must equal the new one"
     );
-    step(
-        5,
+    checked(
         t,
         &format!(
             "failback: the old primary's stray write at offset {} was cut ({} truncation), then it \
@@ -183,8 +231,10 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ),
     );
 
-    // 6. Crash and recover.
-    let t = Instant::now();
+    let t = heading(
+        6,
+        "Crash: a torn write at the end of the new primary's segment, then recovery",
+    );
     b.produce("orders", 0, &mut idempotent(8, 0, Compression::Lz4, now)?)?;
     let before = (b_log.log_end_offset(), b_log.producers().len());
     drop((b_log, b));
@@ -203,13 +253,14 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let b_log = b.log("orders", 0).context("partition")?;
     ensure!(
         (b_log.log_end_offset(), b_log.producers().len()) == before,
-        "recovery changed the log: {:?} -> {:?}",
-        before,
-        (b_log.log_end_offset(), b_log.producers().len())
+        "recovery changed the log: log end {} with {} producers before, {} with {} after",
+        before.0,
+        before.1,
+        b_log.log_end_offset(),
+        b_log.producers().len()
     );
     let state = b.describe().into_iter().next().and_then(|d| d.state);
-    step(
-        6,
+    checked(
         t,
         &format!(
             "crash with a torn write: recovery scanned {} segment(s), cut {} torn bytes at offset {}, \
@@ -226,7 +277,12 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ),
     );
     b.close()?;
-    outln!("done in {:?}; the new primary's log:", total.elapsed());
+    // A step that works on the closed clusters goes here, before the closing dump: it prints through
+    // `heading` (first) and `checked` (last), as the steps above do.
+    outln!(
+        "done in {}; the new primary's log:",
+        millis(total.elapsed())
+    );
     outln!();
     dump::run(&dump::DumpArgs::new(vec![segment], false, true))
 }
@@ -241,7 +297,7 @@ fn consumer_group(a: &Cluster, b: &Cluster, group_at: i64) -> anyhow::Result<()>
     let on_dr = group_offset(b)?;
     ensure!(
         on_primary == group_at && on_dr == on_primary,
-        "the group's offset: {on_primary:?} on the primary, {on_dr:?} on the new primary"
+        "the group's offset: {on_primary} on the primary, {on_dr} on the new primary"
     );
     outln!("   klog group describe (new primary, after failover):");
     super::group::print(&b.describe_groups()?, false);
@@ -275,8 +331,30 @@ fn init(storage: &Arc<dyn Storage>, root: &Path) -> anyhow::Result<Cluster> {
     )?)
 }
 
-fn step(n: u32, started: Instant, what: &str) {
-    outln!("{n}. [{:>8.2?}] {what}", started.elapsed());
+/// A step's heading, printed before anything the step prints; its start.
+pub(super) fn heading(n: u32, title: &str) -> Instant {
+    outln!("{n}. {title}");
+    Instant::now()
+}
+
+/// The step's last line: what it checked, and its time.
+pub(super) fn checked(started: Instant, what: &str) {
+    outln!("   {what} ({})", millis(started.elapsed()));
+}
+
+/// A duration as a person reads it: `11.03 ms`.
+fn millis(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// A tick's errors, one `topic-partition: error` each.
+fn errors(report: &klog::mirror::TickReport) -> String {
+    report
+        .errors
+        .iter()
+        .map(|(topic, p, e)| format!("{topic}-{p}: {e}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn print_transitions(report: &klog::mirror::TickReport) {
@@ -343,4 +421,30 @@ fn transactional(
         )?;
     }
     Ok(txn.build()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scratch directory goes when the demo fails part way (an error returned through `?`), with
+    /// the clusters it had written; a `--keep` directory stays.
+    #[test]
+    fn the_scratch_directory_is_removed_on_an_error_and_kept_with_keep() {
+        let mut made = None;
+        let failed = (|| -> anyhow::Result<()> {
+            let scratch = Scratch::new(None)?;
+            made = Some(scratch.path().to_owned());
+            std::fs::create_dir_all(scratch.path().join("primary").join("orders-0"))?;
+            anyhow::bail!("a step failed")
+        })();
+        assert!(failed.is_err());
+        let made = made.expect("the scratch directory was made");
+        assert!(!made.exists(), "{} was left behind", made.display());
+
+        let kept = default_dir().unwrap();
+        drop(Scratch::new(Some(kept.clone())).unwrap());
+        assert!(kept.is_dir(), "--keep {} was removed", kept.display());
+        std::fs::remove_dir_all(&kept).unwrap();
+    }
 }

@@ -317,7 +317,7 @@ impl<'a> Dumper<'a> {
             writeln!(out)
         } else {
             out.flush()?;
-            errln!("klog: {}: {message}", self.path.display());
+            super::print_error(None, format_args!("{}: {message}", self.path.display()));
             Ok(())
         }
     }

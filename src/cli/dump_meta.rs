@@ -32,7 +32,10 @@ pub fn dump(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::Resul
         (_, "partition.metadata") => dump_partition_metadata(args, path, out),
         (_, n) if n.ends_with("checkpoint") => dump_checkpoint(args, path, out),
         _ => {
-            errln!("klog: {}: unsupported file type", path.display());
+            super::print_error(
+                None,
+                format_args!("{}: unsupported file type", path.display()),
+            );
             Ok(false)
         }
     }
@@ -284,7 +287,10 @@ fn sanity(
             Ok(true)
         }
         Some(p) => {
-            errln!("klog: {}: corrupt {kind}: {p}", path.display());
+            super::print_error(
+                None,
+                format_args!("{}: corrupt {kind}: {p}", path.display()),
+            );
             Ok(false)
         }
     }
@@ -341,6 +347,8 @@ fn dump_offset_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyh
         }
     }
     if !mismatches.is_empty() {
+        // Kafka prints them on stderr: the entries above reach stdout first.
+        out.flush()?;
         errln!("Mismatches in :{}", path.display());
         for (i, l) in &mismatches {
             errln!("  Index offset: {i}, log offset: {l}");
@@ -412,7 +420,7 @@ fn dump_txn_index(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow:
     let entries = match parse_entries(&bytes) {
         Ok(e) => e,
         Err(reason) => {
-            errln!("klog: {}: {reason}", path.display());
+            super::print_error(None, format_args!("{}: {reason}", path.display()));
             return Ok(false);
         }
     };
@@ -444,7 +452,7 @@ fn dump_snapshot(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow::
     let entries = match klog::psm::decode_snapshot(&bytes) {
         Ok(e) => e,
         Err(e) => {
-            errln!("klog: {}: {e}", path.display());
+            super::print_error(None, format_args!("{}: {e}", path.display()));
             return Ok(false);
         }
     };
@@ -491,7 +499,7 @@ fn dump_checkpoint(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
     let entries = match read_checkpoint(&StdStorage, path) {
         Ok(e) => e,
         Err(e) => {
-            errln!("klog: {e}");
+            super::print_error(None, &e);
             return Ok(false);
         }
     };
@@ -512,7 +520,11 @@ fn dump_checkpoint(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
                 format!("topic: {t} partition: {p} offset: {o}"),
             ),
             _ => {
-                errln!("klog: {}: unexpected entry {e:?}", path.display());
+                let entry = e.join(" ");
+                super::print_error(
+                    None,
+                    format_args!("{}: unexpected entry '{entry}'", path.display()),
+                );
                 return Ok(false);
             }
         };
@@ -527,7 +539,7 @@ fn dump_checkpoint(args: &MetaArgs, path: &Path, out: &mut impl Write) -> anyhow
 }
 
 fn num(s: &str) -> anyhow::Result<i64> {
-    s.parse().with_context(|| format!("{s:?} is not a number"))
+    s.parse().with_context(|| format!("'{s}' is not a number"))
 }
 
 fn dump_partition_metadata(
@@ -551,7 +563,7 @@ fn dump_partition_metadata(
         }
         Ok(None) => anyhow::bail!("{}: no such file", path.display()),
         Err(e) => {
-            errln!("klog: {e}");
+            super::print_error(None, &e);
             Ok(false)
         }
     }

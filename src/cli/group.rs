@@ -70,7 +70,7 @@ fn commit(
                     if json {
                         outln!("{}", json!({"error": name, "message": e.message()}));
                     } else {
-                        errln!("klog: error {name}: {}", e.message());
+                        super::print_error(Some(name), e.message());
                     }
                     Ok(ExitCode::from(1))
                 }

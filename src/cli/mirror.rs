@@ -332,7 +332,7 @@ fn request_error(e: klog::mirror::Error, json: bool) -> anyhow::Result<ExitCode>
             if json {
                 say!("{}", json!({"error": name, "message": e.message()}));
             } else {
-                errln!("klog: error {name}: {}", e.message());
+                super::print_error(Some(name), e.message());
             }
             Ok(ExitCode::from(1))
         }
@@ -616,7 +616,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                     json!({"event": "error", "topic": topic, "partition": p, "message": e})
                 );
             } else {
-                errln!("{topic}-{p}: {e}");
+                super::print_error(None, format_args!("{topic}-{p}: {e}"));
             }
         }
         if lag_printed.elapsed() >= lag_interval {

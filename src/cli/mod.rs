@@ -79,9 +79,10 @@ enum Command {
     /// The mirroring story in a scratch directory: a primary cluster, a mirror of it, failover, a
     /// consumer group's offset following it, failback and crash recovery, each step checked and narrated.
     Demo {
-        /// Directory to write into (default: a new directory under the system temp dir).
-        #[arg(long)]
-        dir: Option<PathBuf>,
+        /// Write into DIR and leave it there (default: a new directory under the system temp dir,
+        /// removed at the end). `--dir` is an older name for it.
+        #[arg(long, value_name = "DIR", alias = "dir")]
+        keep: Option<PathBuf>,
     },
     /// Print segment files, batch files, indexes, checkpoints and partition metadata.
     Dump(dump::DumpArgs),
@@ -97,8 +98,8 @@ enum Command {
     Verify(recover::VerifyArgs),
     /// The topics, partitions and configs a KRaft metadata log (`__cluster_metadata-0`) states.
     Topics(topics::TopicsArgs),
-    /// Append and flush random batches until killed (the real-process kill test's child).
-    #[command(hide = true)]
+    /// Append and flush random batches until killed, printing each flushed offset (the real-process kill
+    /// test's child).
     Torture(torture::TortureArgs),
     /// Measure klog beside the machine's limits (plain pwrite/pread) and beside Kafka's own code.
     Bench(bench::BenchArgs),
@@ -123,7 +124,7 @@ enum Command {
 /// Runs a command; `Ok` carries the exit code (non-zero when the input had problems).
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Demo { dir } => demo::run(dir),
+        Command::Demo { keep } => demo::run(keep),
         Command::Dump(args) => dump::run(&args),
         Command::Append(args) => append::run(&args),
         Command::Read(args) => read::run(&args),
@@ -206,6 +207,17 @@ impl Write for Stdout {
 pub fn write_out(args: std::fmt::Arguments<'_>) {
     // `Stdout` never returns an error: it keeps it for `main`.
     let _ = stdout().write_fmt(args);
+}
+
+/// The one error line of every command (docs/cli.md): `klog: error: WHAT`, WHAT naming the file or
+/// directory first when there is one; a refusal Kafka names says the name once, first:
+/// `klog: error: NAME: WHAT`. `main` prints a command's failure through it, and commands that report an
+/// error and go on (a refused batch, a corrupt file among several) print through it too.
+pub fn print_error(name: Option<&str>, what: impl std::fmt::Display) {
+    match name {
+        Some(name) => write_err(format_args!("klog: error: {name}: {what}\n")),
+        None => write_err(format_args!("klog: error: {what}\n")),
+    }
 }
 
 /// What `errln!` calls. Nothing is left to tell if stderr itself fails, so the error is dropped.

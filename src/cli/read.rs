@@ -142,7 +142,7 @@ pub fn run(args: &ReadArgs) -> anyhow::Result<ExitCode> {
             if args.json {
                 outln!("{}", json!({"error": name, "message": e.message()}));
             } else {
-                errln!("klog: error {name}: {}", e.message());
+                super::print_error(Some(name), e.message());
             }
             return Ok(ExitCode::from(1));
         }

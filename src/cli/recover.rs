@@ -178,7 +178,10 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
                     if args.json {
                         outln!("{}", json!({"partition": name, "error": e.to_string()}));
                     } else {
-                        errln!("klog: {}: {e}", root.join(&name).display());
+                        super::print_error(
+                            None,
+                            format_args!("{}: {e}", root.join(&name).display()),
+                        );
                     }
                 }
             }
@@ -241,7 +244,7 @@ fn print_report(root: &Path, r: &RecoveryReport, config: &TopicConfig) {
         .unwrap_or_default();
     outln!(
         "{}: {} shutdown; offsets {}..{} (recovery point {}); {} segments scanned, {} bytes validated; {cut}; \
-         {} batches replayed ({} MIRROR_PID_RESET) from snapshot {:?}; snapshots deleted {:?}; {} producers; {} snapshots written; {} ms{configs}",
+         {} batches replayed ({} MIRROR_PID_RESET) {}; snapshots deleted: {}; {} producers; {} snapshots written; {} ms{configs}",
         root.join(&r.partition).display(),
         if r.clean_shutdown { "clean" } else { "unclean" },
         r.log_start_offset,
@@ -251,8 +254,17 @@ fn print_report(root: &Path, r: &RecoveryReport, config: &TopicConfig) {
         r.bytes_validated,
         r.batches_replayed,
         r.mirror_pid_resets,
-        r.snapshot_loaded,
-        r.snapshots_deleted,
+        r.snapshot_loaded
+            .map_or_else(|| "from no snapshot".to_owned(), |o| format!("from snapshot {o}")),
+        if r.snapshots_deleted.is_empty() {
+            "none".to_owned()
+        } else {
+            r.snapshots_deleted
+                .iter()
+                .map(|o| o.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
         r.producers,
         r.snapshots_written,
         r.duration_ms

@@ -1,4 +1,4 @@
-//! `klog torture DIR` (hidden): appends and flushes random batches forever, printing `flushed <offset>`
+//! `klog torture DIR`: appends and flushes random batches forever, printing `flushed <offset>`
 //! after each flush returns. The real-process kill test SIGKILLs it at random moments and checks that a
 //! reopen holds everything it reported flushed.
 

@@ -22,8 +22,7 @@ pub fn kafka_available() -> bool {
         !required("KLOG_REQUIRE_KAFKA"),
         "KLOG_REQUIRE_KAFKA=1 but java is not installed"
     );
-    static SAID: std::sync::Once = std::sync::Once::new();
-    SAID.call_once(|| eprintln!("skipping: java is not installed, so real Kafka cannot judge"));
+    super::skip("java is not installed, so real Kafka cannot judge");
     false
 }
 

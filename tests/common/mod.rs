@@ -2,7 +2,10 @@
 #![allow(dead_code)]
 
 pub mod kafka;
+mod skip;
 pub mod tree;
+
+pub use skip::skip;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -53,8 +56,7 @@ pub fn shared_fixtures() -> Option<PathBuf> {
         "KLOG_REQUIRE_SHARED_FIXTURES=1 but {} is missing",
         dir.display()
     );
-    static SAID: std::sync::Once = std::sync::Once::new();
-    SAID.call_once(|| eprintln!("skipping the shared fixtures: {} is absent", dir.display()));
+    skip(&format!("the shared fixtures: {} is absent", dir.display()));
     None
 }
 

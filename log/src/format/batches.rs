@@ -97,6 +97,27 @@ pub enum Tail {
     },
 }
 
+/// How error messages and reports say it: `3 bytes of a partial batch at position 61`.
+impl std::fmt::Display for Tail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tail::Clean => f.write_str("none"),
+            Tail::Partial { position, bytes } => {
+                write!(f, "{bytes} bytes of a partial batch at position {position}")
+            }
+            Tail::ZeroFilled { position, bytes } => {
+                write!(f, "{bytes} zero bytes at position {position}")
+            }
+            Tail::Corrupt { position, bytes } => {
+                write!(
+                    f,
+                    "{bytes} bytes from a corrupt batch at position {position}"
+                )
+            }
+        }
+    }
+}
+
 /// Iterator over the batches of `data`. `base_position` is added to every position it reports.
 #[derive(Debug, Clone)]
 pub struct Batches<'a> {

@@ -3,6 +3,8 @@
 use super::*;
 
 mod o_direct;
+#[path = "../../../tests/common/skip.rs"]
+mod skip;
 use o_direct::{assert_written_with_o_direct, direct_scratch_dir};
 
 fn contract(storage: &dyn Storage, dir: &Path) {
@@ -57,7 +59,7 @@ fn uring_or_skip() -> Option<Arc<dyn Storage>> {
         }
         Err(e) if uring_required() => panic!("KLOG_REQUIRE_URING=1 but {e}"),
         Err(e) => {
-            eprintln!("skipping the uring backend test: {e}");
+            skip::skip(&format!("the uring backend test: {e}"));
             None
         }
     }

@@ -247,8 +247,11 @@ impl LogSegment {
         }
         let batch = match found {
             Some((position, h)) => format!(
-                "the batch at position {position} holds offsets {}..={} with max timestamp {:?}",
-                h.base_offset, h.last_offset, h.max_timestamp
+                "the batch at position {position} holds offsets {}..={} with max timestamp {}",
+                h.base_offset,
+                h.last_offset,
+                h.max_timestamp
+                    .map_or_else(|| "unknown".to_owned(), |ts| ts.to_string())
             ),
             None => "no batch of the segment holds it".to_owned(),
         };

@@ -44,7 +44,7 @@ pub(super) fn direct_scratch_dir(name: &str) -> Option<PathBuf> {
     }
     let why = format!("no file system of {candidates:?} takes O_DIRECT");
     assert!(!uring_required(), "KLOG_REQUIRE_URING=1 but {why}");
-    eprintln!("skipping the direct path's O_DIRECT check: {why}");
+    super::skip::skip(&format!("the direct path's O_DIRECT check: {why}"));
     None
 }
 
