@@ -3,13 +3,11 @@
 //! offsets.topic.num.partitions`).
 
 use super::message::{decode, encode, Struct, Value};
+pub use super::record::CONSUMER_OFFSETS_TOPIC;
 use super::record::{Coordinator, CoordinatorRecord};
 use super::schemas::{OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE};
 use super::{CoordinatorCorruption, Part};
 use crate::Error;
-
-/// The group coordinator's topic.
-pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 /// The record type of an offset commit as Kafka writes it (type 0, `LegacyOffsetCommitKey`, has the same
 /// key layout and is read too).

@@ -1,5 +1,7 @@
 //! Any coordinator record, decoded by its type: [`CoordinatorRecord`], and its JSON as `kafka-dump-log`'s
-//! `--offsets-decoder` and `--transaction-log-decoder` print it.
+//! `--offsets-decoder` and `--transaction-log-decoder` print it. The layer under the typed records
+//! (`offsets.rs`, `transactions.rs`): it owns the coordinators' topic names and the transaction state
+//! names its JSON prints, and imports neither of them.
 
 use super::json::Json;
 use super::message::{decode, to_json, Struct, Value};
@@ -10,6 +12,27 @@ use super::schemas::{
 };
 use super::{CoordinatorCorruption, Part};
 use crate::Error;
+
+/// Kafka's name of a `TransactionState` id.
+pub fn transaction_state_name(id: i8) -> Option<&'static str> {
+    const NAMES: [&str; 8] = [
+        "Empty",
+        "Ongoing",
+        "PrepareCommit",
+        "PrepareAbort",
+        "CompleteCommit",
+        "CompleteAbort",
+        "Dead",
+        "PrepareEpochFence",
+    ];
+    NAMES.get(usize::try_from(id).ok()?).copied()
+}
+
+/// The group coordinator's topic.
+pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// The transaction coordinator's topic.
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
 /// The coordinator whose records a topic holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,8 +47,8 @@ impl Coordinator {
     /// The coordinator of an internal topic, by its name.
     pub fn for_topic(topic: &str) -> Option<Coordinator> {
         match topic {
-            super::CONSUMER_OFFSETS_TOPIC => Some(Coordinator::Group),
-            super::TRANSACTION_STATE_TOPIC => Some(Coordinator::Transaction),
+            CONSUMER_OFFSETS_TOPIC => Some(Coordinator::Group),
+            TRANSACTION_STATE_TOPIC => Some(Coordinator::Transaction),
             _ => None,
         }
     }
@@ -144,7 +167,7 @@ impl CoordinatorRecord {
                 s.int("transactionStatus"),
                 json_member_mut(&mut json, "transactionStatus"),
             ) {
-                let name = super::transactions::transaction_state_name(id as i8);
+                let name = transaction_state_name(id as i8);
                 *slot = Json::String(name.map_or_else(|| id.to_string(), str::to_string));
             }
         }

@@ -3,11 +3,9 @@
 //! transaction's state, timeout and partitions.
 
 use super::message::Value;
+pub use super::record::{transaction_state_name, TRANSACTION_STATE_TOPIC};
 use super::record::{Coordinator, CoordinatorRecord};
 use crate::Error;
-
-/// The transaction coordinator's topic.
-pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
 /// The key: a transactional id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,21 +42,6 @@ pub struct TransactionLogValue {
     pub transaction_start_timestamp_ms: i64,
     /// The transaction version the client uses (tagged field, v1).
     pub client_transaction_version: i16,
-}
-
-/// Kafka's name of a `TransactionState` id.
-pub fn transaction_state_name(id: i8) -> Option<&'static str> {
-    const NAMES: [&str; 8] = [
-        "Empty",
-        "Ongoing",
-        "PrepareCommit",
-        "PrepareAbort",
-        "CompleteCommit",
-        "CompleteAbort",
-        "Dead",
-        "PrepareEpochFence",
-    ];
-    NAMES.get(usize::try_from(id).ok()?).copied()
 }
 
 impl TransactionLogKey {
