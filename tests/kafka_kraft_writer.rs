@@ -12,9 +12,9 @@ use std::path::Path;
 use common::kafka::{dump_log, kafka_available, kafka_tools, workload, Cluster};
 use common::{scratch_dir, sorted_entries};
 use klog::log::format::{AnyBatch, Batches, ControlRecordType};
-use klog::log::kraft::message::encode_struct;
 use klog::log::kraft::{
-    decode_control_value, uuid_string, write_snapshot, MetadataRecord, MetadataRecordOut,
+    control_schema, decode_control_value, encode_control_value, uuid_string, write_snapshot,
+    MetadataRecord, MetadataRecordOut,
 };
 
 /// (b) Every record of a snapshot klog wrote is printed by Kafka's own dump tool with the values written,
@@ -190,8 +190,12 @@ fn reencode_file(path: &Path, types: &mut BTreeSet<String>) {
                     continue; // LeaderChange: not a schema of this engine yet.
                 };
                 let (label, message) = decoded.unwrap();
-                let mut out = Vec::new();
-                encode_struct(&mut out, label, &message).unwrap();
+                let name = match label {
+                    "KRaftVoters" => "VotersRecord".to_owned(),
+                    other => format!("{other}Record"),
+                };
+                let schema = control_schema(&name).expect("the control record's schema");
+                let out = encode_control_value(schema, &message).unwrap();
                 assert_eq!(out, value, "{at}: {label}");
                 types.insert(label.to_owned());
             } else {
