@@ -211,15 +211,6 @@ const CRATE_ROOTS: [&str; 6] = [
     "src/main.rs",
 ];
 
-/// Import circles tolerated for now, each by its exact set of files.
-const ALLOWED_CIRCLES: [&[&str]; 1] = [
-    // removed when the schema engine merge lands (#29)
-    &[
-        "log/src/coordinator/record.rs",
-        "log/src/coordinator/transactions.rs",
-    ],
-];
-
 /// A token of Rust source with comments, strings and character literals gone.
 #[derive(Debug, Clone, PartialEq)]
 enum Token {
@@ -606,12 +597,6 @@ fn no_import_circle_inside_a_crate() {
             "{root}: no modules found"
         );
         for walk in circles(&graph) {
-            let mut files: Vec<&str> = walk.iter().map(String::as_str).collect();
-            files.sort();
-            files.dedup();
-            if ALLOWED_CIRCLES.contains(&files.as_slice()) {
-                continue;
-            }
             failures.push(walk.join(" -> "));
         }
     }
