@@ -37,6 +37,7 @@ mod dump;
 mod dump_coordinator;
 mod dump_meta;
 mod dump_metadata;
+mod export;
 mod group;
 mod mirror;
 mod mirror_meta;
