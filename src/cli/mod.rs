@@ -33,6 +33,7 @@ mod append;
 mod bench;
 mod bench_mirror;
 mod demo;
+mod demo_export;
 mod dump;
 mod dump_coordinator;
 mod dump_meta;
