@@ -198,6 +198,11 @@ fn demo_prints_each_step_heading_before_its_details() {
         under(6).contains("crash with a torn write"),
         "step 6:\n{text}"
     );
+    let seven = under(7);
+    assert!(
+        seven.contains("process.roles=broker,controller") && seven.contains("exported 2 partitions"),
+        "step 7:\n{text}"
+    );
     if let Some((line, why)) = debug_formatting(&text) {
         panic!("demo: {why}: {line}");
     }

@@ -18,7 +18,8 @@
 //!   process or read from disk through `disk_view` (a refreshed read-only view, no lock);
 //! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
 //!   and FAILED retries, knowing sources only through the seam;
-//! - [`describe`] and [`cluster`]: the public face, [`Cluster`], putting the rest together.
+//! - [`describe`] and [`cluster`]: the public face, [`Cluster`], putting the rest together;
+//! - [`export`]: a cluster written as a Kafka broker's log directory (`klog cluster export --kafka`).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -29,6 +30,7 @@ pub mod config_sync;
 pub mod describe;
 mod disk_view;
 pub mod error;
+pub mod export;
 pub mod groups;
 mod heal;
 pub mod kafka_source;

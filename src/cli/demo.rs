@@ -277,8 +277,7 @@ fn story(dir: &Path) -> anyhow::Result<ExitCode> {
         ),
     );
     b.close()?;
-    // A step that works on the closed clusters goes here, before the closing dump: it prints through
-    // `heading` (first) and `checked` (last), as the steps above do.
+    super::demo_export::run(dir, &b_root)?;
     outln!(
         "done in {}; the new primary's log:",
         millis(total.elapsed())
