@@ -200,7 +200,8 @@ fn demo_prints_each_step_heading_before_its_details() {
     );
     let seven = under(7);
     assert!(
-        seven.contains("process.roles=broker,controller") && seven.contains("exported 2 partitions"),
+        seven.contains("process.roles=broker,controller")
+            && seven.contains("exported 2 partitions"),
         "step 7:\n{text}"
     );
     if let Some((line, why)) = debug_formatting(&text) {

@@ -277,7 +277,16 @@ fn story(dir: &Path) -> anyhow::Result<ExitCode> {
         ),
     );
     b.close()?;
-    super::demo_export::run(dir, &b_root)?;
+    let started = heading(
+        7,
+        "Back into service: the new primary exported for a stock Kafka broker",
+    );
+    let export = super::demo_export::run(dir, &b_root)?;
+    outln!("   start Kafka on it (no format step) with:");
+    for line in &export.broker_config {
+        outln!("     {line}");
+    }
+    checked(started, &export.check);
     outln!(
         "done in {}; the new primary's log:",
         millis(total.elapsed())
@@ -331,13 +340,13 @@ fn init(storage: &Arc<dyn Storage>, root: &Path) -> anyhow::Result<Cluster> {
 }
 
 /// A step's heading, printed before anything the step prints; its start.
-pub(super) fn heading(n: u32, title: &str) -> Instant {
+fn heading(n: u32, title: &str) -> Instant {
     outln!("{n}. {title}");
     Instant::now()
 }
 
 /// The step's last line: what it checked, and its time.
-pub(super) fn checked(started: Instant, what: &str) {
+fn checked(started: Instant, what: &str) {
     outln!("   {what} ({})", millis(started.elapsed()));
 }
 

@@ -9,9 +9,16 @@ use klog::log::clock::SystemClock;
 use klog::log::io::{open_backend, IoBackend};
 use klog::mirror::export::{export, ExportOptions};
 
-/// Exports the cluster in `root` to `<dir>/kafka` and prints what a stock broker needs.
-pub fn run(dir: &Path, root: &Path) -> anyhow::Result<()> {
-    let started = super::demo::heading(7, "Back into service: the new primary exported for a stock Kafka broker");
+/// What the export step shows: the broker configuration to start Kafka with, and what it checked.
+pub struct ExportStep {
+    /// The `server.properties` lines a stock broker needs for the exported directory.
+    pub broker_config: Vec<String>,
+    /// The step's closing line.
+    pub check: String,
+}
+
+/// Exports the cluster in `root` to `<dir>/kafka`; prints nothing (the demo prints the step).
+pub fn run(dir: &Path, root: &Path) -> anyhow::Result<ExportStep> {
     let out = dir.join("kafka");
     let report = export(
         open_backend(IoBackend::Std)?,
@@ -20,26 +27,22 @@ pub fn run(dir: &Path, root: &Path) -> anyhow::Result<()> {
         &ExportOptions::new(&out),
         &mut |_| {},
     )?;
-    outln!("   start Kafka on it (no format step) with:");
-    for line in &report.broker_config {
-        outln!("     {line}");
-    }
-    super::demo::checked(
-        started,
-        &format!(
-            "exported {} partitions to {} ({} bytes hard-linked, {} copied), leader epochs {}, a KRaft \
-             metadata snapshot and meta.properties",
-            report.partitions.len(),
-            out.display(),
-            report.transfer.bytes_linked,
-            report.transfer.bytes_copied,
-            report
-                .partitions
-                .iter()
-                .map(|p| format!("{}-{} {}", p.topic, p.partition, p.leader_epoch))
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
+    let check = format!(
+        "exported {} partitions to {} ({} bytes hard-linked, {} copied), leader epochs {}, a KRaft \
+         metadata snapshot and meta.properties",
+        report.partitions.len(),
+        out.display(),
+        report.transfer.bytes_linked,
+        report.transfer.bytes_copied,
+        report
+            .partitions
+            .iter()
+            .map(|p| format!("{}-{} {}", p.topic, p.partition, p.leader_epoch))
+            .collect::<Vec<_>>()
+            .join(", "),
     );
-    Ok(())
+    Ok(ExportStep {
+        broker_config: report.broker_config,
+        check,
+    })
 }
