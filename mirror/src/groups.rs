@@ -120,7 +120,7 @@ pub fn committed_offsets(node: &Node) -> Result<BTreeMap<OffsetKey, CommittedOff
 
 /// Applies partition `p`'s offset commits in order; other coordinator records (group metadata, the
 /// consumer-group records of KIP-848) are not offsets and are passed over.
-fn replay(
+pub(crate) fn replay(
     p: i32,
     log: &PartitionLog,
     out: &mut BTreeMap<OffsetKey, CommittedOffset>,
@@ -211,17 +211,22 @@ pub fn write(node: &Node, changes: &[OffsetChange]) -> Result<(), Error> {
     let now = node.clock.now_ms();
     for (p, changes) in by_partition {
         let log = offsets_log(node, p as i32)?;
-        let mut b = BatchBuilder::new(Compression::None);
-        for c in changes {
-            let (k, v) = c.encode()?;
-            b.append(now, Some(&k), v.as_deref(), &[])?;
-        }
-        let mut bytes = b.build()?;
+        let mut bytes = offsets_batch(&changes, now)?;
         log.append_as_leader(&mut bytes, 0)?;
         log.update_high_watermark(log.log_end_offset());
         log.flush(log.log_end_offset())?;
     }
     Ok(())
+}
+
+/// One uncompressed batch of OffsetCommit records (keys and values as Kafka's coordinator writes them).
+pub(crate) fn offsets_batch(changes: &[&OffsetChange], now_ms: i64) -> Result<Vec<u8>, Error> {
+    let mut b = BatchBuilder::new(Compression::None);
+    for c in changes {
+        let (k, v) = c.encode()?;
+        b.append(now_ms, Some(&k), v.as_deref(), &[])?;
+    }
+    Ok(b.build()?)
 }
 
 /// `__consumer_offsets-<p>`, opened (reopened with recovery if it failed a write) or created. A new partition gets the topic id its siblings have

@@ -18,7 +18,8 @@
 //!   process or read from disk through `disk_view` (a refreshed read-only view, no lock);
 //! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
 //!   and FAILED retries, knowing sources only through the seam;
-//! - [`describe`] and [`cluster`]: the public face, [`Cluster`], putting the rest together.
+//! - [`describe`] and [`cluster`]: the public face, [`Cluster`], putting the rest together;
+//! - [`import`]: a stopped Kafka broker's log directory taken over as a new cluster.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -31,6 +32,7 @@ mod disk_view;
 pub mod error;
 pub mod groups;
 mod heal;
+pub mod import;
 pub mod kafka_source;
 mod kafka_wire;
 pub mod manager;

@@ -39,6 +39,7 @@ mod dump_meta;
 mod dump_metadata;
 mod group;
 mod mirror;
+mod mirror_import;
 mod mirror_meta;
 mod producers;
 mod read;
