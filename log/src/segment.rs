@@ -122,15 +122,6 @@ struct State {
     ever_mapped: bool,
 }
 
-/// Whether the `.log` at `path` has another hard link (`klog cluster import` links a broker's sealed
-/// segments). Such a file is never shrunk in place, as if it were mapped: a truncation or a recovery cut
-/// replaces this directory's name with a copy of the kept prefix, and the other name keeps its bytes.
-fn has_other_links(path: Option<&Path>) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    path.and_then(|p| std::fs::metadata(p).ok())
-        .is_some_and(|m| m.nlink() > 1)
-}
-
 /// Bytes copied at a time when a truncation replaces a `.log` that was mapped (`replace_with_prefix`).
 const REPLACE_CHUNK: u64 = 1 << 20;
 /// Bytes read at a time by `recover` through `pread` (one buffer, reused: it stays in the CPU cache).
@@ -399,7 +390,6 @@ impl LogSegment {
             )
         };
         let txn_index = TxnIndex::open(storage.clone(), Self::txn_index_path(dir, base_offset))?;
-        let shared = has_other_links(log.os_path());
         Ok(Self::assemble(
             storage,
             dir,
@@ -418,7 +408,7 @@ impl LogSegment {
                 rolling_based_timestamp: None,
                 created_ms: now_ms,
                 mapped: None,
-                ever_mapped: shared,
+                ever_mapped: false,
             },
         ))
     }
