@@ -756,8 +756,12 @@ impl LogSegment {
         state.offset_index.truncate_to(offset)?;
         state.time_index.truncate_to(offset)?;
         state.txn_index.truncate_to(offset)?;
-        if new_size < old {
-            if state.ever_mapped {
+        // A `.log` with another hard link (`klog cluster export` shares sealed segments with a Kafka
+        // log directory) is replaced too, even when nothing is cut: the segment is active again, and
+        // neither a shrink nor the appends that follow may reach the other link.
+        let shared = self.log_is_shared();
+        if new_size < old || shared {
+            if state.ever_mapped || shared {
                 state.mapped = None;
                 drop(state);
                 self.replace_with_prefix(new_size)?;
@@ -780,6 +784,13 @@ impl LogSegment {
         self.rescan_max_timestamp_after_index()?;
         self.active.store(true, Ordering::Release);
         Ok(old - new_size)
+    }
+
+    /// Whether the `.log` has another hard link (a Kafka log directory an export wrote). Only a real
+    /// file can; storage without files on disk (the simulation) has none.
+    fn log_is_shared(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(self.log_path_of()).is_ok_and(|m| m.nlink() > 1)
     }
 
     /// Replaces the `.log` with its first `len` bytes in a new file, so maps of the old file stay valid.
@@ -1036,7 +1047,7 @@ impl LogSegment {
 
     fn cut(&self, valid: u64, size: u64) -> Result<(), Error> {
         if valid < size {
-            if self.state().ever_mapped {
+            if self.state().ever_mapped || self.log_is_shared() {
                 self.replace_with_prefix(valid)?;
             } else {
                 let log = self.log_file();

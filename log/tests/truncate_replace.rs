@@ -126,3 +126,44 @@ fn a_power_cut_at_any_operation_of_the_replacement_leaves_the_old_or_the_new_log
         "both outcomes seen: {outcomes:?}"
     );
 }
+
+/// `klog cluster export` hard-links sealed segments into a Kafka log directory: a truncation in klog
+/// (a failback's alignment, a stop's cut to the LSO) must never shrink or append to that shared file,
+/// whether it cuts bytes or only makes the segment active again.
+#[test]
+fn truncating_a_hard_linked_segment_leaves_the_other_link_unchanged() {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("truncate-replace-linked");
+    let _ = std::fs::remove_dir_all(&base);
+    let dir = base.join("t-0");
+    let (seg, all) = sealed_segment(Arc::new(StdStorage), &dir);
+    let exported = base.join("exported.log");
+    std::fs::hard_link(dir.join(format!("{:020}.log", 0)), &exported).unwrap();
+    let cut = BATCHES - 3;
+    seg.truncate_to(cut).unwrap();
+    let after = std::fs::read(&exported).unwrap();
+    assert!(
+        after == all,
+        "a truncation changed the exported link: {} bytes, were {}",
+        after.len(),
+        all.len()
+    );
+    // A truncation at the segment's end cuts nothing, but the segment is active again: the next
+    // append must not reach the exported file either.
+    let dir2 = base.join("t-1");
+    let (seg2, all2) = sealed_segment(Arc::new(StdStorage), &dir2);
+    let exported2 = base.join("exported2.log");
+    std::fs::hard_link(dir2.join(format!("{:020}.log", 0)), &exported2).unwrap();
+    seg2.truncate_to(BATCHES).unwrap();
+    let mut b = BatchBuilder::new(Compression::None).base_offset(BATCHES);
+    b.append(1_700_000_001_000, None, Some(b"after"), &[]).unwrap();
+    seg2.append(BATCHES, &b.build().unwrap()).unwrap();
+    seg2.flush().unwrap();
+    let after2 = std::fs::read(&exported2).unwrap();
+    assert!(
+        after2 == all2,
+        "an append after a truncation reached the exported link: {} bytes, were {}",
+        after2.len(),
+        all2.len()
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -94,6 +94,9 @@ pub enum Error {
     /// An error of the log layer.
     #[error(transparent)]
     Log(#[from] klog_log::Error),
+    /// Writing a KRaft metadata snapshot failed (the error names its path).
+    #[error(transparent)]
+    KraftWrite(#[from] klog_log::kraft::writer::KraftWriteError),
     /// An I/O failure on a file of the cluster's own (`cluster.json`).
     #[error("{path}: {source}")]
     Io {

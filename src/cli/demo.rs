@@ -226,6 +226,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ),
     );
     b.close()?;
+    super::demo_export::run(&dir, &b_root)?;
     outln!("done in {:?}; the new primary's log:", total.elapsed());
     outln!();
     dump::run(&dump::DumpArgs::new(vec![segment], false, true))

@@ -61,6 +61,9 @@ pub enum ClusterCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write the cluster as the log directory of a one-node Kafka KRaft broker that starts on it with no
+    /// format step (partition files linked or copied, metadata snapshot, checkpoints, meta.properties).
+    Export(super::export::ExportArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -306,6 +309,7 @@ pub fn cluster(cmd: &ClusterCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        ClusterCommand::Export(args) => super::export::run(args),
     }
 }
 

@@ -1,5 +1,6 @@
 //! `BatchBuilder`: writes v2 batches as Kafka's Java producer does (`MemoryRecordsBuilder`), byte for byte
-//! when uncompressed, plus the control batches: COMMIT/ABORT markers and KIP-1279's MIRROR_PID_RESET.
+//! when uncompressed, plus the control batches: COMMIT/ABORT markers, KRaft's snapshot header and footer,
+//! KIP-1279's MIRROR_PID_RESET.
 
 use super::control::{ControlRecordType, EndTxnMarker, MirrorPidReset};
 use super::header::{Attributes, TimestampType};
@@ -236,6 +237,20 @@ impl BatchBuilder {
             .transactional(true);
         b.control = true;
         b.append(timestamp_ms, Some(&marker.key()), Some(&value), &[])?;
+        Ok(b)
+    }
+
+    /// A KRaft control batch as `MemoryRecordsBuilder` builds one for the raft layer (snapshot header and
+    /// footer, `RecordsSnapshotWriter`): control, not transactional, producer id/epoch/sequence -1, one
+    /// record of `record_type` with `value`. Set the base offset and epoch before building.
+    pub fn kraft_control(
+        record_type: ControlRecordType,
+        value: &[u8],
+        timestamp_ms: i64,
+    ) -> Result<Self, Error> {
+        let mut b = BatchBuilder::new(Compression::None);
+        b.control = true;
+        b.append(timestamp_ms, Some(&record_type.key()), Some(value), &[])?;
         Ok(b)
     }
 

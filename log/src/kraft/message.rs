@@ -1,5 +1,6 @@
-//! A message decoded from its schema alone ([`super::schema`]), and printed as Kafka's generated JSON
-//! converters print it (`kafka-dump-log --cluster-metadata-decoder`, the KRaft control records).
+//! A message decoded from its schema alone ([`super::schema`]), encoded back (the exact inverse), and
+//! printed as Kafka's generated JSON converters print it (`kafka-dump-log --cluster-metadata-decoder`,
+//! the KRaft control records).
 //!
 //! Decoding follows the generated `read` methods for flexible versions: compact strings, bytes and arrays
 //! (length + 1, 0 for null), a uuid in 16 bytes, each struct ending in a tagged-fields section whose
@@ -12,7 +13,7 @@ use std::fmt::Write as _;
 use base64::Engine;
 
 use super::schema::{Default, Field, Type};
-use crate::format::varint::Cursor;
+use crate::format::varint::{write_unsigned_varint, Cursor};
 use crate::MetadataCorruption;
 
 /// A decoded value. Strings and bytes borrow the record.
@@ -422,6 +423,166 @@ fn compact_length(
         });
     }
     Ok(Some(raw as usize - 1))
+}
+
+/// Why a struct could not be encoded: a value that does not fit its field (our own mistake, or a string
+/// longer than Kafka's 32767 bytes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{record}: field {field}: {reason}")]
+pub struct EncodeError {
+    /// The message's name.
+    pub record: &'static str,
+    /// The field.
+    pub field: &'static str,
+    /// What did not fit.
+    pub reason: &'static str,
+}
+
+/// Writes `s` (read or built at `s.version`) in the flexible encoding: the exact inverse of
+/// [`decode_struct`] for every message Kafka writes. Untagged fields in schema order; then the
+/// tagged-fields section with each tagged field that differs from its default, in tag order, as Kafka's
+/// generated `write` methods do.
+pub fn encode_struct(
+    out: &mut Vec<u8>,
+    record: &'static str,
+    s: &Struct<'_>,
+) -> Result<(), EncodeError> {
+    let mut tagged: Vec<(u32, Vec<u8>)> = Vec::new();
+    for (field, value) in &s.fields {
+        if field.is_tagged_at(s.version) {
+            if is_default(field, value) {
+                continue;
+            }
+            let mut bytes = Vec::new();
+            encode_value(&mut bytes, record, field, &field.ty, value, s.version)?;
+            tagged.push((field.tag.unwrap_or(0), bytes));
+        } else {
+            encode_value(out, record, field, &field.ty, value, s.version)?;
+        }
+    }
+    tagged.sort_by_key(|(tag, _)| *tag);
+    write_unsigned_varint(out, tagged.len() as u32);
+    for (tag, bytes) in tagged {
+        write_unsigned_varint(out, tag);
+        write_unsigned_varint(out, bytes.len() as u32);
+        out.extend_from_slice(&bytes);
+    }
+    Ok(())
+}
+
+fn encode_value(
+    out: &mut Vec<u8>,
+    record: &'static str,
+    field: &'static Field,
+    ty: &'static Type,
+    value: &Value<'_>,
+    version: i16,
+) -> Result<(), EncodeError> {
+    let fail = |reason| EncodeError {
+        record,
+        field: field.name,
+        reason,
+    };
+    match (ty, value) {
+        (Type::String | Type::Bytes | Type::Array(_), Value::Null) => {
+            // As the decoder reads it: a null where the field is nullable (Kafka never writes null
+            // elements, so this only writes back what was read).
+            if !field.nullable.contains(version) {
+                return Err(fail("null, but the field is not nullable at this version"));
+            }
+            out.push(0);
+        }
+        (Type::Bool, Value::Bool(b)) => out.push(u8::from(*b)),
+        (Type::Int8, Value::Int(i)) => {
+            out.push(int_in(*i, i8::MIN as i64, i8::MAX as i64, fail)? as u8)
+        }
+        (Type::Int16, Value::Int(i)) => out.extend_from_slice(
+            &(int_in(*i, i16::MIN as i64, i16::MAX as i64, fail)? as i16).to_be_bytes(),
+        ),
+        (Type::Uint16, Value::Int(i)) => {
+            out.extend_from_slice(&(int_in(*i, 0, u16::MAX as i64, fail)? as u16).to_be_bytes())
+        }
+        (Type::Int32, Value::Int(i)) => out.extend_from_slice(
+            &(int_in(*i, i32::MIN as i64, i32::MAX as i64, fail)? as i32).to_be_bytes(),
+        ),
+        (Type::Uint32, Value::Int(i)) => {
+            out.extend_from_slice(&(int_in(*i, 0, u32::MAX as i64, fail)? as u32).to_be_bytes())
+        }
+        (Type::Int64, Value::Int(i)) => out.extend_from_slice(&i.to_be_bytes()),
+        (Type::Float64, Value::Float(f)) => out.extend_from_slice(&f.to_bits().to_be_bytes()),
+        (Type::Uuid, Value::Uuid(u)) => out.extend_from_slice(u),
+        (Type::String, Value::Str(s)) => {
+            if s.len() > 0x7fff {
+                return Err(fail("a string longer than 32767 bytes"));
+            }
+            write_unsigned_varint(out, s.len() as u32 + 1);
+            out.extend_from_slice(s.as_bytes());
+        }
+        (Type::Bytes, Value::Bytes(b)) => {
+            let len = u32::try_from(b.len())
+                .ok()
+                .filter(|n| *n < u32::MAX)
+                .ok_or_else(|| fail("bytes longer than 4 GiB"))?;
+            write_unsigned_varint(out, len + 1);
+            out.extend_from_slice(b);
+        }
+        (Type::Array(item), Value::Array(items)) => {
+            let len = u32::try_from(items.len())
+                .ok()
+                .filter(|n| *n < u32::MAX)
+                .ok_or_else(|| fail("too many elements"))?;
+            write_unsigned_varint(out, len + 1);
+            for v in items {
+                encode_value(out, record, field, item, v, version)?;
+            }
+        }
+        (Type::Struct(_), Value::Struct(s)) => encode_struct(out, record, s)?,
+        _ => return Err(fail("a value of another type than the field's")),
+    }
+    Ok(())
+}
+
+/// `i` when it is in `lo..=hi`.
+fn int_in(
+    i: i64,
+    lo: i64,
+    hi: i64,
+    fail: impl Fn(&'static str) -> EncodeError,
+) -> Result<i64, EncodeError> {
+    if (lo..=hi).contains(&i) {
+        Ok(i)
+    } else {
+        Err(fail("an integer out of the field type's range"))
+    }
+}
+
+/// A struct of `fields` at `version`, each field that exists there holding the value `values` gives it
+/// (by JSON name) or its default. A name in `values` that is no field of that version is refused.
+pub fn build_struct<'a>(
+    record: &'static str,
+    fields: &'static [Field],
+    version: i16,
+    values: Vec<(&'static str, Value<'a>)>,
+) -> Result<Struct<'a>, EncodeError> {
+    let mut out = Struct {
+        version,
+        fields: fields
+            .iter()
+            .filter(|f| f.versions.contains(version))
+            .map(|f| (f, default_value(f)))
+            .collect(),
+    };
+    for (name, value) in values {
+        let Some(slot) = out.fields.iter_mut().find(|(f, _)| f.name == name) else {
+            return Err(EncodeError {
+                record,
+                field: name,
+                reason: "no such field at this version",
+            });
+        };
+        slot.1 = value;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

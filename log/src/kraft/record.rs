@@ -3,12 +3,13 @@
 //!
 //! A metadata record's value is framed as `frame version` (unsigned varint, 1), `api key` (unsigned varint:
 //! the record type), `version` (unsigned varint), then the message in that version's flexible encoding,
-//! with nothing after it. See `docs/format.md`.
+//! with nothing after it. See `docs/format.md`. Both decode and encode (the writer's, and the proof that
+//! the encoder is the decoder's inverse on Kafka's own records).
 
-use super::message::{decode_struct, Struct};
+use super::message::{decode_struct, encode_struct, EncodeError, Struct};
 use super::schema::MessageSchema;
 use super::schemas::{CONTROL_RECORDS, METADATA_RECORDS};
-use crate::format::varint::Cursor;
+use crate::format::varint::{write_unsigned_varint, Cursor};
 use crate::format::ControlRecordType;
 use crate::MetadataCorruption;
 
@@ -75,6 +76,17 @@ impl<'a> MetadataRecord<'a> {
             version,
             data,
         })
+    }
+
+    /// The record's value bytes as Kafka frames them (the inverse of [`MetadataRecord::decode`]): frame
+    /// version 1, api key and version as unsigned varints, then the message.
+    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::new();
+        write_unsigned_varint(&mut out, FRAME_VERSION);
+        write_unsigned_varint(&mut out, self.schema.api_key as u32);
+        write_unsigned_varint(&mut out, self.version as u32);
+        encode_struct(&mut out, self.schema.name, &self.data)?;
+        Ok(out)
     }
 
     /// `MetadataRecordType`'s name (`TOPIC_RECORD`).
