@@ -161,12 +161,17 @@ fn demo_tells_the_failover_story() {
         "group billing's offset 19 carried into __consumer_offsets",
         "group billing: offset 19 on the new primary as on the old",
         r#"mirrorPidReset: {"version":0}"#,
+        "export for a stock Kafka broker: 2 partitions",
     ] {
         assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
     }
     let d = describe(&dir.join("dr"));
     assert_eq!(d["state"], "STOPPED");
     assert_eq!(d["log_end_offset"], 49);
+    assert!(
+        dir.join("kafka/meta.properties").is_file(),
+        "the export step"
+    );
     let d = describe(&dir.join("primary"));
     assert_eq!(d["state"], "MIRRORING");
     assert_eq!(d["mirror"], "failback");

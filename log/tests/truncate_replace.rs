@@ -155,7 +155,8 @@ fn truncating_a_hard_linked_segment_leaves_the_other_link_unchanged() {
     std::fs::hard_link(dir2.join(format!("{:020}.log", 0)), &exported2).unwrap();
     seg2.truncate_to(BATCHES).unwrap();
     let mut b = BatchBuilder::new(Compression::None).base_offset(BATCHES);
-    b.append(1_700_000_001_000, None, Some(b"after"), &[]).unwrap();
+    b.append(1_700_000_001_000, None, Some(b"after"), &[])
+        .unwrap();
     seg2.append(BATCHES, &b.build().unwrap()).unwrap();
     seg2.flush().unwrap();
     let after2 = std::fs::read(&exported2).unwrap();

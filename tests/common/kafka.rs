@@ -178,6 +178,45 @@ impl Cluster {
         }
     }
 
+    /// A node on a log directory `data` that something else wrote (`klog cluster export`): no format
+    /// step; the metadata log inside `data`, static quorum with this node (`node_id`) as the only voter,
+    /// and `extra_properties` (`offsets.topic.num.partitions=N`, ...). Config and log live in `root`.
+    pub fn unformatted(root: &Path, data: &Path, node_id: i32, extra_properties: &str) -> Cluster {
+        let (port, controller_port) = (free_port(), free_port());
+        let properties = root.join("server.properties");
+        std::fs::create_dir_all(root).expect("create the node's directory");
+        std::fs::write(
+            &properties,
+            format!(
+                "process.roles=broker,controller\n\
+                 node.id={node_id}\n\
+                 controller.quorum.voters={node_id}@127.0.0.1:{controller_port}\n\
+                 listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}\n\
+                 advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n\
+                 controller.listener.names=CONTROLLER\n\
+                 inter.broker.listener.name=PLAINTEXT\n\
+                 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+                 log.dirs={}\n\
+                 auto.create.topics.enable=false\n\
+                 offsets.topic.replication.factor=1\n\
+                 transaction.state.log.replication.factor=1\n\
+                 transaction.state.log.min.isr=1\n\
+                 transaction.state.log.num.partitions=1\n\
+                 group.initial.rebalance.delay.ms=0\n{extra_properties}",
+                data.display(),
+            ),
+        )
+        .expect("write server.properties");
+        Cluster {
+            log_file: root.join("broker.log"),
+            root: root.to_owned(),
+            data: data.to_owned(),
+            meta: data.to_owned(),
+            cluster_id: String::new(),
+            properties,
+        }
+    }
+
     fn port(&self) -> u16 {
         let text = std::fs::read_to_string(&self.properties).expect("server.properties");
         let line = text

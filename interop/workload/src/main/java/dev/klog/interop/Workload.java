@@ -80,6 +80,14 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *   elect-leaders BOOTSTRAP TOPIC PARTITION TYPE  Admin.electLeaders (TYPE unclean or preferred);
  *                                                 prints {"partition","error"} (error null or its name)
  *   fixture-batches BOOTSTRAP TOPIC               the single batches of fixtures/ (FixtureBatches)
+ *   group-read BOOTSTRAP TOPIC GROUP MAX RESET    a read_committed classic consumer of group GROUP,
+ *                                                 assigned every partition of TOPIC (no rebalance),
+ *                                                 starting at the group's committed offsets (RESET:
+ *                                                 auto.offset.reset, none/earliest), reads at most MAX
+ *                                                 records, or fewer once every partition is at its end
+ *                                                 (the LSO), then commits its positions (commitSync);
+ *                                                 one line per record {"partition","offset","key","value"},
+ *                                                 then {"positions":{"P":N,...}}
  * </pre>
  *
  * The workload: an idempotent producer per codec (none, gzip, snappy, lz4, zstd); a transactional producer
@@ -114,6 +122,7 @@ public final class Workload {
             case "describe-topic" -> describeTopic(args[1], args[2]);
             case "elect-leaders" -> electLeaders(args[1], args[2], Integer.parseInt(args[3]), args[4]);
             case "fixture-batches" -> FixtureBatches.run(args[1], args[2]);
+            case "group-read" -> groupRead(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
             default -> usage();
         }
     }
@@ -486,6 +495,64 @@ public final class Workload {
             // With the leader epoch of the last record read, as the consumer's own position commit does.
             consumer.commitSync(Map.of(tp, new OffsetAndMetadata(next, epoch, "")));
             System.out.println("{\"group\":" + str(group) + ",\"committed\":" + next + "}");
+        }
+    }
+
+    private static void groupRead(String bootstrap, String topic, String group, int max, String reset) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, reset);
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            List<TopicPartition> parts = new ArrayList<>();
+            for (var info : consumer.partitionsFor(topic, Duration.ofSeconds(60))) {
+                parts.add(new TopicPartition(topic, info.partition()));
+            }
+            parts.sort((a, b) -> Integer.compare(a.partition(), b.partition()));
+            consumer.assign(parts);
+            Map<TopicPartition, Long> ends = consumer.endOffsets(parts, Duration.ofSeconds(60));
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            int read = 0;
+            java.util.Set<TopicPartition> rewound = new java.util.HashSet<>();
+            while (read < max) {
+                boolean atEnd = true;
+                for (TopicPartition tp : parts) {
+                    atEnd &= consumer.position(tp, Duration.ofSeconds(60)) >= ends.get(tp);
+                }
+                if (atEnd) {
+                    break;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("group " + group + " read " + read + " records and is not at the end");
+                }
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
+                    TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+                    if (read == max) {
+                        // Not read: the position goes back to the first of them, so the commit is
+                        // exactly what was printed.
+                        if (rewound.add(tp)) {
+                            consumer.seek(tp, r.offset());
+                        }
+                        continue;
+                    }
+                    read++;
+                    System.out.println("{\"partition\":" + r.partition() + ",\"offset\":" + r.offset()
+                            + ",\"key\":" + hex(r.key()) + ",\"value\":" + hex(r.value()) + "}");
+                }
+            }
+            consumer.commitSync();
+            StringBuilder out = new StringBuilder("{\"positions\":{");
+            for (int i = 0; i < parts.size(); i++) {
+                TopicPartition tp = parts.get(i);
+                out.append(i == 0 ? "" : ",").append('"').append(tp.partition()).append("\":")
+                        .append(consumer.position(tp, Duration.ofSeconds(60)));
+            }
+            System.out.println(out.append("}}"));
         }
     }
 
