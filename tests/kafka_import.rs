@@ -4,7 +4,8 @@
 //! Kafka's own clients and tools (a consumer at both isolation levels, `kafka-transactions
 //! describe-producers`, `kafka-consumer-groups --describe`); the broker is stopped (cleanly, or with
 //! SIGKILL); `klog cluster import`; then `klog read`, `klog producers` and `klog group describe` must
-//! say the same. A running broker's directory is refused naming its lock.
+//! say the same. A running broker's directory is refused naming its lock. Round trip: `klog cluster
+//! export --kafka` of the import, and a stock broker started on it serves the same again.
 //!
 //! Skips with one line without Java, unless `KLOG_REQUIRE_KAFKA=1` (CI), where it fails.
 
@@ -354,6 +355,22 @@ fn a_cleanly_stopped_brokers_log_dir_imported_serves_what_the_broker_served() {
     let report = import(&kafka, &into);
     check_report(&report, &kafka, true);
     assert_eq!(served_by_klog(&into), served);
+
+    // Round trip: klog's export of the import, and a stock broker started on it with no format step,
+    // serves the same records, producers and group offsets.
+    let out = root.join("export");
+    klog_ok(&[
+        "cluster",
+        "export",
+        into.to_str().unwrap(),
+        "--kafka",
+        out.to_str().unwrap(),
+    ]);
+    let target = KafkaCluster::unformatted(&root.join("target"), &out, 1, "");
+    let target_broker = target.start();
+    let again = served_by_broker(&target_broker.bootstrap);
+    target_broker.stop();
+    assert_eq!(again, served, "the broker on the export of the import");
 }
 
 #[test]

@@ -17,6 +17,7 @@
 
 pub mod files;
 mod offsets;
+mod report;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,6 +48,9 @@ use crate::metadata::{
 };
 use crate::node::{partition_dir_name, random_bytes};
 use files::{sync_dir, PlacedFiles, Placer};
+pub use report::{
+    GroupOffsetsImport, ImportReport, ImportedPartition, ImportedTopic, MetadataSummary, SkippedDir,
+};
 
 /// How an import runs.
 #[derive(Debug, Clone)]
@@ -67,109 +71,6 @@ impl Default for ImportOptions {
             mirror_state_partitions: 3,
         }
     }
-}
-
-/// What an import did (`klog cluster import --json` prints it; the fields are in docs/cli.md).
-#[derive(Debug, Clone, Serialize)]
-pub struct ImportReport {
-    /// The broker's log directory.
-    pub source: PathBuf,
-    /// The new cluster's root.
-    pub into: PathBuf,
-    /// The broker's cluster id, kept.
-    pub cluster_id: String,
-    /// The broker's `node.id`.
-    pub node_id: i32,
-    /// Whether the broker shut down cleanly (`.kafka_cleanshutdown`); if not, the cluster's first open
-    /// recovered the partitions.
-    pub clean_shutdown: bool,
-    /// What the metadata log said, and where it was read.
-    pub metadata: MetadataSummary,
-    /// The topics imported.
-    pub topics: Vec<ImportedTopic>,
-    /// The group offsets of `__consumer_offsets`.
-    pub group_offsets: GroupOffsetsImport,
-    /// Directories left where they are, with why.
-    pub skipped: Vec<SkippedDir>,
-    /// Every file placed: linked and copied.
-    pub files: PlacedFiles,
-    /// Why a hard link was not possible (another file system), when a file that could be linked was copied.
-    pub link_failure: Option<String>,
-}
-
-/// The metadata log read.
-#[derive(Debug, Clone, Serialize)]
-pub struct MetadataSummary {
-    /// The `__cluster_metadata-0` directory.
-    pub dir: PathBuf,
-    /// The snapshot the image starts from (its file name).
-    pub snapshot: Option<String>,
-    /// The offset after the last record applied.
-    pub end_offset: i64,
-    /// Records applied.
-    pub records: u64,
-    /// A metadata transaction the log ends inside (not applied): its first offset.
-    pub open_transaction: Option<i64>,
-}
-
-/// One topic imported.
-#[derive(Debug, Clone, Serialize)]
-pub struct ImportedTopic {
-    /// The topic's name.
-    pub topic: String,
-    /// Its id (base64), kept.
-    pub topic_id: String,
-    /// Its partitions.
-    pub partitions: Vec<ImportedPartition>,
-    /// The topic configs kept (Kafka's names).
-    pub configs: BTreeMap<String, String>,
-    /// Topic configs left out because klog refuses them, with why.
-    pub configs_left_out: Vec<String>,
-}
-
-/// One partition imported.
-#[derive(Debug, Clone, Serialize)]
-pub struct ImportedPartition {
-    /// The partition.
-    pub partition: i32,
-    /// The leader epoch the cluster stamps its next appends with (the broker's, or the log's newest).
-    pub leader_epoch: i32,
-    /// The log start and end offsets once opened here.
-    pub log_start_offset: i64,
-    /// The log end offset once opened here.
-    pub log_end_offset: i64,
-    /// Bytes an unclean broker's recovery cut here (0 after a clean shutdown).
-    pub bytes_truncated: u64,
-    /// Whether the broker had no directory for it (created empty).
-    pub created_empty: bool,
-    /// Its files.
-    pub files: PlacedFiles,
-}
-
-/// How the group offsets came along.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct GroupOffsetsImport {
-    /// The broker's `__consumer_offsets` partition count (0: it had none).
-    pub broker_partitions: i32,
-    /// `as_is` (the broker's partitions taken whole: it had klog's 50), `replaced` (every committed
-    /// offset written again in klog's placement) or `none`.
-    pub placement: &'static str,
-    /// The offsets committed (group, topic, partition) carried over when replaced.
-    pub offsets: usize,
-    /// The broker's `__consumer_offsets` files placed (as_is).
-    pub files: PlacedFiles,
-}
-
-/// A directory of the broker's log directory not imported.
-#[derive(Debug, Clone, Serialize)]
-pub struct SkippedDir {
-    /// Its name.
-    pub dir: String,
-    /// Why: `stray` (the metadata does not have it), `marked` (`-delete`, `-stray`, `-future`),
-    /// `internal` (a Kafka internal topic klog does not keep), `not_a_partition`.
-    pub reason: &'static str,
-    /// The details.
-    pub message: String,
 }
 
 /// Each imported partition's files, and whether it was created empty.
@@ -252,47 +153,17 @@ pub fn import_with_steps(
         step(&into.join(partition_dir_name(&p.topic, p.partition)))?;
         placed.insert((p.topic.clone(), p.partition), (files, p.dir.is_none()));
     }
-    let mut group_offsets = GroupOffsetsImport {
-        broker_partitions: metadata
-            .image
-            .topic(CONSUMER_OFFSETS_TOPIC)
-            .map_or(0, |t| t.partitions.len() as i32),
-        placement: "none",
-        ..GroupOffsetsImport::default()
-    };
-    let as_is = group_offsets.broker_partitions == OFFSETS_TOPIC_PARTITIONS as i32;
-    if as_is && !survey.offsets_partitions.is_empty() {
-        group_offsets.placement = "as_is";
-        for &p in &survey.offsets_partitions {
-            let name = partition_dir_name(CONSUMER_OFFSETS_TOPIC, p);
-            let rescan = rescan_point(&rescan_from, CONSUMER_OFFSETS_TOPIC, p);
-            let files = placer.place_partition(&source.join(&name), &into.join(&name), rescan)?;
-            group_offsets.files.add(&files);
-            step(&into.join(&name))?;
-        }
-    }
-    write_root_files(
-        storage.as_ref(),
-        source,
-        into,
+    let group_offsets = import_group_offsets(
+        &storage,
+        &clock,
+        (source, into),
+        &metadata.image,
         &survey,
-        as_is,
+        &rescan_from,
         clean_shutdown,
+        &mut placer,
         step,
     )?;
-    if !as_is && !survey.offsets_partitions.is_empty() {
-        let offsets = offsets::read_broker_offsets(&storage, source, &survey.offsets_partitions)?;
-        let topic_id = metadata
-            .image
-            .topic(CONSUMER_OFFSETS_TOPIC)
-            .map(|t| t.topic_id)
-            .unwrap_or_else(|| TopicId::from_random(random_bytes()));
-        for p in offsets::write_offsets(&storage, &clock, into, topic_id, &offsets)? {
-            step(&into.join(partition_dir_name(CONSUMER_OFFSETS_TOPIC, p as i32)))?;
-        }
-        group_offsets.placement = "replaced";
-        group_offsets.offsets = offsets.len();
-    }
     let topics = cluster_topics(&metadata.image, &survey)?;
     write_cluster(storage.as_ref(), into, &cluster_id, &topics, options, step)?;
     let topics = open_once(storage, clock, into, &topics, &placed)?;
@@ -304,13 +175,70 @@ pub fn import_with_steps(
         cluster_id,
         node_id,
         clean_shutdown,
-        metadata: summary(&metadata),
+        metadata: MetadataSummary::of(&metadata),
         topics,
         group_offsets,
         skipped: survey.skipped,
         files,
         link_failure: placer.link_failure,
     })
+}
+
+/// The broker's `__consumer_offsets`: its partitions placed as they are when it had klog's 50, else
+/// every committed offset written again in klog's placement; and the log directory's own files, which
+/// name the partitions placed as they are (written before a replacement opens the directory).
+#[allow(clippy::too_many_arguments)]
+fn import_group_offsets(
+    storage: &Arc<dyn Storage>,
+    clock: &Arc<dyn Clock>,
+    (source, into): (&Path, &Path),
+    image: &MetadataImage,
+    survey: &Survey,
+    rescan_from: &Option<klog_log::checkpoint::OffsetMap>,
+    clean_shutdown: bool,
+    placer: &mut Placer,
+    step: &mut dyn FnMut(&Path) -> Result<(), Error>,
+) -> Result<GroupOffsetsImport, Error> {
+    let mut g = GroupOffsetsImport {
+        broker_partitions: image
+            .topic(CONSUMER_OFFSETS_TOPIC)
+            .map_or(0, |t| t.partitions.len() as i32),
+        placement: "none",
+        ..GroupOffsetsImport::default()
+    };
+    let as_is = g.broker_partitions == OFFSETS_TOPIC_PARTITIONS as i32;
+    if as_is && !survey.offsets_partitions.is_empty() {
+        g.placement = "as_is";
+        for &p in &survey.offsets_partitions {
+            let name = partition_dir_name(CONSUMER_OFFSETS_TOPIC, p);
+            let rescan = rescan_point(rescan_from, CONSUMER_OFFSETS_TOPIC, p);
+            let files = placer.place_partition(&source.join(&name), &into.join(&name), rescan)?;
+            g.files.add(&files);
+            step(&into.join(&name))?;
+        }
+    }
+    write_root_files(
+        storage.as_ref(),
+        source,
+        into,
+        survey,
+        as_is,
+        clean_shutdown,
+        step,
+    )?;
+    if !as_is && !survey.offsets_partitions.is_empty() {
+        let offsets = offsets::read_broker_offsets(storage, source, &survey.offsets_partitions)?;
+        let topic_id = image
+            .topic(CONSUMER_OFFSETS_TOPIC)
+            .map(|t| t.topic_id)
+            .unwrap_or_else(|| TopicId::from_random(random_bytes()));
+        for p in offsets::write_offsets(storage, clock, into, topic_id, &offsets)? {
+            step(&into.join(partition_dir_name(CONSUMER_OFFSETS_TOPIC, p as i32)))?;
+        }
+        g.placement = "replaced";
+        g.offsets = offsets.len();
+    }
+    Ok(g)
 }
 
 fn lock_broker(
@@ -775,14 +703,4 @@ fn describe_opened(
         });
     }
     Ok(out)
-}
-
-fn summary(m: &MetadataLog) -> MetadataSummary {
-    MetadataSummary {
-        dir: m.dir.clone(),
-        snapshot: m.snapshot.map(|s| s.file_name()),
-        end_offset: m.end_offset,
-        records: m.records,
-        open_transaction: m.open_transaction,
-    }
 }
