@@ -450,7 +450,8 @@ fn an_import_cut_short_at_any_step_leaves_a_directory_klog_refuses_to_open() {
         "{steps:?}"
     );
     assert!(steps.len() > 6, "{steps:?}");
-    for k in 0..steps.len() - 1 {
+    // Killed right after step k made its file durable, for every step before `cluster.json`.
+    for (k, written) in steps.iter().enumerate().take(steps.len() - 1) {
         let into = root.join(format!("cut-{k}"));
         let mut n = 0;
         let cut = import_with_steps(
@@ -468,9 +469,9 @@ fn an_import_cut_short_at_any_step_leaves_a_directory_klog_refuses_to_open() {
                 }
             },
         );
-        assert!(cut.is_err(), "cut after step {k} ({})", steps[k]);
+        assert!(cut.is_err(), "cut after step {k} ({written})");
         let opened = Cluster::open(Arc::new(StdStorage), Arc::new(SystemClock), &into);
-        let err = opened.expect_err(&format!("opened a cluster cut after {}", steps[k]));
+        let err = opened.expect_err(&format!("opened a cluster cut after {written}"));
         assert!(err.to_string().contains("is not a klog cluster"), "{err}");
         let again = klog(&[
             "cluster",

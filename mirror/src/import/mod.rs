@@ -5,7 +5,7 @@
 //! `partition.metadata` topic id the metadata knows (Kafka's `isStrayKraftReplica` rule) becomes a
 //! partition of the cluster, its files placed by [`files`] (sealed segments hard-linked when on the same
 //! file system, everything klog may write copied). The group offsets of `__consumer_offsets` come along
-//! ([`offsets`]). Stray directories, `-delete`/`-stray`/`-future` ones and internal topics klog does not
+//! (`offsets.rs`). Stray directories, `-delete`/`-stray`/`-future` ones and internal topics klog does not
 //! keep (`__transaction_state`) are reported and left.
 //!
 //! The broker must be stopped: its `.lock` (and its metadata directory's) is held for the whole import.
@@ -38,7 +38,6 @@ use klog_log::kraft::{
     METADATA_PARTITION_DIR,
 };
 use klog_log::topic_partition::{parse_partition_dir_name, PartitionDirName};
-use serde::Serialize;
 
 use crate::cluster::Cluster;
 use crate::error::Error;
