@@ -395,6 +395,19 @@ fn a_running_brokers_directory_and_a_non_empty_target_are_refused() {
         1,
         "nothing written"
     );
+    // A source that is not a directory is named as such (not as its lock file).
+    let missing = root.join("no-broker");
+    let into = root.join("x");
+    let o = klog(&[
+        "cluster",
+        "import",
+        missing.to_str().unwrap(),
+        "--into",
+        into.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    let want = format!("cannot import {}: not a directory", missing.display());
+    assert!(err.contains(&want), "{err}");
 
     // A writer holds the broker's lock (as a running broker does): refused, naming the lock's holder.
     let mut writer = std::process::Command::new(env!("CARGO_BIN_EXE_klog"))

@@ -115,6 +115,14 @@ pub fn import_with_steps(
         .metadata_log_dir
         .clone()
         .unwrap_or_else(|| source.to_owned());
+    for dir in [source, &meta_dir] {
+        if let Err(e) = storage.list(dir) {
+            return Err(Error::ImportRefused {
+                path: dir.to_owned(),
+                reason: format!("not a directory that can be listed ({e})"),
+            });
+        }
+    }
     // The broker must be stopped: its lock (Kafka's `.lock`, in every log directory it uses) held to the end.
     let _locks = lock_broker(storage.as_ref(), source, &meta_dir)?;
     let (cluster_id, node_id) = read_meta_properties(storage.as_ref(), source)?;
