@@ -1,7 +1,8 @@
 //! `klog cluster import` without Java: a stopped broker's log directory made by klog itself (a klog
 //! cluster's root is a Kafka log directory) with a KRaft metadata snapshot beside it, imported; the
 //! broker's files never change whatever klog writes afterwards; a running broker's lock, a non-empty
-//! target, an import cut short at every step and an unclean broker directory.
+//! target, an import cut short at every step and an unclean broker directory. The broker's
+//! `__consumer_offsets` holds an aborted transactional offset commit, which no reader may count.
 //! Real Kafka judges the same in `kafka_import.rs`.
 
 mod common;
@@ -14,9 +15,12 @@ use std::sync::Arc;
 use common::{klog, scratch_dir, stderr, stdout};
 use klog::log::checkpoint::{read_partition_metadata, write_partition_metadata, TopicId};
 use klog::log::clock::SystemClock;
-use klog::log::coordinator::partition_for_group;
+use klog::log::config::LogConfig;
+use klog::log::coordinator::{partition_for_group, OffsetCommitKey, OffsetCommitValue};
 use klog::log::format::{BatchBuilder, Compression, ControlRecordType};
 use klog::log::io::StdStorage;
+use klog::log::log_dir::LogDir;
+use klog::log::validator::AppendOrigin;
 use klog::mirror::import::{import, import_with_steps, ImportOptions, ImportReport};
 use klog::mirror::{Cluster, ClusterOptions, Error};
 
@@ -132,6 +136,7 @@ fn broker_dir(root: &Path, offsets_partitions: i32) -> PathBuf {
     c.commit_offset(GROUP, TOPIC, 1, 7).unwrap();
     c.close().unwrap();
     std::fs::remove_file(data.join("cluster.json")).unwrap();
+    aborted_offset_commit(&data);
 
     let klog_offsets = data.join(format!(
         "__consumer_offsets-{}",
@@ -167,6 +172,47 @@ fn broker_dir(root: &Path, offsets_partitions: i32) -> PathBuf {
     let name = format!("{:020}-{:010}.checkpoint", records.len(), 1);
     std::fs::write(meta.join(name), records_batch(&records)).unwrap();
     data
+}
+
+/// A transactional offset commit (`sendOffsetsToTransaction`) of offset 99 for partition 2, then the
+/// ABORT marker: Kafka's coordinator never applies it.
+fn aborted_offset_commit(data: &Path) {
+    let name = format!("__consumer_offsets-{}", partition_for_group(GROUP, 50));
+    let mut dir = LogDir::open(Arc::new(StdStorage), data).unwrap();
+    let config = LogConfig::from_pairs(["retention.ms=-1"]).unwrap();
+    let (log, _) = dir.open_partition(&name, config).unwrap();
+    let key = OffsetCommitKey {
+        group: GROUP.into(),
+        topic: TOPIC.into(),
+        partition: 2,
+    };
+    let value = OffsetCommitValue {
+        offset: 99,
+        leader_epoch: 0,
+        metadata: String::new(),
+        commit_timestamp: now_ms(),
+        expire_timestamp: -1,
+        topic_id: None,
+    };
+    let mut b = BatchBuilder::new(Compression::None)
+        .producer(300, 0, 0)
+        .transactional(true);
+    b.append(
+        now_ms(),
+        Some(&key.encode().unwrap()),
+        Some(&value.encode(3).unwrap()),
+        &[],
+    )
+    .unwrap();
+    log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+    let mut abort = BatchBuilder::end_txn_marker(ControlRecordType::Abort, 300, 0, 0, now_ms())
+        .unwrap()
+        .build()
+        .unwrap();
+    log.append_as_leader_with_origin(&mut abort, 0, AppendOrigin::Coordinator)
+        .unwrap();
+    dir.close_partition(log).unwrap();
+    dir.shut_down().unwrap();
 }
 
 /// Every file under `dir` (recursively) with its bytes.
