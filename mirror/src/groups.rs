@@ -9,7 +9,9 @@
 //! group has committed into them (a node opens whichever are on disk); they are never trimmed by time or
 //! size, and klog does not compact them (Kafka's cleaner does once a broker owns them), so a writer
 //! appends a commit only when it changes what is committed. What is committed is read back by replaying
-//! the partitions: the last record of a key wins, a tombstone removes it.
+//! the partitions: the last record of a key wins, a tombstone removes it, and a transactional offset
+//! commit counts only once its producer's COMMIT marker is read (an ABORT drops it), as Kafka's
+//! coordinator applies `TxnOffsetCommit`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
