@@ -129,6 +129,8 @@ pub fn import_with_steps(
     refuse_non_empty(storage.as_ref(), into)?;
     let metadata = read_metadata(storage.as_ref(), &meta_dir)?;
     let survey = survey(storage.as_ref(), source, &metadata.image, node_id)?;
+    // Everything that can refuse the import is checked before the first file is written.
+    let topics = cluster_topics(&metadata.image, &survey)?;
     let clean_shutdown = matches!(
         read_file(storage.as_ref(), &source.join(CLEAN_SHUTDOWN_FILE)),
         Ok(Some(_))
@@ -171,7 +173,6 @@ pub fn import_with_steps(
         &mut placer,
         step,
     )?;
-    let topics = cluster_topics(&metadata.image, &survey)?;
     write_cluster(storage.as_ref(), into, &cluster_id, &topics, options, step)?;
     let topics = open_once(storage, clock, into, &topics, &placed)?;
     let mut files = group_offsets.files;
