@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Transcribes Kafka's coordinator record schemas (the `common/message/*.json` files of the
 kafka-group-coordinator, kafka-transaction-coordinator and kafka-clients jars) into
-log/src/coordinator/schemas.rs: static tables the generic codec in log/src/coordinator/message.rs reads.
+log/src/coordinator/schemas.rs: static tables in the form of klog's one schema engine (log/src/schema/).
 
     scripts/gen-coordinator-schemas.py SCHEMA_DIR > log/src/coordinator/schemas.rs
 
@@ -17,9 +17,14 @@ import os
 import re
 import sys
 
+KINDS = {
+    "coordinator-key": "SchemaKind::CoordinatorKey",
+    "coordinator-value": "SchemaKind::CoordinatorValue",
+    "data": "SchemaKind::Data",
+}
 WANTED_DATA = {"ConsumerProtocolSubscription", "ConsumerProtocolAssignment"}
 PRIMITIVES = {
-    "int8": "Int8", "int16": "Int16", "uint16": "UInt16", "int32": "Int32", "int64": "Int64",
+    "int8": "Int8", "int16": "Int16", "uint16": "Uint16", "int32": "Int32", "int64": "Int64",
     "string": "String", "bytes": "Bytes", "uuid": "Uuid",
 }
 
@@ -59,13 +64,13 @@ class Gen:
     def field_type(self, owner, ty, commons, inline_fields):
         if ty.startswith("[]"):
             inner = self.field_type(owner, ty[2:], commons, inline_fields)
-            return f"FieldType::Array(&{inner})"
+            return f"Type::Array(&{inner})"
         if ty in PRIMITIVES:
-            return f"FieldType::{PRIMITIVES[ty]}"
+            return f"Type::{PRIMITIVES[ty]}"
         fields = inline_fields if inline_fields is not None else commons[ty]
         const = self.struct_const(owner, ty)
         self.fields_static(owner, const, fields, commons)
-        return f"FieldType::Struct({const})"
+        return f"Type::Struct({const})"
 
     def default(self, f):
         d = f.get("default")
@@ -108,7 +113,8 @@ class Gen:
         api_key = j.get("apiKey", -1)
         self.out.append(
             f"/// Kafka's `{j['name']}` ({j['type']}{'' if api_key < 0 else f', record type {api_key}'}).\n"
-            f"pub static {const}: Schema = Schema {{ name: {json.dumps(j['name'])}, api_key: {api_key}, "
+            f"pub static {const}: MessageSchema = MessageSchema {{ name: {json.dumps(j['name'])}, type_name: \"\", "
+            f"kind: {KINDS[j['type']]}, api_key: {api_key}, "
             f"valid: {versions(j['validVersions'])}, flexible: {versions(j.get('flexibleVersions'))}, "
             f"fields: {fields_const} }};\n"
         )
@@ -140,18 +146,18 @@ def main():
         "//! subscription and assignment. Transcribed from the pinned Kafka release's `common/message/*.json`",
         "//! by `scripts/gen-coordinator-schemas.py`; regenerate, never edit by hand.",
         "",
-        "use super::schema::{Default, Field, FieldType, Schema, Versions};",
+        "use crate::schema::{Default, Field, MessageSchema, SchemaKind, Type, Versions};",
         "",
     ]
     types = sorted(group_keys)
     assert types == sorted(group_values), "every group record type has a key and a value"
     out.append("/// The group coordinator's record types (`__consumer_offsets`): (type, key schema, value schema).")
-    out.append("pub static GROUP_RECORD_TYPES: &[(i16, &Schema, &Schema)] = &[")
+    out.append("pub static GROUP_RECORD_TYPES: &[(i16, &MessageSchema, &MessageSchema)] = &[")
     for k in types:
         out.append(f"    ({k}, &{group_keys[k]}, &{group_values[k]}),")
     out.append("];\n")
     out.append("/// The transaction coordinator's record types (`__transaction_state`): (type, key schema, value schema).")
-    out.append("pub static TRANSACTION_RECORD_TYPES: &[(i16, &Schema, &Schema)] = &[")
+    out.append("pub static TRANSACTION_RECORD_TYPES: &[(i16, &MessageSchema, &MessageSchema)] = &[")
     out.append(f"    (0, &{txn['coordinator-key']}, &{txn['coordinator-value']}),")
     out.append("];")
     print("\n".join(head + out))

@@ -8,8 +8,8 @@ in the kafka-clients jar). They are read from the jars of the pinned Kafka relea
 
     scripts/kraft-schemas.py > log/src/kraft/schemas.rs && cargo fmt --all
 
-Every schema must be flexible in all its versions (all metadata records are): the decoder reads only
-the flexible encoding (compact strings and arrays, tagged fields).
+The table is in the form of klog's one schema engine (`log/src/schema/`); each schema carries its
+`flexibleVersions` (every metadata record is flexible in all its versions).
 """
 
 import glob
@@ -150,8 +150,6 @@ def rs_fields(fields, common):
 
 
 def rs_message(schema, kind):
-    if versions(schema["flexibleVersions"]) != (0, 32767):
-        sys.exit(f"{schema['name']} is not flexible in every version")
     common = {c["name"]: c["fields"] for c in schema.get("commonStructs", [])}
     api_key = schema.get("apiKey")
     return (
@@ -161,6 +159,7 @@ def rs_message(schema, kind):
         f"kind: {kind}, "
         f"api_key: {api_key if api_key is not None else -1}, "
         f"valid: Versions::new({rs_range(schema['validVersions'])}), "
+        f"flexible: Versions::new({rs_range(schema.get('flexibleVersions'))}), "
         f"fields: &[{rs_fields(schema['fields'], common)}] "
         "}"
     )
@@ -182,7 +181,7 @@ def main():
     print("//! the release's own schema files (kafka-metadata: `common/metadata/*.json`; kafka-clients: the KRaft")
     print("//! control records). Do not edit.")
     print()
-    print("use super::schema::{Default, Field, MessageSchema, SchemaKind, Type, Versions, MAX};")
+    print("use crate::schema::{Default, Field, MessageSchema, SchemaKind, Type, Versions, MAX};")
     print()
     print(f"/// The Kafka release these schemas come from.")
     print(f'pub const KAFKA_VERSION: &str = "{version}";')

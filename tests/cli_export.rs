@@ -141,6 +141,10 @@ fn export_after_failover_writes_the_files_byte_for_byte_and_reports_them() {
     assert_eq!(r["clean_shutdown"], true);
     assert_eq!(r["forced"], serde_json::json!([]));
     assert_eq!(r["topics"], serde_json::json!(["t", "__consumer_offsets"]));
+    // The failover's barrier emptied the producer state; the ids are still in the batches (0 to 5):
+    // a new producer on the broker must not be handed one of them.
+    assert_eq!(describe["partitions"][0]["producers"], 0);
+    assert_eq!(r["next_producer_id"], 6);
     let cluster_id = std::fs::read_to_string(b.join("meta.properties")).unwrap();
     assert!(cluster_id.contains(&format!("cluster.id={}", r["cluster_id"].as_str().unwrap())));
     let props = std::fs::read_to_string(out.join("meta.properties")).unwrap();

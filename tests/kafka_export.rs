@@ -3,11 +3,13 @@
 //! session"): a source broker holds a three-partition topic with transactions on partition 0 (commits,
 //! aborts, an epoch-bumping re-initialisation, one transaction left open), idempotent producers on every
 //! partition, a leader election (a restart: every leader epoch rises) and a read_committed consumer
-//! group that committed. klog mirrors it over `kafka://`, the source is killed, klog fails over
-//! (`truncate`, the default stop mode) and `klog cluster export --kafka OUT` writes a log directory. A
-//! stock broker starts on OUT with no format step, twice: once with `offsets.topic.num.partitions` 50
-//! (klog's) and once with 7 (every group's records re-placed). Each time:
-//! - every partition's batches equal the source's byte for byte up to the barrier, then the barrier;
+//! group that committed. Two klog standbys mirror it over `kafka://` (stop modes `truncate`, the
+//! default, and `abort`), the source is killed, both fail over and `klog cluster export --kafka OUT`
+//! writes a log directory from each. A stock broker starts on OUT with no format step, three times:
+//! the `truncate` standby with `offsets.topic.num.partitions` 50 (klog's) and with 7 (every group's
+//! records re-placed), the `abort` standby with 50. Each time:
+//! - every partition's batches equal the source's byte for byte up to the barrier (`truncate`: below
+//!   the LSO; `abort`: all of them, then the open transaction's ABORT), then the barrier;
 //! - `kafka-dump-log` reads every file of OUT (the metadata snapshot with its decoder);
 //! - the Java read_committed group resumes exactly at its mirrored offsets and reads exactly the
 //!   committed records, commits; an idempotent producer writes, and a second session of the group
@@ -29,7 +31,7 @@ use common::{klog_ok, scratch_dir};
 use klog::log::clock::SystemClock;
 use klog::log::format::ControlRecordType;
 use klog::log::io::StdStorage;
-use klog::mirror::{Cluster, ClusterOptions, MirrorState};
+use klog::mirror::{Cluster, ClusterOptions, MirrorState, StopMode};
 use serde_json::Value;
 use support::{all_ok, control_type, kafka_batches, state_of, topics};
 
@@ -168,42 +170,71 @@ fn a_stock_broker_starts_on_an_export_and_a_consumer_group_resumes_in_two_sessio
         "read_committed stops at the open transaction"
     );
 
-    // klog mirrors (truncate mode), the group's offsets with it; the source dies; klog fails over.
-    let klog_root = root.join("klog");
-    let b = Cluster::init(
-        Arc::new(StdStorage),
-        Arc::new(SystemClock),
-        &klog_root,
-        ClusterOptions::default(),
-    )
-    .unwrap();
-    b.create_mirror("m", &format!("kafka://{}", broker.bootstrap))
+    // Two klog standbys mirror it, the group's offsets with them: one in `truncate` mode (the default:
+    // read_committed, cut to the LSO at failover), one in `abort` mode (read_uncommitted, the open
+    // transaction aborted at failover). The source dies; both fail over.
+    let source_leo0 = open
+        .iter()
+        .map(|r| r["offset"].as_i64().unwrap())
+        .max()
+        .unwrap()
+        + 1;
+    let mut standbys = Vec::new();
+    for mode in [StopMode::Truncate, StopMode::Abort] {
+        let klog_root = root.join(format!("klog-{}", mode.name()));
+        let b = Cluster::init(
+            Arc::new(StdStorage),
+            Arc::new(SystemClock),
+            &klog_root,
+            ClusterOptions::default(),
+        )
         .unwrap();
-    all_ok(b.add_topics("m", &topics(&[TOPIC])).unwrap());
-    converge(&b, "mirrored to the source's ends and group offsets", |b| {
-        let offsets = b.committed_offsets().unwrap();
-        (0..PARTITIONS).all(|p| {
-            b.log(TOPIC, p).unwrap().log_end_offset() >= source_ends[&(p as i64)]
-                && offsets.values().any(|c| {
-                    c.group == GROUP
-                        && c.partition == p
-                        && c.offset == mirrored_positions[&(p as i64)]
-                })
-        })
-    });
+        b.create_mirror_with_stop_mode("m", &format!("kafka://{}", broker.bootstrap), mode)
+            .unwrap();
+        all_ok(b.add_topics("m", &topics(&[TOPIC])).unwrap());
+        standbys.push((mode, klog_root, b));
+    }
+    for (mode, _, b) in &standbys {
+        converge(b, "mirrored to the source's ends and group offsets", |b| {
+            let offsets = b.committed_offsets().unwrap();
+            (0..PARTITIONS).all(|p| {
+                let end = match (mode, p) {
+                    (StopMode::Abort, 0) => source_leo0,
+                    _ => source_ends[&(p as i64)],
+                };
+                b.log(TOPIC, p).unwrap().log_end_offset() >= end
+                    && offsets.values().any(|c| {
+                        c.group == GROUP
+                            && c.partition == p
+                            && c.offset == mirrored_positions[&(p as i64)]
+                    })
+            })
+        });
+    }
     broker.kill();
-    all_ok(b.remove_topics("m", &topics(&[TOPIC])).unwrap());
-    converge(&b, "failover", |b| {
-        (0..PARTITIONS).all(|p| state_of(b, TOPIC, p) == Some(MirrorState::Stopped))
-    });
-    let ends: Vec<i64> = (0..PARTITIONS)
-        .map(|p| b.log(TOPIC, p).unwrap().log_end_offset())
-        .collect();
-    b.close().unwrap();
-    drop(b);
+    let mut exports = Vec::new();
+    for (mode, klog_root, b) in standbys {
+        all_ok(b.remove_topics("m", &topics(&[TOPIC])).unwrap());
+        converge(&b, "failover", |b| {
+            (0..PARTITIONS).all(|p| state_of(b, TOPIC, p) == Some(MirrorState::Stopped))
+        });
+        let ends: Vec<i64> = (0..PARTITIONS)
+            .map(|p| b.log(TOPIC, p).unwrap().log_end_offset())
+            .collect();
+        b.close().unwrap();
+        drop(b);
+        let counts: &[u32] = if mode == StopMode::Truncate {
+            &[50, 7]
+        } else {
+            &[50]
+        };
+        for &n in counts {
+            exports.push((mode, klog_root.clone(), ends.clone(), n));
+        }
+    }
 
-    for n in [50, 7] {
-        let out = root.join(format!("out-{n}"));
+    for (mode, klog_root, ends, n) in exports {
+        let out = root.join(format!("out-{}-{n}", mode.name()));
         let report: Value = serde_json::from_str(&klog_ok(&[
             "cluster",
             "export",
@@ -221,28 +252,44 @@ fn a_stock_broker_starts_on_an_export_and_a_consumer_group_resumes_in_two_sessio
             let theirs = kafka_batches(&partition_dir(&source.data, p));
             let ours = kafka_batches(&partition_dir(&out, p));
             let barrier = ends[p as usize] - 1;
-            let kept = theirs
-                .iter()
-                .take_while(|s| s.last_offset < barrier)
-                .count();
-            assert_eq!(ours.len(), kept + 1, "{TOPIC}-{p}");
+            // truncate: the source's batches below the LSO; abort: all of them, then an ABORT for the
+            // open transaction (partition 0). Then the barrier.
+            let (kept, own) = match mode {
+                StopMode::Truncate => (
+                    theirs
+                        .iter()
+                        .take_while(|s| s.last_offset < barrier)
+                        .count(),
+                    vec![Some(ControlRecordType::MirrorPidReset)],
+                ),
+                StopMode::Abort if p == 0 => (
+                    theirs.len(),
+                    vec![
+                        Some(ControlRecordType::Abort),
+                        Some(ControlRecordType::MirrorPidReset),
+                    ],
+                ),
+                StopMode::Abort => (theirs.len(), vec![Some(ControlRecordType::MirrorPidReset)]),
+            };
+            assert_eq!(ours.len(), kept + own.len(), "{TOPIC}-{p} ({mode:?})");
             assert_eq!(
                 ours[..kept],
                 theirs[..kept],
-                "{TOPIC}-{p}: the source's batches"
+                "{TOPIC}-{p} ({mode:?}): the source's batches"
             );
             assert_eq!(
-                control_type(&ours[kept]),
-                Some(ControlRecordType::MirrorPidReset),
-                "{TOPIC}-{p}: the barrier"
+                ours[kept..].iter().map(control_type).collect::<Vec<_>>(),
+                own,
+                "{TOPIC}-{p} ({mode:?}): klog's own batches"
             );
+            assert_eq!(ours.last().unwrap().last_offset, barrier);
             let row = report["partitions"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .find(|r| r["topic"] == TOPIC && r["partition"] == p)
                 .unwrap();
-            assert!(row["leader_epoch"].as_i64().unwrap() >= ours[kept].epoch as i64);
+            assert!(row["leader_epoch"].as_i64().unwrap() >= ours.last().unwrap().epoch as i64);
         }
         // Kafka's own reader takes every file: segments, indexes, snapshots, the metadata snapshot.
         let files = dumpable_files(&out);
@@ -259,7 +306,7 @@ fn a_stock_broker_starts_on_an_export_and_a_consumer_group_resumes_in_two_sessio
 
         // A stock broker on OUT: no format step.
         let target = KafkaCluster::unformatted(
-            &root.join(format!("target-{n}")),
+            &root.join(format!("target-{}-{n}", mode.name())),
             &out,
             1,
             &format!("offsets.topic.num.partitions={n}\n"),
@@ -279,7 +326,11 @@ fn a_stock_broker_starts_on_an_export_and_a_consumer_group_resumes_in_two_sessio
             }
             m
         };
-        assert_eq!(by_partition(&read), by_partition(&want), "N={n}: session 1");
+        assert_eq!(
+            by_partition(&read),
+            by_partition(&want),
+            "{mode:?} N={n}: session 1"
+        );
         // An idempotent producer writes on the new broker; session 2 resumes where session 1 left
         // off and reads exactly what it wrote.
         let mut sent: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
@@ -302,11 +353,14 @@ fn a_stock_broker_starts_on_an_export_and_a_consumer_group_resumes_in_two_sessio
         for r in &read2 {
             got.entry(r.0).or_default().push(r.1);
         }
-        assert_eq!(got, sent, "N={n}: session 2 reads exactly the new records");
+        assert_eq!(
+            got, sent,
+            "{mode:?} N={n}: session 2 reads exactly the new records"
+        );
         for (p, offsets) in &sent {
             assert_eq!(
                 offsets[0], positions[p],
-                "N={n}: partition {p} resumes where session 1 left off"
+                "{mode:?} N={n}: partition {p} resumes where session 1 left off"
             );
         }
         // At a first start Kafka leads each partition at the exported epoch E, then the broker's
@@ -323,7 +377,7 @@ fn a_stock_broker_starts_on_an_export_and_a_consumer_group_resumes_in_two_sessio
             .collect();
         assert!(
             errors.is_empty(),
-            "N={n}: the broker logged errors: {errors:#?}"
+            "{mode:?} N={n}: the broker logged errors: {errors:#?}"
         );
         target_broker.stop();
     }

@@ -1,7 +1,8 @@
 //! klog's KRaft writer judged by a real Kafka 4.4: a snapshot written by `kraft::write_snapshot` decodes
 //! with `kafka-dump-log --cluster-metadata-decoder` to the values written, and the schema encoder is the
 //! exact inverse of the decoder on every record of a broker's own `__cluster_metadata` log (segments and
-//! snapshots, data records and KRaft control records).
+//! snapshots, data records and KRaft control records), and a Kafka node started on a metadata directory
+//! holding only a snapshot klog wrote serves the topic it describes.
 //! Skips with one line without Java, unless `KLOG_REQUIRE_KAFKA=1` (CI), where it fails.
 
 mod common;
@@ -9,12 +10,16 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use klog::log::checkpoint::TopicId;
+use klog::log::io::StdStorage;
+use klog::log::kraft::load_metadata_log;
+
 use common::kafka::{dump_log, kafka_available, kafka_tools, workload, Cluster};
 use common::{scratch_dir, sorted_entries};
 use klog::log::format::{AnyBatch, Batches, ControlRecordType};
-use klog::log::kraft::message::encode_struct;
 use klog::log::kraft::{
-    decode_control_value, uuid_string, write_snapshot, MetadataRecord, MetadataRecordOut,
+    control_schema, decode_control_value, encode_control_value, uuid_string, write_snapshot,
+    MetadataRecord, MetadataRecordOut,
 };
 
 /// (b) Every record of a snapshot klog wrote is printed by Kafka's own dump tool with the values written,
@@ -190,8 +195,12 @@ fn reencode_file(path: &Path, types: &mut BTreeSet<String>) {
                     continue; // LeaderChange: not a schema of this engine yet.
                 };
                 let (label, message) = decoded.unwrap();
-                let mut out = Vec::new();
-                encode_struct(&mut out, label, &message).unwrap();
+                let name = match label {
+                    "KRaftVoters" => "VotersRecord".to_owned(),
+                    other => format!("{other}Record"),
+                };
+                let schema = control_schema(&name).expect("the control record's schema");
+                let out = encode_control_value(schema, &message).unwrap();
                 assert_eq!(out, value, "{at}: {label}");
                 types.insert(label.to_owned());
             } else {
@@ -206,4 +215,101 @@ fn reencode_file(path: &Path, types: &mut BTreeSet<String>) {
             }
         }
     }
+}
+
+/// A Kafka 4.4 node whose `__cluster_metadata-0` holds nothing but a snapshot klog wrote (the feature
+/// levels Kafka's own format chose, a topic, its partition on this broker's log directory, a config and
+/// the producer ids handed out) starts, serves the topic under its id, and gives new producers ids from
+/// the snapshot's next producer id on (the experiment X8 of shared/spec/kraft-bootstrap.md, made by klog).
+#[test]
+fn a_kafka_node_starts_on_a_snapshot_klog_wrote() {
+    if !kafka_available() {
+        return;
+    }
+    let root = scratch_dir("kraft-writer-broker-start");
+    let cluster = Cluster::format(&root);
+    let meta_dir = cluster.meta.join("__cluster_metadata-0");
+    // The features `kafka-storage format` chose, read back with klog's loader; metadata.version first,
+    // then the others by name, as Kafka's bootstrap orders them.
+    let formatted = load_metadata_log(&StdStorage, &meta_dir).unwrap();
+    let mut features: Vec<(String, i16)> = formatted.image.features.into_iter().collect();
+    features.sort_by_key(|(name, _)| (name != "metadata.version", name.clone()));
+    assert_eq!(features[0].0, "metadata.version", "{features:?}");
+    for name in std::fs::read_dir(&meta_dir).unwrap() {
+        let path = name.unwrap().path();
+        if path.extension().is_some_and(|e| e == "checkpoint") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let properties = std::fs::read_to_string(cluster.data.join("meta.properties")).unwrap();
+    let directory_id = properties
+        .lines()
+        .find_map(|l| l.strip_prefix("directory.id="))
+        .and_then(TopicId::parse)
+        .expect("the data directory's directory.id");
+    let topic_id = TopicId::from_random([0x5c; 16]);
+    let mut records: Vec<MetadataRecordOut> = features
+        .into_iter()
+        .map(|(name, feature_level)| MetadataRecordOut::FeatureLevel {
+            name,
+            feature_level,
+        })
+        .collect();
+    records.extend([
+        MetadataRecordOut::Topic {
+            name: "prepared".into(),
+            topic_id: topic_id.0,
+        },
+        MetadataRecordOut::Partition {
+            partition_id: 0,
+            topic_id: topic_id.0,
+            replicas: vec![1],
+            isr: vec![1],
+            leader: 1,
+            leader_epoch: 3,
+            partition_epoch: 3,
+            directories: vec![directory_id.0],
+        },
+        MetadataRecordOut::Config {
+            resource_type: 2,
+            resource_name: "prepared".into(),
+            name: "retention.ms".into(),
+            value: Some("86400000".into()),
+        },
+        MetadataRecordOut::ProducerIds {
+            broker_id: 1,
+            broker_epoch: 1,
+            next_producer_id: 5000,
+        },
+    ]);
+    write_snapshot(&meta_dir, 10, 2, 0, &records).unwrap();
+
+    let broker = cluster.start();
+    let b = broker.bootstrap.clone();
+    let partitions = workload(&["describe-topic", &b, "prepared"]);
+    assert_eq!(partitions.len(), 1, "{partitions:?}");
+    assert_eq!(partitions[0]["leader"], 1, "{partitions:?}");
+    let written = workload(&["produce", &b, "prepared", "10"]);
+    assert!(!written.is_empty());
+    let errors = broker.error_lines();
+    assert!(errors.is_empty(), "the broker logged errors: {errors:#?}");
+    broker.stop();
+
+    let part = cluster.data.join("prepared-0");
+    let metadata = std::fs::read_to_string(part.join("partition.metadata")).unwrap();
+    assert!(metadata.contains(&topic_id.to_string()), "{metadata}");
+    let log = std::fs::read(part.join("00000000000000000000.log")).unwrap();
+    let mut producers = BTreeSet::new();
+    for batch in Batches::new(&log) {
+        if let AnyBatch::V2(batch) = batch.unwrap() {
+            if batch.producer_id() >= 0 {
+                producers.insert(batch.producer_id());
+            }
+        }
+    }
+    assert!(!producers.is_empty());
+    assert!(
+        producers.iter().all(|p| *p >= 5000),
+        "producer ids from the snapshot's next producer id on: {producers:?}"
+    );
 }

@@ -21,6 +21,7 @@ pub mod log_dir;
 pub mod offset_index;
 pub mod partition_log;
 pub mod producer_state;
+pub mod schema;
 pub mod segment;
 pub mod time_index;
 pub mod topic_partition;

@@ -127,7 +127,7 @@ impl Decoded {
             Decoded::Record(rec) => CoordinatorJson::Record {
                 record_type: rec.record_type,
                 key_schema: rec.key_schema.name,
-                key: JsonOut(to_json(&rec.key, 0)),
+                key: JsonOut(to_json(&rec.key)),
                 value: rec.value.as_ref().map(|(version, schema, _)| ValueJson {
                     version: *version,
                     schema: schema.name,
@@ -178,7 +178,9 @@ impl Serialize for JsonOut {
 fn serialize_json<S: Serializer>(j: &Json, s: S) -> Result<S::Ok, S::Error> {
     match j {
         Json::Null => s.serialize_none(),
+        Json::Bool(b) => s.serialize_bool(*b),
         Json::Number(n) => s.serialize_i64(*n),
+        Json::Float(x) => s.serialize_f64(*x),
         Json::String(v) => s.serialize_str(v),
         Json::Array(items) => {
             let mut seq = s.serialize_seq(Some(items.len()))?;

@@ -4,21 +4,20 @@
 //!
 //! A coordinator record's key is `[record type: int16][key message]` and its value
 //! `[version: int16][value message]` (Kafka's `CoordinatorRecordSerde`); a null value is a tombstone.
-//! The schemas are tables transcribed from Kafka's own (`schemas.rs`) read by one codec (`message.rs`);
-//! `offsets.rs` and `transactions.rs` give typed access to the records a program needs, and
-//! [`CoordinatorRecord`] decodes any of them, to Kafka's JSON as `kafka-dump-log` prints it.
+//! The schemas are tables transcribed from Kafka's own (`schemas.rs`) in the form of the one schema
+//! engine ([`crate::schema`]), which reads, writes and prints them; `record.rs` decodes any of them by its
+//! type ([`CoordinatorRecord`]), to Kafka's JSON as `kafka-dump-log` prints it; `offsets.rs` and
+//! `transactions.rs` give typed access to the records a program needs.
 
-mod json;
-mod message;
 pub mod offsets;
 mod record;
-pub mod schema;
 #[rustfmt::skip]
 pub mod schemas;
 pub mod transactions;
 
-pub use json::Json;
-pub use message::{decode, default_value, encode, to_json, FieldError, Struct, Value};
+pub use crate::schema::{
+    decode, default_value, encode, to_json, FieldCorruption, FieldError, Json, Struct, Value,
+};
 pub use offsets::{
     java_string_hash_code, partition_for_group, OffsetCommitKey, OffsetCommitValue,
     CONSUMER_OFFSETS_TOPIC,
@@ -43,7 +42,7 @@ pub enum CoordinatorCorruption {
     #[error("the record has a null key (a coordinator record's key starts with its type)")]
     MissingKey,
     /// The key or value is shorter than its two-byte type or version.
-    #[error("the {} has fewer than the 2 bytes of its {}", message::part_name(*.0), if *.0 == Part::Key { "record type" } else { "version" })]
+    #[error("the {} has fewer than the 2 bytes of its {}", part_name(*.0), if *.0 == Part::Key { "record type" } else { "version" })]
     NoVersion(Part),
     /// A record type the coordinator does not know.
     #[error("unknown record type {0}")]
@@ -57,7 +56,7 @@ pub enum CoordinatorCorruption {
         version: i16,
     },
     /// A field that does not decode.
-    #[error("{} of record type {record_type} (version {version}), field {} at byte {}: {}", message::part_name(*part), .error.field, .error.position + 2, .error.reason)]
+    #[error("{} of record type {record_type} (version {version}), field {} at byte {}: {}", part_name(*part), .error.field, .error.position + 2, .error.reason)]
     Field {
         /// Key or value.
         part: Part,
@@ -70,32 +69,6 @@ pub enum CoordinatorCorruption {
     },
 }
 
-/// Why a field did not decode.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum FieldCorruption {
-    /// The buffer ends inside the field.
-    #[error("the buffer ends inside it")]
-    Truncated,
-    /// A null where the schema allows none.
-    #[error("null, but the field is not nullable at this version")]
-    NullNotNullable,
-    /// A string length Kafka refuses.
-    #[error("string length {0} is over 32767")]
-    InvalidLength(i64),
-    /// An array or map announcing more elements than bytes remain.
-    #[error("{count} elements announced but only {remaining} bytes remain")]
-    TooManyElements {
-        /// The announced count.
-        count: u64,
-        /// The bytes left in the buffer.
-        remaining: u64,
-    },
-    /// An unsigned varint of more than 5 bytes.
-    #[error("an unsigned varint longer than 5 bytes")]
-    VarintTooLong,
-}
-
 impl CoordinatorCorruption {
     /// The message Kafka's `CoordinatorRecordSerde` gives for the same failure (what `kafka-dump-log`
     /// prints after "Error at offset N, skipping. "), as far as Kafka names one.
@@ -103,10 +76,7 @@ impl CoordinatorCorruption {
         match self {
             CoordinatorCorruption::MissingKey => "message had a missing key".into(),
             CoordinatorCorruption::NoVersion(part) => {
-                format!(
-                    "Could not read version from {}'s buffer.",
-                    message::part_name(*part)
-                )
+                format!("Could not read version from {}'s buffer.", part_name(*part))
             }
             CoordinatorCorruption::UnknownRecordType(t) => {
                 format!("Found an unknown record type {t}")
@@ -137,14 +107,25 @@ impl CoordinatorCorruption {
                     FieldCorruption::TooManyElements { count, remaining } => format!(
                         "Tried to allocate a collection of size {count}, but there are only {remaining} bytes remaining."
                     ),
-                    // A BufferUnderflowException, which has no message.
-                    FieldCorruption::Truncated | FieldCorruption::VarintTooLong => "null".into(),
+                    // A BufferUnderflowException, which has no message (tag sizes are not checked
+                    // for coordinator records).
+                    FieldCorruption::Truncated
+                    | FieldCorruption::VarintTooLong
+                    | FieldCorruption::TaggedFieldSize { .. } => "null".into(),
                 };
                 format!(
                     "Could not read record with version {v} from {}'s buffer due to: {reason}.",
-                    message::part_name(*part)
+                    part_name(*part)
                 )
             }
         }
+    }
+}
+
+/// Which part of a record a failure was in, for messages.
+fn part_name(part: Part) -> &'static str {
+    match part {
+        Part::Key => "key",
+        Part::Value => "value",
     }
 }

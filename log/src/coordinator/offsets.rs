@@ -2,14 +2,12 @@
 //! records go to (Kafka's `GroupCoordinatorService.partitionFor`: `Utils.abs(groupId.hashCode()) %
 //! offsets.topic.num.partitions`).
 
-use super::message::{decode, encode, Struct, Value};
+pub use super::record::CONSUMER_OFFSETS_TOPIC;
 use super::record::{Coordinator, CoordinatorRecord};
 use super::schemas::{OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE};
 use super::{CoordinatorCorruption, Part};
+use crate::schema::{decode, encode, Struct, Value};
 use crate::Error;
-
-/// The group coordinator's topic.
-pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 /// The record type of an offset commit as Kafka writes it (type 0, `LegacyOffsetCommitKey`, has the same
 /// key layout and is read too).
@@ -64,14 +62,15 @@ impl OffsetCommitKey {
     /// `[type 1][group][topic][partition]`, as Kafka's group coordinator writes it.
     pub fn encode(&self) -> Result<Vec<u8>, Error> {
         let s = Struct {
+            version: 0,
             fields: vec![
                 (
                     &OFFSET_COMMIT_KEY.fields[0],
-                    Value::String(self.group.clone()),
+                    Value::Str(self.group.clone().into()),
                 ),
                 (
                     &OFFSET_COMMIT_KEY.fields[1],
-                    Value::String(self.topic.clone()),
+                    Value::Str(self.topic.clone().into()),
                 ),
                 (
                     &OFFSET_COMMIT_KEY.fields[2],
@@ -79,9 +78,8 @@ impl OffsetCommitKey {
                 ),
             ],
         };
-        let body = encode(&OFFSET_COMMIT_KEY, 0, &s).ok_or(Error::InvalidInput(
-            "a group or topic name longer than 32767 bytes",
-        ))?;
+        let body = encode(&OFFSET_COMMIT_KEY, 0, &s)
+            .map_err(|_| Error::InvalidInput("a group or topic name longer than 32767 bytes"))?;
         Ok([&OFFSET_COMMIT_TYPE.to_be_bytes()[..], &body].concat())
     }
 
@@ -94,8 +92,8 @@ impl OffsetCommitKey {
             ));
         }
         Ok(OffsetCommitKey {
-            group: r.key.string("group").unwrap_or_default().to_owned(),
-            topic: r.key.string("topic").unwrap_or_default().to_owned(),
+            group: r.key.str("group").unwrap_or_default().to_owned(),
+            topic: r.key.str("topic").unwrap_or_default().to_owned(),
             partition: r.key.int("partition").unwrap_or_default() as i32,
         })
     }
@@ -111,16 +109,17 @@ impl OffsetCommitValue {
         let values = [
             Value::Int(self.offset),
             Value::Int(self.leader_epoch as i64),
-            Value::String(self.metadata.clone()),
+            Value::Str(self.metadata.clone().into()),
             Value::Int(self.commit_timestamp),
             Value::Int(self.expire_timestamp),
             Value::Uuid(self.topic_id.unwrap_or([0; 16])),
         ];
         let s = Struct {
+            version,
             fields: OFFSET_COMMIT_VALUE.fields.iter().zip(values).collect(),
         };
         let body = encode(&OFFSET_COMMIT_VALUE, version, &s)
-            .ok_or(Error::InvalidInput("metadata longer than 32767 bytes"))?;
+            .map_err(|_| Error::InvalidInput("metadata longer than 32767 bytes"))?;
         Ok([&version.to_be_bytes()[..], &body].concat())
     }
 
@@ -159,7 +158,7 @@ impl OffsetCommitValue {
             OffsetCommitValue {
                 offset: s.int("offset").unwrap_or(-1),
                 leader_epoch: s.int("leaderEpoch").unwrap_or(-1) as i32,
-                metadata: s.string("metadata").unwrap_or_default().to_owned(),
+                metadata: s.str("metadata").unwrap_or_default().to_owned(),
                 commit_timestamp: s.int("commitTimestamp").unwrap_or(-1),
                 expire_timestamp: s.int("expireTimestamp").unwrap_or(-1),
                 topic_id,

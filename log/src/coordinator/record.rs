@@ -1,15 +1,36 @@
 //! Any coordinator record, decoded by its type: [`CoordinatorRecord`], and its JSON as `kafka-dump-log`'s
-//! `--offsets-decoder` and `--transaction-log-decoder` print it.
+//! `--offsets-decoder` and `--transaction-log-decoder` print it. The layer under the typed records
+//! (`offsets.rs`, `transactions.rs`): it owns the coordinators' topic names and the transaction state
+//! names its JSON prints, and imports neither of them.
 
-use super::json::Json;
-use super::message::{decode, to_json, Struct, Value};
-use super::schema::Schema;
 use super::schemas::{
     CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, GROUP_RECORD_TYPES,
     TRANSACTION_RECORD_TYPES,
 };
 use super::{CoordinatorCorruption, Part};
+use crate::schema::{decode, to_json, Json, MessageSchema, Struct, Value};
 use crate::Error;
+
+/// Kafka's name of a `TransactionState` id.
+pub fn transaction_state_name(id: i8) -> Option<&'static str> {
+    const NAMES: [&str; 8] = [
+        "Empty",
+        "Ongoing",
+        "PrepareCommit",
+        "PrepareAbort",
+        "CompleteCommit",
+        "CompleteAbort",
+        "Dead",
+        "PrepareEpochFence",
+    ];
+    NAMES.get(usize::try_from(id).ok()?).copied()
+}
+
+/// The group coordinator's topic.
+pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// The transaction coordinator's topic.
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
 /// The coordinator whose records a topic holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,21 +45,21 @@ impl Coordinator {
     /// The coordinator of an internal topic, by its name.
     pub fn for_topic(topic: &str) -> Option<Coordinator> {
         match topic {
-            super::CONSUMER_OFFSETS_TOPIC => Some(Coordinator::Group),
-            super::TRANSACTION_STATE_TOPIC => Some(Coordinator::Transaction),
+            CONSUMER_OFFSETS_TOPIC => Some(Coordinator::Group),
+            TRANSACTION_STATE_TOPIC => Some(Coordinator::Transaction),
             _ => None,
         }
     }
 
     /// Its record types: (type, key schema, value schema).
-    pub fn record_types(self) -> &'static [(i16, &'static Schema, &'static Schema)] {
+    pub fn record_types(self) -> &'static [(i16, &'static MessageSchema, &'static MessageSchema)] {
         match self {
             Coordinator::Group => GROUP_RECORD_TYPES,
             Coordinator::Transaction => TRANSACTION_RECORD_TYPES,
         }
     }
 
-    fn schemas(self, record_type: i16) -> Option<(&'static Schema, &'static Schema)> {
+    fn schemas(self, record_type: i16) -> Option<(&'static MessageSchema, &'static MessageSchema)> {
         self.record_types()
             .iter()
             .find(|(t, _, _)| *t == record_type)
@@ -47,16 +68,16 @@ impl Coordinator {
 }
 
 /// A decoded coordinator record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CoordinatorRecord {
     /// The record type (the key's first two bytes).
     pub record_type: i16,
     /// The key's schema.
-    pub key_schema: &'static Schema,
+    pub key_schema: &'static MessageSchema,
     /// The key's fields.
-    pub key: Struct,
+    pub key: Struct<'static>,
     /// The value's version, schema and fields; `None` for a tombstone.
-    pub value: Option<(i16, &'static Schema, Struct)>,
+    pub value: Option<(i16, &'static MessageSchema, Struct<'static>)>,
 }
 
 fn corrupt(c: CoordinatorCorruption) -> Error {
@@ -85,14 +106,16 @@ impl CoordinatorRecord {
             CoordinatorCorruption::UnknownRecordType(record_type),
         ))?;
         // Keys have one version, 0, whatever their type.
-        let key_struct = decode(key_schema, 0, key_bytes).map_err(|error| {
-            corrupt(CoordinatorCorruption::Field {
-                part: Part::Key,
-                record_type,
-                version: 0,
-                error,
-            })
-        })?;
+        let key_struct = decode(key_schema, 0, key_bytes)
+            .map_err(|error| {
+                corrupt(CoordinatorCorruption::Field {
+                    part: Part::Key,
+                    record_type,
+                    version: 0,
+                    error,
+                })
+            })?
+            .into_owned();
         let value = match value {
             None => None,
             Some(v) => {
@@ -111,7 +134,7 @@ impl CoordinatorRecord {
                         error,
                     })
                 })?;
-                Some((version, value_schema, s))
+                Some((version, value_schema, s.into_owned()))
             }
         };
         Ok(CoordinatorRecord {
@@ -126,7 +149,7 @@ impl CoordinatorRecord {
     pub fn key_json(&self) -> Json {
         Json::Object(vec![
             ("type".into(), Json::String(self.record_type.to_string())),
-            ("data".into(), to_json(&self.key, 0)),
+            ("data".into(), to_json(&self.key)),
         ])
     }
 
@@ -134,9 +157,9 @@ impl CoordinatorRecord {
     /// group's member subscriptions and assignments are decoded (other bytes are base64), and a
     /// transaction's status is its state's name.
     pub fn value_data_json(&self) -> Option<Json> {
-        let (version, schema, s) = self.value.as_ref()?;
-        let mut json = to_json(s, *version);
-        if schema.name == "GroupMetadataValue" && s.string("protocolType") == Some("consumer") {
+        let (_, schema, s) = self.value.as_ref()?;
+        let mut json = to_json(s);
+        if schema.name == "GroupMetadataValue" && s.str("protocolType") == Some("consumer") {
             decode_consumer_protocol(s, &mut json);
         }
         if schema.name == "TransactionLogValue" {
@@ -144,7 +167,7 @@ impl CoordinatorRecord {
                 s.int("transactionStatus"),
                 json_member_mut(&mut json, "transactionStatus"),
             ) {
-                let name = super::transactions::transaction_state_name(id as i8);
+                let name = transaction_state_name(id as i8);
                 *slot = Json::String(name.map_or_else(|| id.to_string(), str::to_string));
             }
         }
@@ -164,7 +187,7 @@ impl CoordinatorRecord {
 
 /// Replaces each member's `subscription` and `assignment` bytes by the consumer protocol message they
 /// hold; bytes that do not decode stay as they were.
-fn decode_consumer_protocol(s: &Struct, json: &mut Json) {
+fn decode_consumer_protocol(s: &Struct<'_>, json: &mut Json) {
     let (Some(Value::Array(members)), Some(Json::Array(members_json))) =
         (s.get("members"), json_member_mut(json, "members"))
     else {
@@ -199,8 +222,8 @@ fn json_member_mut<'a>(json: &'a mut Json, name: &str) -> Option<&'a mut Json> {
 
 /// A consumer protocol message (`[version: int16][message]`, the bytes a classic consumer group keeps
 /// per member) as Kafka's JSON, or `None` when it does not decode.
-pub fn consumer_protocol_json(schema: &Schema, bytes: &[u8]) -> Option<Json> {
+pub fn consumer_protocol_json(schema: &MessageSchema, bytes: &[u8]) -> Option<Json> {
     let (version, rest) = version_prefix(bytes, Part::Value).ok()?;
     let s = decode(schema, version, rest).ok()?;
-    Some(to_json(&s, version))
+    Some(to_json(&s))
 }

@@ -2,12 +2,10 @@
 //! id; value (`TransactionLogValue` v0, v1 flexible with tagged fields): the producer id and epoch, the
 //! transaction's state, timeout and partitions.
 
-use super::message::Value;
+pub use super::record::{transaction_state_name, TRANSACTION_STATE_TOPIC};
 use super::record::{Coordinator, CoordinatorRecord};
+use crate::schema::Value;
 use crate::Error;
-
-/// The transaction coordinator's topic.
-pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
 /// The key: a transactional id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,21 +44,6 @@ pub struct TransactionLogValue {
     pub client_transaction_version: i16,
 }
 
-/// Kafka's name of a `TransactionState` id.
-pub fn transaction_state_name(id: i8) -> Option<&'static str> {
-    const NAMES: [&str; 8] = [
-        "Empty",
-        "Ongoing",
-        "PrepareCommit",
-        "PrepareAbort",
-        "CompleteCommit",
-        "CompleteAbort",
-        "Dead",
-        "PrepareEpochFence",
-    ];
-    NAMES.get(usize::try_from(id).ok()?).copied()
-}
-
 impl TransactionLogKey {
     /// Decodes a `__transaction_state` key and value (`None` for a tombstone).
     pub fn decode(
@@ -69,11 +52,7 @@ impl TransactionLogKey {
     ) -> Result<(TransactionLogKey, Option<TransactionLogValue>), Error> {
         let r = CoordinatorRecord::decode(Coordinator::Transaction, Some(key), value)?;
         let k = TransactionLogKey {
-            transactional_id: r
-                .key
-                .string("transactionalId")
-                .unwrap_or_default()
-                .to_owned(),
+            transactional_id: r.key.str("transactionalId").unwrap_or_default().to_owned(),
         };
         let v = r.value.map(|(version, _, s)| {
             let int = |name: &str| s.int(name).unwrap_or(-1);
@@ -102,7 +81,7 @@ impl TransactionLogKey {
     }
 }
 
-fn topic_partitions(v: &Value) -> Option<(String, Vec<i32>)> {
+fn topic_partitions(v: &Value<'_>) -> Option<(String, Vec<i32>)> {
     let Value::Struct(s) = v else { return None };
     let partitions = match s.get("partitionIds")? {
         Value::Array(ids) => ids
@@ -114,19 +93,20 @@ fn topic_partitions(v: &Value) -> Option<(String, Vec<i32>)> {
             .collect(),
         _ => Vec::new(),
     };
-    Some((s.string("topic")?.to_owned(), partitions))
+    Some((s.str("topic")?.to_owned(), partitions))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::message::{encode, Struct};
     use super::super::schemas::{TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE};
     use super::*;
+    use crate::schema::{encode, Field, Struct, Type};
 
-    fn value_struct() -> Struct {
+    fn value_struct() -> Struct<'static> {
         let f = TRANSACTION_LOG_VALUE.fields;
         let FieldsOf(ps) = FieldsOf::of(&f[7]);
         Struct {
+            version: 1,
             fields: vec![
                 (&f[0], Value::Int(1000)),
                 (&f[1], Value::Int(-1)),
@@ -138,8 +118,9 @@ mod tests {
                 (
                     &f[7],
                     Value::Array(vec![Value::Struct(Struct {
+                        version: 1,
                         fields: vec![
-                            (&ps[0], Value::String("orders".into())),
+                            (&ps[0], Value::Str("orders".into())),
                             (&ps[1], Value::Array(vec![Value::Int(0), Value::Int(3)])),
                         ],
                     })]),
@@ -152,14 +133,12 @@ mod tests {
     }
 
     /// The fields of an array-of-structs field.
-    struct FieldsOf(&'static [super::super::schema::Field]);
+    struct FieldsOf(&'static [Field]);
 
     impl FieldsOf {
-        fn of(f: &'static super::super::schema::Field) -> FieldsOf {
+        fn of(f: &'static Field) -> FieldsOf {
             match &f.ty {
-                super::super::schema::FieldType::Array(
-                    super::super::schema::FieldType::Struct(fields),
-                ) => FieldsOf(fields),
+                Type::Array(Type::Struct(fields)) => FieldsOf(fields),
                 _ => panic!("{} is not an array of structs", f.name),
             }
         }
@@ -173,7 +152,8 @@ mod tests {
                 &TRANSACTION_LOG_KEY,
                 0,
                 &Struct {
-                    fields: vec![(&TRANSACTION_LOG_KEY.fields[0], Value::String("tx".into()))],
+                    version: 0,
+                    fields: vec![(&TRANSACTION_LOG_KEY.fields[0], Value::Str("tx".into()))],
                 },
             )
             .unwrap(),

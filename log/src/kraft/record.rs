@@ -6,12 +6,14 @@
 //! with nothing after it. See `docs/format.md`. Both decode and encode (the writer's, and the proof that
 //! the encoder is the decoder's inverse on Kafka's own records).
 
-use super::message::{decode_struct, encode_struct, EncodeError, Struct};
-use super::schema::MessageSchema;
 use super::schemas::{CONTROL_RECORDS, METADATA_RECORDS};
 use crate::format::varint::{write_unsigned_varint, Cursor};
 use crate::format::ControlRecordType;
-use crate::MetadataCorruption;
+use crate::schema::{
+    decode, decode_prefix, encode_into, to_json, EncodeError, FieldCorruption, FieldError,
+    MessageSchema, Struct,
+};
+use crate::{MetadataCorruption, RecordCorruption};
 
 /// The only frame version Kafka writes and reads (`AbstractApiMessageSerde.DEFAULT_FRAME_VERSION`).
 pub const FRAME_VERSION: u32 = 1;
@@ -64,11 +66,13 @@ impl<'a> MetadataRecord<'a> {
                 version,
             });
         }
-        let data = decode_struct(&mut cursor, schema.name, schema.fields, version)?;
-        if cursor.remaining() > 0 {
+        let message = cursor.rest();
+        let (data, used) = decode_prefix(schema, version, message)
+            .map_err(|e| field_corruption(schema.name, e))?;
+        if used < message.len() {
             return Err(MetadataCorruption::Garbage {
                 record: schema.name,
-                bytes: cursor.remaining(),
+                bytes: message.len() - used,
             });
         }
         Ok(MetadataRecord {
@@ -85,7 +89,7 @@ impl<'a> MetadataRecord<'a> {
         write_unsigned_varint(&mut out, FRAME_VERSION);
         write_unsigned_varint(&mut out, self.schema.api_key as u32);
         write_unsigned_varint(&mut out, self.version as u32);
-        encode_struct(&mut out, self.schema.name, &self.data)?;
+        encode_into(&mut out, self.schema, self.version, &self.data)?;
         Ok(out)
     }
 
@@ -101,7 +105,7 @@ impl<'a> MetadataRecord<'a> {
             "{{\"type\":\"{}\",\"version\":{},\"data\":{}}}",
             self.schema.type_name,
             self.version,
-            self.data.to_kafka_json()
+            to_json(&self.data)
         )
     }
 }
@@ -126,8 +130,69 @@ pub fn decode_control_value(
     };
     let schema = CONTROL_RECORDS.iter().find(|s| s.name == name)?;
     // Kafka reads these at the version it writes (0) and prints them with the version field they carry.
-    let mut cursor = Cursor::new(value);
-    Some(decode_struct(&mut cursor, schema.name, schema.fields, 0).map(|s| (label, s)))
+    Some(
+        decode(schema, 0, value)
+            .map(|s| (label, s))
+            .map_err(|e| field_corruption(schema.name, e)),
+    )
+}
+
+/// A KRaft control record's value at version 0 (the inverse of [`decode_control_value`]'s message).
+pub fn encode_control_value(
+    schema: &MessageSchema,
+    message: &Struct<'_>,
+) -> Result<Vec<u8>, EncodeError> {
+    let mut out = Vec::new();
+    encode_into(&mut out, schema, 0, message)?;
+    Ok(out)
+}
+
+/// The schema of a KRaft control record's value, by Kafka's class name (`SnapshotHeaderRecord`).
+pub fn control_schema(name: &str) -> Option<&'static MessageSchema> {
+    CONTROL_RECORDS.iter().find(|s| s.name == name)
+}
+
+/// A field that did not decode, in the terms of [`MetadataCorruption`].
+fn field_corruption(record: &'static str, e: FieldError) -> MetadataCorruption {
+    let field = if e.field == "_taggedFields" {
+        "(tagged fields)"
+    } else {
+        e.field
+    };
+    match e.reason {
+        FieldCorruption::Truncated => MetadataCorruption::Field {
+            record,
+            field,
+            reason: RecordCorruption::Truncated { field: e.what },
+        },
+        FieldCorruption::VarintTooLong => MetadataCorruption::Field {
+            record,
+            field,
+            reason: RecordCorruption::VarintTooLong { field: e.what },
+        },
+        FieldCorruption::NullNotNullable => MetadataCorruption::NullField { record, field },
+        FieldCorruption::InvalidLength(length) => MetadataCorruption::StringLength {
+            record,
+            field,
+            length: length as u32,
+        },
+        FieldCorruption::TooManyElements { count, remaining } => MetadataCorruption::ArrayLength {
+            record,
+            field,
+            length: count as u32,
+            remaining: remaining as usize,
+        },
+        FieldCorruption::TaggedFieldSize {
+            tag,
+            declared,
+            used,
+        } => MetadataCorruption::TaggedFieldSize {
+            record,
+            tag,
+            declared,
+            used,
+        },
+    }
 }
 
 #[cfg(test)]
@@ -197,13 +262,48 @@ mod tests {
         );
     }
 
+    /// The errors keep the words they had before the engine was shared: which field, which part of it.
+    #[test]
+    fn corruption_names_the_field_and_the_part_read() {
+        let bytes = topic_record("t1", [7; 16]);
+        let message = |b: &[u8]| MetadataRecord::decode(Some(b)).unwrap_err().to_string();
+        assert_eq!(
+            message(&bytes[..bytes.len() - 1]),
+            "TopicRecord: field (tagged fields): tagged fields runs past the end of the data"
+        );
+        assert_eq!(
+            message(&bytes[..8]),
+            "TopicRecord: field topicId: topicId runs past the end of the data"
+        );
+        let mut tag = bytes.clone();
+        tag.pop();
+        tag.extend_from_slice(&[1, 5]);
+        assert_eq!(
+            message(&tag),
+            "TopicRecord: field (tagged fields): tag size runs past the end of the data"
+        );
+        // PartitionChangeRecord v0 with leader (tag 1) declared 5 bytes but an int32 (4).
+        let mut sized = vec![1, 5, 0, 0, 0, 0, 0];
+        sized.extend_from_slice(&[1; 16]);
+        sized.extend_from_slice(&[1, 1, 5, 0, 0, 0, 3, 0]);
+        assert_eq!(
+            MetadataRecord::decode(Some(&sized)).unwrap_err(),
+            MetadataCorruption::TaggedFieldSize {
+                record: "PartitionChangeRecord",
+                tag: 1,
+                declared: 5,
+                used: 4
+            }
+        );
+    }
+
     #[test]
     fn a_null_config_value_is_a_delete_and_prints_null() {
         // ConfigRecord v0: resourceType 2, resourceName "t", name "k", value null.
         let bytes = [1, 4, 0, 2, 2, b't', 2, b'k', 0, 0];
         let r = MetadataRecord::decode(Some(&bytes)).unwrap();
         assert_eq!(
-            r.data.to_kafka_json(),
+            to_json(&r.data).to_string(),
             "{\"resourceType\":2,\"resourceName\":\"t\",\"name\":\"k\",\"value\":null}"
         );
         // The same with a null name: not nullable.
@@ -222,7 +322,7 @@ mod tests {
         bytes.extend_from_slice(&[1, 1, 4, 0, 0, 0, 3]);
         let r = MetadataRecord::decode(Some(&bytes)).unwrap();
         assert_eq!(
-            r.data.to_kafka_json(),
+            to_json(&r.data).to_string(),
             "{\"partitionId\":0,\"topicId\":\"AQEBAQEBAQEBAQEBAQEBAQ\",\"leader\":3}"
         );
         // An array count larger than what remains is refused before anything is allocated.

@@ -2,7 +2,7 @@
 //! the release's own schema files (kafka-metadata: `common/metadata/*.json`; kafka-clients: the KRaft
 //! control records). Do not edit.
 
-use super::schema::{Default, Field, MessageSchema, SchemaKind, Type, Versions, MAX};
+use crate::schema::{Default, Field, MessageSchema, SchemaKind, Type, Versions, MAX};
 
 /// The Kafka release these schemas come from.
 pub const KAFKA_VERSION: &str = "4.4.0";
@@ -15,6 +15,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 0,
         valid: Versions::new(0, 4),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("brokerId", Type::Int32, 0, MAX),
             Field::new("isMigratingZkBroker", Type::Bool, 2, MAX).default(Default::Bool(false)),
@@ -57,6 +58,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 1,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("brokerId", Type::Int32, 0, MAX),
             Field::new("brokerEpoch", Type::Int64, 0, MAX),
@@ -68,6 +70,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 2,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("name", Type::String, 0, MAX),
             Field::new("topicId", Type::Uuid, 0, MAX),
@@ -79,6 +82,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 3,
         valid: Versions::new(0, 2),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("partitionId", Type::Int32, 0, MAX).default(Default::Int(-1)),
             Field::new("topicId", Type::Uuid, 0, MAX),
@@ -109,6 +113,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 4,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("resourceType", Type::Int8, 0, MAX),
             Field::new("resourceName", Type::String, 0, MAX),
@@ -122,6 +127,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 5,
         valid: Versions::new(0, 2),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("partitionId", Type::Int32, 0, MAX).default(Default::Int(-1)),
             Field::new("topicId", Type::Uuid, 0, MAX),
@@ -167,6 +173,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 7,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("id", Type::Int32, 0, MAX),
             Field::new("epoch", Type::Int64, 0, MAX),
@@ -178,6 +185,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 8,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("id", Type::Int32, 0, MAX),
             Field::new("epoch", Type::Int64, 0, MAX),
@@ -189,6 +197,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 9,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[Field::new("topicId", Type::Uuid, 0, MAX)],
     },
     MessageSchema {
@@ -197,6 +206,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 10,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("owner", Type::String, 0, MAX),
             Field::new("requester", Type::String, 0, MAX),
@@ -213,6 +223,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 11,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("name", Type::String, 0, MAX),
             Field::new("mechanism", Type::Int8, 0, MAX),
@@ -228,6 +239,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 12,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("name", Type::String, 0, MAX),
             Field::new("featureLevel", Type::Int16, 0, MAX),
@@ -239,6 +251,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 14,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new(
                 "entity",
@@ -260,6 +273,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 15,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("brokerId", Type::Int32, 0, MAX),
             Field::new("brokerEpoch", Type::Int64, 0, MAX).default(Default::Int(-1)),
@@ -272,6 +286,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 17,
         valid: Versions::new(0, 3),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("brokerId", Type::Int32, 0, MAX),
             Field::new("brokerEpoch", Type::Int64, 0, MAX),
@@ -290,6 +305,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 18,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("id", Type::Uuid, 0, MAX),
             Field::new("resourceType", Type::Int8, 0, MAX),
@@ -307,6 +323,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 19,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[Field::new("id", Type::Uuid, 0, MAX)],
     },
     MessageSchema {
@@ -315,6 +332,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 20,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[],
     },
     MessageSchema {
@@ -323,6 +341,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 21,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[Field::new("zkMigrationState", Type::Int8, 0, MAX)],
     },
     MessageSchema {
@@ -331,6 +350,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 22,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("name", Type::String, 0, MAX),
             Field::new("mechanism", Type::Int8, 0, MAX),
@@ -342,6 +362,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 23,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[Field::new("name", Type::String, 0, MAX)
             .nullable(0, MAX)
             .tagged(0, 0, MAX)
@@ -353,6 +374,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 24,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[],
     },
     MessageSchema {
@@ -361,6 +383,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 25,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[Field::new("reason", Type::String, 0, MAX)
             .nullable(0, MAX)
             .tagged(0, 0, MAX)
@@ -372,6 +395,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 26,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[Field::new("tokenId", Type::String, 0, MAX)],
     },
     MessageSchema {
@@ -380,6 +404,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 27,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("controllerId", Type::Int32, 0, MAX),
             Field::new("incarnationId", Type::Uuid, 0, MAX),
@@ -413,6 +438,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 28,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[Field::new("topicName", Type::String, 0, MAX)],
     },
     MessageSchema {
@@ -421,6 +447,7 @@ pub static METADATA_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Metadata,
         api_key: 29,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[Field::new("controllerId", Type::Int32, 0, MAX)],
     },
 ];
@@ -433,6 +460,7 @@ pub static CONTROL_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Control,
         api_key: -1,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("version", Type::Int16, 0, MAX),
             Field::new("lastContainedLogTimestamp", Type::Int64, 0, MAX),
@@ -444,6 +472,7 @@ pub static CONTROL_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Control,
         api_key: -1,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[Field::new("version", Type::Int16, 0, MAX)],
     },
     MessageSchema {
@@ -452,6 +481,7 @@ pub static CONTROL_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Control,
         api_key: -1,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("version", Type::Int16, 0, MAX),
             Field::new("kRaftVersion", Type::Int16, 0, MAX),
@@ -463,6 +493,7 @@ pub static CONTROL_RECORDS: &[MessageSchema] = &[
         kind: SchemaKind::Control,
         api_key: -1,
         valid: Versions::new(0, 0),
+        flexible: Versions::new(0, MAX),
         fields: &[
             Field::new("version", Type::Int16, 0, MAX),
             Field::new(

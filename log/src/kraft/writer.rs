@@ -2,8 +2,9 @@
 //! `MetadataRecordSerde`), and a `<end offset>-<epoch>.checkpoint` snapshot of such records laid out as
 //! Kafka's `RecordsSnapshotWriter` lays one out, so that a Kafka node started on the directory loads it.
 //!
-//! Every message is filled from the schema tables ([`super::schemas`]) and written by the one encoder
-//! ([`super::message::encode_struct`]); nothing here knows a byte layout of its own beyond the framing.
+//! Every message is filled from the schema tables ([`super::schemas`]) and written by the one schema
+//! engine's encoder ([`crate::schema::encode`]); nothing here knows a byte layout of its own beyond the
+//! batches.
 //!
 //! The snapshot, as Kafka 4.4's `RecordsSnapshotWriter` (kraft.version 0, no voter set, no compression)
 //! and its `BatchAccumulator` write it:
@@ -21,12 +22,11 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use super::loader::SnapshotId;
-use super::message::{build_struct, encode_struct, EncodeError, Value};
-use super::record::MetadataRecord;
-use super::schema::MessageSchema;
+use super::record::{encode_control_value, MetadataRecord};
 use super::schemas::{CONTROL_RECORDS, METADATA_RECORDS};
 use crate::format::{BatchBuilder, Compression, ControlRecordType, RECORD_BATCH_OVERHEAD};
 use crate::io::{write_then_rename, StdStorage, Storage};
+use crate::schema::{build_struct, EncodeError, MessageSchema, Value};
 
 /// The largest batch Kafka's raft layer writes (`KafkaRaftClient.MAX_BATCH_SIZE_BYTES`, what
 /// `KafkaRaftClient.createSnapshot` gives the snapshot writer).
@@ -258,12 +258,13 @@ pub fn encode_record(record: &MetadataRecordOut) -> Vec<u8> {
 /// A KRaft control record's value (`SnapshotHeaderRecord`, `SnapshotFooterRecord`) at version 0.
 fn control_value(name: &str, values: Vec<(&'static str, Value<'static>)>) -> Vec<u8> {
     let schema = schema_named(CONTROL_RECORDS, name);
-    let mut out = Vec::new();
     let encoded = build_struct(schema.name, schema.fields, 0, values)
-        .and_then(|message| encode_struct(&mut out, schema.name, &message));
+        .and_then(|message| encode_control_value(schema, &message));
     // Integers into int16/int64 fields that exist at version 0: nothing here can fail.
-    assert!(encoded.is_ok(), "{name}: {encoded:?}");
-    out
+    match encoded {
+        Ok(bytes) => bytes,
+        Err(e) => panic!("{name}: {e}"),
+    }
 }
 
 /// The bytes of a snapshot of `records`: header batch, data batches, footer batch (see the module

@@ -172,6 +172,10 @@ pub fn export(
     let mut transfer = Transfer::default();
     for plan in &mut plans {
         let dir = partition_dir_name(&plan.row.topic, plan.row.partition);
+        // The producer state is not enough for the ProducerIdsRecord: a failover's barrier clears it
+        // and expiry thins it, while the batches (and their ids) stay in the log.
+        let in_batches = files::max_producer_id(&root.join(&dir))?;
+        plan.max_producer_id = plan.max_producer_id.max(in_batches);
         let t = files::export_partition_dir(&root.join(&dir), &out.join(&dir), plan.active_base)?;
         write_partition_metadata(storage.as_ref(), &out.join(&dir), plan.id)?;
         plan.row.transfer = t;
@@ -375,7 +379,7 @@ fn plan_of(
         ))
     })?;
     let latest = log.latest_epoch().unwrap_or(-1);
-    let producer_max = max_producer_id(&log)?;
+    let producer_max = log.producers().iter().map(|e| e.producer_id()).max();
     let mut row = offsets_row(
         partition,
         id,
@@ -394,30 +398,6 @@ fn plan_of(
         max_producer_id: producer_max,
         active_base: log.segment_base_offsets().last().copied().unwrap_or(0),
     })
-}
-
-/// The highest producer id of any batch in `log`: a pass over every batch header. The producer state
-/// is not enough: a failover's barrier clears it, and expired producers leave it, while their batches
-/// (and ids) stay in the log.
-fn max_producer_id(log: &klog_log::partition_log::PartitionLog) -> Result<Option<i64>, Error> {
-    let mut max = log.producers().iter().map(|e| e.producer_id()).max();
-    let mut offset = log.log_start_offset();
-    let end = log.log_end_offset();
-    while offset < end {
-        let read = log.read(offset, 1 << 20, Some(end), true)?;
-        if read.next_offset <= offset {
-            break;
-        }
-        for batch in klog_log::format::Batches::new(read.records.as_slice()) {
-            if let klog_log::format::AnyBatch::V2(b) = batch? {
-                if b.producer_id() >= 0 {
-                    max = max.max(Some(b.producer_id()));
-                }
-            }
-        }
-        offset = read.next_offset;
-    }
-    Ok(max)
 }
 
 fn offsets_row(partition: i32, id: TopicId, epoch: i32, start: i64, end: i64) -> ExportedPartition {

@@ -74,7 +74,7 @@ pub fn replace(logs: &[(i32, Arc<PartitionLog>)], partitions: u32) -> Result<Rep
                         CoordinatorRecord::decode(Coordinator::Group, record.key, record.value)
                             .map_err(|e| corrupt(record.offset, e.to_string()))?;
                     // Every group record's key starts with the group id.
-                    let Some((_, Value::String(group))) = decoded.key.fields.first() else {
+                    let Some((_, Value::Str(group))) = decoded.key.fields.first() else {
                         return Err(corrupt(record.offset, "a key without a group id".into()));
                     };
                     let headers = record

@@ -1,6 +1,7 @@
-//! The shape of a Kafka message schema (`common/metadata/*.json`): fields with their types, the versions
-//! they exist in, nullability, tags and defaults. `schemas.rs` declares Kafka's records in these terms;
-//! [`super::message`] decodes and prints any of them from the declaration alone.
+//! The shape of a Kafka message schema (`common/metadata/*.json`, `common/message/*.json`): fields with
+//! their types, the versions they exist in, nullability, tags and defaults, and the versions that are
+//! flexible. `kraft/schemas.rs` and `coordinator/schemas.rs` declare Kafka's records in these terms; the
+//! codec ([`super::decode`], [`super::encode`]) and [`super::to_json`] work from the declaration alone.
 
 /// "Every version from here on": the `+` of Kafka's version ranges.
 pub const MAX: i16 = i16::MAX;
@@ -18,9 +19,14 @@ impl Versions {
     /// No version (`"none"`, or a property the schema does not give).
     pub const NONE: Versions = Versions { lo: 1, hi: 0 };
 
-    /// `lo` to `hi`, inclusive.
+    /// `lo` to `hi`, inclusive (`"lo-hi"`).
     pub const fn new(lo: i16, hi: i16) -> Self {
         Versions { lo, hi }
+    }
+
+    /// `"lo+"`.
+    pub const fn from(lo: i16) -> Self {
+        Versions { lo, hi: MAX }
     }
 
     /// Whether `version` is in the range.
@@ -29,8 +35,8 @@ impl Versions {
     }
 }
 
-/// A field's type. Strings, bytes, arrays and structs use the flexible (compact) encoding: every schema
-/// here is flexible in all its versions.
+/// A field's type. Strings, bytes and arrays are compact (unsigned varint length + 1, 0: null) in a
+/// schema's flexible versions and classic (int16 / int32 length, -1: null) before them.
 #[derive(Debug, Clone, Copy)]
 pub enum Type {
     /// One byte, non-zero is true.
@@ -49,15 +55,16 @@ pub enum Type {
     Int64,
     /// An IEEE 754 double, big-endian.
     Float64,
-    /// Compact: unsigned varint length + 1 (0: null), then UTF-8 bytes.
+    /// A length, then UTF-8 bytes (at most 32767).
     String,
     /// 16 bytes (printed as URL-safe base64 without padding).
     Uuid,
-    /// Compact like a string.
+    /// A length, then the bytes (printed as standard base64).
     Bytes,
-    /// Compact: unsigned varint count + 1 (0: null), then the elements.
+    /// A count, then the elements.
     Array(&'static Type),
-    /// The fields in order, then a tagged-fields section.
+    /// The fields in order, then (flexible versions) a tagged-fields section; a nullable one starts with
+    /// a presence byte.
     Struct(&'static [Field]),
 }
 
@@ -147,21 +154,38 @@ pub enum SchemaKind {
     Metadata,
     /// The value of a KRaft control record, read at version 0.
     Control,
+    /// A coordinator record's key (`__consumer_offsets`, `__transaction_state`).
+    CoordinatorKey,
+    /// A coordinator record's value.
+    CoordinatorValue,
+    /// A message nested in bytes (the consumer protocol's subscription and assignment).
+    Data,
 }
 
 /// One message type.
 #[derive(Debug, Clone, Copy)]
 pub struct MessageSchema {
-    /// Kafka's class name (`TopicRecord`).
+    /// Kafka's class name (`TopicRecord`, `OffsetCommitValue`).
     pub name: &'static str,
-    /// `MetadataRecordType`'s name (`TOPIC_RECORD`).
+    /// `MetadataRecordType`'s name for a metadata or control record (`TOPIC_RECORD`); empty otherwise.
     pub type_name: &'static str,
-    /// Metadata record or control record value.
+    /// Which family of records it belongs to.
     pub kind: SchemaKind,
-    /// The record type of a metadata record (-1 for control records).
+    /// The record type (`apiKey`: a metadata or coordinator record's), -1 when it has none.
     pub api_key: i16,
     /// The versions Kafka can read (`validVersions`).
     pub valid: Versions,
+    /// The versions that use the compact encodings and carry tagged fields (`flexibleVersions`).
+    pub flexible: Versions,
     /// The top-level fields.
     pub fields: &'static [Field],
 }
+
+/// Schemas are static tables: a schema is itself, wherever its name repeats.
+impl PartialEq for MessageSchema {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for MessageSchema {}
