@@ -313,10 +313,14 @@ fn check_report(report: &Value, kafka: &KafkaCluster, clean: bool) {
         report["group_offsets"]["placement"], "replaced",
         "the harness's broker has 1 offsets partition"
     );
-    assert!(
-        report["files"]["linked_files"].as_u64().unwrap() > 0,
-        "{report}"
-    );
+    // After a clean stop the sealed segments are linked; after a kill only those below the broker's
+    // last recovery-point checkpoint (written once a minute: a quick run may have none) are.
+    if clean {
+        assert!(
+            report["files"]["linked_files"].as_u64().unwrap() > 0,
+            "{report}"
+        );
+    }
     let skipped = report["skipped"].as_array().unwrap();
     assert!(
         skipped
