@@ -142,6 +142,15 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// `klog cluster import` refused: the broker's log directory, its metadata or the target is not what
+    /// an import takes (the path, and why).
+    #[error("cannot import {path}: {reason}")]
+    ImportRefused {
+        /// The directory or file refused.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// A rule that protects data refused to act (for example an LME above every local epoch).
     #[error("{0}")]
     Refused(String),

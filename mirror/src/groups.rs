@@ -9,7 +9,9 @@
 //! group has committed into them (a node opens whichever are on disk); they are never trimmed by time or
 //! size, and klog does not compact them (Kafka's cleaner does once a broker owns them), so a writer
 //! appends a commit only when it changes what is committed. What is committed is read back by replaying
-//! the partitions: the last record of a key wins, a tombstone removes it.
+//! the partitions: the last record of a key wins, a tombstone removes it, and a transactional offset
+//! commit counts only once its producer's COMMIT marker is read (an ABORT drops it), as Kafka's
+//! coordinator applies `TxnOffsetCommit`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,7 +20,7 @@ use klog_log::checkpoint::TopicId;
 use klog_log::coordinator::{
     partition_for_group, OffsetCommitKey, OffsetCommitValue, CONSUMER_OFFSETS_TOPIC,
 };
-use klog_log::format::{AnyBatch, BatchBuilder, Batches, Compression};
+use klog_log::format::{AnyBatch, BatchBuilder, Batches, Compression, ControlRecordType, Record};
 use klog_log::partition_log::PartitionLog;
 use serde::Serialize;
 
@@ -118,21 +120,22 @@ pub fn committed_offsets(node: &Node) -> Result<BTreeMap<OffsetKey, CommittedOff
     Ok(out)
 }
 
+/// One offset commit record: the key, and the offset (`None`: a tombstone, the offset deleted).
+type OffsetRecord = (OffsetKey, Option<CommittedOffset>);
+
 /// Applies partition `p`'s offset commits in order; other coordinator records (group metadata, the
-/// consumer-group records of KIP-848) are not offsets and are passed over.
-fn replay(
+/// consumer-group records of KIP-848) are not offsets and are passed over. A transactional offset
+/// commit (`sendOffsetsToTransaction`) waits for its producer's marker, as in Kafka's coordinator:
+/// applied at COMMIT, dropped at ABORT, never applied while the transaction is open.
+pub(crate) fn replay(
     p: i32,
     log: &PartitionLog,
     out: &mut BTreeMap<OffsetKey, CommittedOffset>,
 ) -> Result<(), Error> {
-    let corrupt = |offset: i64, reason: String| Error::CorruptGroupOffsets {
-        partition: p,
-        offset,
-        reason,
-    };
     let mut offset = log.log_start_offset();
     let end = log.high_watermark();
     let mut scratch = Vec::new();
+    let mut pending: BTreeMap<i64, Vec<OffsetRecord>> = BTreeMap::new();
     while offset < end {
         let read = log.read(offset, 1 << 20, Some(end), true)?;
         if read.next_offset <= offset {
@@ -140,49 +143,77 @@ fn replay(
         }
         for batch in Batches::new(read.records.as_slice()) {
             let AnyBatch::V2(batch) = batch? else {
-                return Err(corrupt(offset, "a legacy (v0/v1) batch".into()));
+                return Err(corrupt(p, offset, "a legacy (v0/v1) batch".into()));
             };
             if batch.is_control() {
+                let ended = pending.remove(&batch.producer_id()).unwrap_or_default();
+                let control = batch.control_record()?.map(|c| c.record_type);
+                if batch.is_transactional() && control == Some(ControlRecordType::Commit) {
+                    ended.into_iter().for_each(|r| apply(out, r));
+                }
                 continue;
             }
             for record in batch.records(&mut scratch)? {
-                let record = record?;
-                let Some(key) = record.key else {
-                    return Err(corrupt(record.offset, "a record without a key".into()));
-                };
-                // Record types 0 and 1 are offset commits; 2 and up are other group records.
-                if key.len() >= 2 && i16::from_be_bytes([key[0], key[1]]) > 1 {
+                let Some(r) = offset_record(p, &record?)? else {
                     continue;
-                }
-                let k = OffsetCommitKey::decode(key)
-                    .map_err(|e| corrupt(record.offset, e.to_string()))?;
-                let id = (k.group, k.topic, k.partition);
-                match record.value {
-                    None => {
-                        out.remove(&id);
-                    }
-                    Some(v) => {
-                        let (_, v) = OffsetCommitValue::decode(v)
-                            .map_err(|e| corrupt(record.offset, e.to_string()))?;
-                        out.insert(
-                            id.clone(),
-                            CommittedOffset {
-                                group: id.0,
-                                topic: id.1,
-                                partition: id.2,
-                                offset: v.offset,
-                                leader_epoch: v.leader_epoch,
-                                metadata: v.metadata,
-                                commit_timestamp: v.commit_timestamp,
-                            },
-                        );
-                    }
+                };
+                if batch.is_transactional() {
+                    pending.entry(batch.producer_id()).or_default().push(r);
+                } else {
+                    apply(out, r);
                 }
             }
         }
         offset = read.next_offset;
     }
     Ok(())
+}
+
+fn corrupt(partition: i32, offset: i64, reason: String) -> Error {
+    Error::CorruptGroupOffsets {
+        partition,
+        offset,
+        reason,
+    }
+}
+
+fn apply(out: &mut BTreeMap<OffsetKey, CommittedOffset>, (id, value): OffsetRecord) {
+    match value {
+        None => {
+            out.remove(&id);
+        }
+        Some(c) => {
+            out.insert(id, c);
+        }
+    }
+}
+
+/// The offset commit a record of partition `p` holds; `None` for the other group records.
+fn offset_record(p: i32, record: &Record<'_>) -> Result<Option<OffsetRecord>, Error> {
+    let Some(key) = record.key else {
+        return Err(corrupt(p, record.offset, "a record without a key".into()));
+    };
+    // Record types 0 and 1 are offset commits; 2 and up are other group records.
+    if key.len() >= 2 && i16::from_be_bytes([key[0], key[1]]) > 1 {
+        return Ok(None);
+    }
+    let k = OffsetCommitKey::decode(key).map_err(|e| corrupt(p, record.offset, e.to_string()))?;
+    let id = (k.group, k.topic, k.partition);
+    let Some(v) = record.value else {
+        return Ok(Some((id, None)));
+    };
+    let (_, v) =
+        OffsetCommitValue::decode(v).map_err(|e| corrupt(p, record.offset, e.to_string()))?;
+    let committed = CommittedOffset {
+        group: id.0.clone(),
+        topic: id.1.clone(),
+        partition: id.2,
+        offset: v.offset,
+        leader_epoch: v.leader_epoch,
+        metadata: v.metadata,
+        commit_timestamp: v.commit_timestamp,
+    };
+    Ok(Some((id, Some(committed))))
 }
 
 /// Reopens with recovery every `__consumer_offsets` partition that failed a write (its last records
@@ -211,17 +242,22 @@ pub fn write(node: &Node, changes: &[OffsetChange]) -> Result<(), Error> {
     let now = node.clock.now_ms();
     for (p, changes) in by_partition {
         let log = offsets_log(node, p as i32)?;
-        let mut b = BatchBuilder::new(Compression::None);
-        for c in changes {
-            let (k, v) = c.encode()?;
-            b.append(now, Some(&k), v.as_deref(), &[])?;
-        }
-        let mut bytes = b.build()?;
+        let mut bytes = offsets_batch(&changes, now)?;
         log.append_as_leader(&mut bytes, 0)?;
         log.update_high_watermark(log.log_end_offset());
         log.flush(log.log_end_offset())?;
     }
     Ok(())
+}
+
+/// One uncompressed batch of OffsetCommit records (keys and values as Kafka's coordinator writes them).
+pub(crate) fn offsets_batch(changes: &[&OffsetChange], now_ms: i64) -> Result<Vec<u8>, Error> {
+    let mut b = BatchBuilder::new(Compression::None);
+    for c in changes {
+        let (k, v) = c.encode()?;
+        b.append(now_ms, Some(&k), v.as_deref(), &[])?;
+    }
+    Ok(b.build()?)
 }
 
 /// `__consumer_offsets-<p>`, opened (reopened with recovery if it failed a write) or created. A new partition gets the topic id its siblings have

@@ -19,7 +19,8 @@
 //! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
 //!   and FAILED retries, knowing sources only through the seam;
 //! - [`describe`] and [`cluster`]: the public face, [`Cluster`], putting the rest together;
-//! - [`export`]: a cluster written as a Kafka broker's log directory (`klog cluster export --kafka`).
+//! - [`export`]: a cluster written as a Kafka broker's log directory (`klog cluster export --kafka`);
+//! - [`import`]: a stopped Kafka broker's log directory taken over as a new cluster.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -33,6 +34,7 @@ pub mod error;
 pub mod export;
 pub mod groups;
 mod heal;
+pub mod import;
 pub mod kafka_source;
 mod kafka_wire;
 pub mod manager;

@@ -40,6 +40,28 @@ pub enum ClusterCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Take over a stopped Kafka broker's log directory: a new cluster in INTO with the broker's
+    /// topics (names, ids, partition counts, configs), partition files (sealed segments hard-linked on
+    /// the same file system, the rest copied), producer state and group offsets.
+    Import {
+        /// The broker's log directory (`log.dirs`); the broker must be stopped (its `.lock` free).
+        kafka_log_dir: PathBuf,
+        /// The new cluster's root (missing or empty).
+        #[arg(long)]
+        into: PathBuf,
+        /// The broker's `metadata.log.dir`, when `__cluster_metadata-0` is not in KAFKA_LOG_DIR.
+        #[arg(long)]
+        metadata_log_dir: Option<PathBuf>,
+        /// Copy every file, never hard-link (to start the broker on its directory again later).
+        #[arg(long)]
+        copy: bool,
+        /// Partitions of the new cluster's `__mirror_state` (mirror.state.topic.num.partitions).
+        #[arg(long, default_value_t = 3)]
+        mirror_state_partitions: u32,
+        /// Print the import report as one JSON object (the fields in docs/cli.md).
+        #[arg(long)]
+        json: bool,
+    },
     /// Write the cluster as the log directory of a one-node Kafka KRaft broker that starts on it with no
     /// format step (partition files linked or copied, metadata snapshot, checkpoints, meta.properties).
     Export(super::export::ExportArgs),
@@ -220,6 +242,33 @@ pub fn cluster(cmd: &ClusterCommand) -> anyhow::Result<ExitCode> {
                 say!("{}", json!({"root": root, "cluster_id": id}));
             } else {
                 say!("created cluster {id} in {}", root.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Import {
+            kafka_log_dir,
+            into,
+            metadata_log_dir,
+            copy,
+            mirror_state_partitions,
+            json,
+        } => {
+            let options = klog::mirror::import::ImportOptions {
+                metadata_log_dir: metadata_log_dir.clone(),
+                copy: *copy,
+                mirror_state_partitions: *mirror_state_partitions,
+            };
+            let report = klog::mirror::import::import(
+                storage()?,
+                Arc::new(SystemClock),
+                kafka_log_dir,
+                into,
+                &options,
+            )?;
+            if *json {
+                say!("{}", serde_json::to_string(&report)?);
+            } else {
+                super::mirror_import::print_report(&report);
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -42,6 +42,7 @@ mod dump_metadata;
 mod export;
 mod group;
 mod mirror;
+mod mirror_import;
 mod mirror_meta;
 mod producers;
 mod read;
