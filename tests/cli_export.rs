@@ -94,6 +94,38 @@ fn a_partition_still_mirroring_is_refused_unless_forced() {
     assert!(out.join("meta.properties").is_file());
 }
 
+/// A relative OUT is printed absolute in the broker config: Kafka resolves `log.dirs` against its own
+/// working directory, not the one the export ran in.
+#[test]
+fn the_printed_log_dirs_is_absolute() {
+    let dir = scratch_dir("cli_export_relative");
+    let (_, b) = mirrored(&dir);
+    fail_over(&b);
+    let rel = std::process::Command::new(env!("CARGO_BIN_EXE_klog"))
+        .current_dir(&dir)
+        .args([
+            "cluster",
+            "export",
+            s(&b),
+            "--kafka",
+            "OUT-relative",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(rel.status.success(), "{}", stderr(&rel));
+    let rel: Value = serde_json::from_slice(&rel.stdout).unwrap();
+    let abs = dir.join("OUT-relative").display().to_string();
+    assert!(
+        rel["broker_config"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from(format!("log.dirs={abs}"))),
+        "{}",
+        rel["broker_config"]
+    );
+}
+
 #[test]
 fn export_after_failover_writes_the_files_byte_for_byte_and_reports_them() {
     let dir = scratch_dir("cli_export_stopped");

@@ -453,7 +453,13 @@ fn broker_config(options: &ExportOptions) -> Vec<String> {
         "advertised.listeners=PLAINTEXT://localhost:9092".into(),
         "controller.listener.names=CONTROLLER".into(),
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".into(),
-        format!("log.dirs={}", options.out.display()),
+        // Kafka resolves a relative log.dirs against its own working directory, not the user's.
+        format!(
+            "log.dirs={}",
+            std::path::absolute(&options.out)
+                .unwrap_or_else(|_| options.out.clone())
+                .display()
+        ),
         format!(
             "offsets.topic.num.partitions={}",
             options.offsets_partitions
