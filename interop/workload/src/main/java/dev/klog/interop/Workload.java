@@ -109,7 +109,8 @@ public final class Workload {
         switch (args[0]) {
             case "create-topic" -> createTopic(args[1], args[2], args);
             case "produce" -> new Producing(args[1], args[2], args.length > 3 ? Integer.parseInt(args[3]) : 60).run();
-            case "consume" -> consume(args[1], args[2], args.length > 3 ? args[3] : "read_uncommitted");
+            case "consume" -> consume(args[1], args[2], args.length > 3 ? args[3] : "read_uncommitted",
+                    args.length > 4 ? Integer.parseInt(args[4]) : 0);
             case "delete-records" -> deleteRecords(args[1], args[2], Long.parseLong(args[3]));
             case "commit-offsets" -> commitOffsets(args[1], args[2], args[3], args[4]);
             case "group-consume" -> groupConsume(args[1], args[2], args[3], Integer.parseInt(args[4]),
@@ -118,7 +119,7 @@ public final class Workload {
             case "send" -> send(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), args[5],
                     args.length > 6 ? Long.parseLong(args[6]) : 0);
             case "open-transactions" -> openTransactions(args[1], args[2], Integer.parseInt(args[3]),
-                    Integer.parseInt(args[4]));
+                    Integer.parseInt(args[4]), args.length > 5 ? args[5] : null, args.length > 6 ? args[6] : "klog-open-");
             case "describe-topic" -> describeTopic(args[1], args[2]);
             case "elect-leaders" -> electLeaders(args[1], args[2], Integer.parseInt(args[3]), args[4]);
             case "fixture-batches" -> FixtureBatches.run(args[1], args[2]);
@@ -396,7 +397,8 @@ public final class Workload {
         }
     }
 
-    private static void consume(String bootstrap, String topic, String isolation) {
+    /** Every record of one partition (0 unless named), from its start to its end offset at ISOLATION. */
+    private static void consume(String bootstrap, String topic, String isolation, int partition) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
@@ -404,7 +406,7 @@ public final class Workload {
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "65536");
-        TopicPartition tp = new TopicPartition(topic, 0);
+        TopicPartition tp = new TopicPartition(topic, partition);
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
             consumer.assign(List.of(tp));
             consumer.seekToBeginning(List.of(tp));
@@ -425,16 +427,22 @@ public final class Workload {
     /**
      * Transactions left open at the source: each producer commits COUNT records, then sends COUNT more in a
      * transaction it never ends. The producer is closed at once, so neither a commit nor an abort is sent;
-     * the broker keeps the transaction open until transaction.timeout.ms.
+     * the broker keeps the transaction open until transaction.timeout.ms. Every producer writes to partition
+     * 0, unless PARTITIONS (a comma-separated list) is given: producer n then writes to the n-th entry (cycling)
+     * and each line names its partition. Transactional ids are PREFIX + n ("klog-open-" unless given).
      */
-    private static void openTransactions(String bootstrap, String topic, int count, int producers) throws Exception {
+    private static void openTransactions(String bootstrap, String topic, int count, int producers, String partitions,
+            String prefix) throws Exception {
         List<String> lines = new ArrayList<>();
+        String[] chosen = partitions == null ? new String[] {"0"} : partitions.split(",");
         for (int n = 0; n < producers; n++) {
+            int partition = Integer.parseInt(chosen[n % chosen.length]);
+            String named = partitions == null ? "" : ",\"partition\":" + partition;
             Properties p = new Properties();
             p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
             p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
             p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-            p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "klog-open-" + n);
+            p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, prefix + n);
             p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "900000");
             p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
             KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p);
@@ -445,14 +453,14 @@ public final class Workload {
                 for (int i = 0; i < count; i++) {
                     byte[] key = ("open-" + n + "-" + i).getBytes(StandardCharsets.UTF_8);
                     byte[] value = ("value-" + n + "-" + i + (commit ? "-committed" : "-open")).getBytes(StandardCharsets.UTF_8);
-                    sent.add(producer.send(new ProducerRecord<>(topic, 0, key, value)));
+                    sent.add(producer.send(new ProducerRecord<>(topic, partition, key, value)));
                 }
                 producer.flush();
                 if (commit) {
                     producer.commitTransaction();
                 }
                 for (Future<RecordMetadata> f : sent) {
-                    lines.add("{\"offset\":" + f.get().offset() + ",\"producer\":" + n + ",\"committed\":" + commit + "}");
+                    lines.add("{\"offset\":" + f.get().offset() + named + ",\"producer\":" + n + ",\"committed\":" + commit + "}");
                 }
             }
             producer.close(Duration.ZERO);
