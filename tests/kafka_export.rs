@@ -363,18 +363,7 @@ fn a_stock_broker_starts_on_an_export_and_a_consumer_group_resumes_in_two_sessio
                 "{mode:?} N={n}: partition {p} resumes where session 1 left off"
             );
         }
-        // At a first start Kafka leads each partition at the exported epoch E, then the broker's
-        // registration moves it to E+1 (no leader) and unfencing to E+2 (kraft-bootstrap §2): a group
-        // coordinator load begun at E is stopped and logged as an ERROR, then redone at E+2. That
-        // line is Kafka's own first-start sequence; any other error fails the test.
-        let errors: Vec<String> = target_broker
-            .error_lines()
-            .into_iter()
-            .filter(|l| {
-                !(l.contains("Failed to load metadata from __consumer_offsets-")
-                    && l.contains("is not online or is no longer the leader"))
-            })
-            .collect();
+        let errors = target_broker.error_lines_beyond_first_start();
         assert!(
             errors.is_empty(),
             "{mode:?} N={n}: the broker logged errors: {errors:#?}"

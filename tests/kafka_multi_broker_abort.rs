@@ -285,15 +285,7 @@ fn an_abort_mode_failover_from_three_brokers_is_served_by_an_adopting_broker() {
             "partition {p}: read_uncommitted, every record at its source offset"
         );
     }
-    // Kafka's own first start on an export logs one ERROR (kafka_export.rs says why); no other.
-    let errors: Vec<String> = broker
-        .error_lines()
-        .into_iter()
-        .filter(|l| {
-            !(l.contains("Failed to load metadata from __consumer_offsets-")
-                && l.contains("is not online or is no longer the leader"))
-        })
-        .collect();
+    let errors = broker.error_lines_beyond_first_start();
     assert!(errors.is_empty(), "the broker logged errors: {errors:#?}");
     broker.stop();
     phase("kafka_multi_broker_abort");
