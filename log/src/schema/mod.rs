@@ -16,8 +16,8 @@ mod types;
 mod value;
 
 pub use codec::{
-    build_struct, decode, decode_prefix, encode, encode_into, EncodeError, FieldCorruption,
-    FieldError,
+    build_struct, decode, decode_partial, decode_prefix, decode_prefix_with, encode, encode_into, DecodeOptions,
+    EncodeError, FieldCorruption, FieldError,
 };
 pub use json::{base64, kafka_uuid, to_json, Json};
 pub use types::{Default, Field, MessageSchema, SchemaKind, Type, Versions, MAX};
