@@ -253,9 +253,7 @@ impl<'a> Reader<'a> {
         classic_bytes: usize,
     ) -> Result<Option<usize>, FieldError> {
         let n = if self.flexible {
-            self.uvarint_as(field, field.name)
-                .map_err(in_length)? as i64
-                - 1
+            self.uvarint_as(field, field.name).map_err(in_length)? as i64 - 1
         } else {
             self.int(field, classic_bytes).map_err(in_length)?
         };
@@ -752,7 +750,10 @@ mod tests {
             strict_tag_sizes: false,
         };
         let e = decode_prefix_with(schema, 0, &bytes, strict).unwrap_err();
-        assert_eq!((e.field, e.position, e.reason), ("transactionalId", 2, FieldCorruption::NotUtf8));
+        assert_eq!(
+            (e.field, e.position, e.reason),
+            ("transactionalId", 2, FieldCorruption::NotUtf8)
+        );
         let value = &crate::coordinator::schemas::TRANSACTION_LOG_VALUE;
         // producerId 7, then producerEpoch cut short.
         let bytes = [0u8, 0, 0, 0, 0, 0, 0, 7, 0];
@@ -761,7 +762,10 @@ mod tests {
         assert_eq!(s.fields.len(), 1);
         assert_eq!(used, 8);
         let failed = failed.unwrap();
-        assert_eq!((failed.need, failed.remaining, failed.reason), (2, 1, FieldCorruption::Truncated));
+        assert_eq!(
+            (failed.need, failed.remaining, failed.reason),
+            (2, 1, FieldCorruption::Truncated)
+        );
     }
 
     /// A count far beyond the buffer is refused before anything is allocated.

@@ -19,8 +19,8 @@
 
 use klog_log::checkpoint::TopicId;
 use klog_log::schema::{
-    build_struct, decode_partial, decode_prefix_with, encode_into, DecodeOptions, FieldCorruption, FieldError,
-    MessageSchema, Struct, Value,
+    build_struct, decode_partial, decode_prefix_with, encode_into, DecodeOptions, FieldCorruption,
+    FieldError, MessageSchema, Struct, Value,
 };
 
 use crate::state::MirrorState;
@@ -439,7 +439,8 @@ fn label(field: &str) -> &str {
 
 /// An integer field of a decoded struct (every field of version 0 is in it).
 fn int(s: &Struct<'_>, name: &str) -> Result<i64, String> {
-    s.int(name).ok_or_else(|| format!("{} is missing", label(name)))
+    s.int(name)
+        .ok_or_else(|| format!("{} is missing", label(name)))
 }
 
 /// A klog tagged field: `None` when absent.
@@ -511,8 +512,16 @@ fn read_state_value(bytes: &[u8], older: bool) -> Result<(PartitionStateValue, b
         return Err(format!("{} bytes left after the value", bytes.len() - used));
     }
     let value = PartitionStateValue {
-        leader_epoch: if older { -1 } else { int(&s, "leaderEpoch")? as i32 },
-        state_epoch: if older { 0 } else { int(&s, "stateEpoch")? as i32 },
+        leader_epoch: if older {
+            -1
+        } else {
+            int(&s, "leaderEpoch")? as i32
+        },
+        state_epoch: if older {
+            0
+        } else {
+            int(&s, "stateEpoch")? as i32
+        },
         previous,
         retry_attempt: int(&s, "retryAttempt")? as i16,
         error,
