@@ -109,8 +109,10 @@ impl CoordinatorCorruption {
                     ),
                     // A BufferUnderflowException, which has no message (tag sizes are not checked
                     // for coordinator records).
+                    // (NotUtf8 and TaggedFieldSize: not asked for by coordinator decodes.)
                     FieldCorruption::Truncated
                     | FieldCorruption::VarintTooLong
+                    | FieldCorruption::NotUtf8
                     | FieldCorruption::TaggedFieldSize { .. } => "null".into(),
                 };
                 format!(

@@ -160,7 +160,9 @@ fn field_corruption(record: &'static str, e: FieldError) -> MetadataCorruption {
         e.field
     };
     match e.reason {
-        FieldCorruption::Truncated => MetadataCorruption::Field {
+        // NotUtf8 is never produced here: KRaft records are decoded with lossy strings, as Kafka's
+        // readers decode them.
+        FieldCorruption::Truncated | FieldCorruption::NotUtf8 => MetadataCorruption::Field {
             record,
             field,
             reason: RecordCorruption::Truncated { field: e.what },

@@ -132,9 +132,9 @@ pub enum KraftWriteError {
     Batch {
         /// The snapshot's path.
         path: PathBuf,
-        /// The builder's refusal.
+        /// The builder's refusal (boxed: the crate's error is large beside the other variants).
         #[source]
-        source: crate::Error,
+        source: Box<crate::Error>,
     },
     /// An I/O failure writing the snapshot.
     #[error("{path}: {source}")]
@@ -279,7 +279,7 @@ pub fn snapshot_bytes(
     let built = |r: Result<Vec<u8>, crate::Error>| {
         r.map_err(|source| KraftWriteError::Batch {
             path: path.to_owned(),
-            source,
+            source: Box::new(source),
         })
     };
     let mut out = Vec::new();

@@ -37,8 +37,12 @@ pub enum FieldCorruption {
     /// An unsigned varint of more than 5 bytes.
     #[error("an unsigned varint longer than 5 bytes")]
     VarintTooLong,
+    /// A string that is not UTF-8 (refused only with [`DecodeOptions::strict_utf8`]; otherwise decoded
+    /// lossily).
+    #[error("the string is not UTF-8")]
+    NotUtf8,
     /// A known tagged field whose declared size differs from what its value took (checked for KRaft
-    /// records, whose loader refuses such a record).
+    /// records, whose loader refuses such a record, and with [`DecodeOptions::strict_tag_sizes`]).
     #[error("tagged field {tag} is {declared} bytes but its value took {used}")]
     TaggedFieldSize {
         /// The tag.
@@ -60,6 +64,12 @@ pub struct FieldError {
     pub what: &'static str,
     /// The byte offset in the buffer where it failed.
     pub position: usize,
+    /// Whether it failed in the length of a string, bytes or array (not in what follows the length).
+    pub in_length: bool,
+    /// For [`FieldCorruption::Truncated`]: the bytes the read needed (0 otherwise).
+    pub need: usize,
+    /// The bytes left, when it failed, in what was being read (the buffer, or a tagged field's bytes).
+    pub remaining: usize,
     /// What was wrong.
     pub reason: FieldCorruption,
 }
@@ -87,21 +97,73 @@ pub fn decode<'a>(
     decode_prefix(schema, version, buf).map(|(s, _)| s)
 }
 
+/// How strictly a decode reads what Kafka's generated readers would take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Refuse a string that is not UTF-8 ([`FieldCorruption::NotUtf8`]) instead of decoding it lossily.
+    pub strict_utf8: bool,
+    /// Refuse a known tagged field whose declared size differs from what its value took
+    /// ([`FieldCorruption::TaggedFieldSize`]).
+    pub strict_tag_sizes: bool,
+}
+
+impl DecodeOptions {
+    /// What [`decode`] and [`decode_prefix`] use for `schema`: strings decoded lossily, tagged-field
+    /// sizes checked for KRaft records only.
+    pub fn for_schema(schema: &MessageSchema) -> Self {
+        DecodeOptions {
+            strict_utf8: false,
+            strict_tag_sizes: matches!(schema.kind, SchemaKind::Metadata | SchemaKind::Control),
+        }
+    }
+}
+
 /// Decodes `schema` at `version` from the start of `buf`, and says how many bytes it took.
 pub fn decode_prefix<'a>(
     schema: &MessageSchema,
     version: i16,
     buf: &'a [u8],
 ) -> Result<(Struct<'a>, usize), FieldError> {
+    decode_prefix_with(schema, version, buf, DecodeOptions::for_schema(schema))
+}
+
+/// [`decode_prefix`] with the given options.
+pub fn decode_prefix_with<'a>(
+    schema: &MessageSchema,
+    version: i16,
+    buf: &'a [u8],
+    options: DecodeOptions,
+) -> Result<(Struct<'a>, usize), FieldError> {
+    let (s, used, failed) = decode_partial(schema, version, buf, options);
+    match failed {
+        None => Ok((s, used)),
+        Some(e) => Err(e),
+    }
+}
+
+/// [`decode_prefix_with`] that keeps what it read: the top-level fields decoded before a failure (in
+/// schema order, tagged ones at their defaults), the bytes taken, and the failure if there was one.
+/// For a reader that checks each field's value as it is read, as a hand-written reader would.
+pub fn decode_partial<'a>(
+    schema: &MessageSchema,
+    version: i16,
+    buf: &'a [u8],
+    options: DecodeOptions,
+) -> (Struct<'a>, usize, Option<FieldError>) {
     let mut r = Reader {
         buf,
         pos: 0,
         flexible: schema.flexible.contains(version),
-        strict_tags: matches!(schema.kind, SchemaKind::Metadata | SchemaKind::Control),
+        strict_tags: options.strict_tag_sizes,
+        strict_utf8: options.strict_utf8,
         version,
     };
-    let s = r.read_struct(schema.fields)?;
-    Ok((s, r.pos))
+    let mut s = Struct {
+        version,
+        fields: Vec::with_capacity(schema.fields.len()),
+    };
+    let failed = r.read_struct_into(schema.fields, &mut s).err();
+    (s, r.pos, failed)
 }
 
 /// The tagged-fields section, named in errors.
@@ -112,6 +174,7 @@ struct Reader<'a> {
     pos: usize,
     flexible: bool,
     strict_tags: bool,
+    strict_utf8: bool,
     version: i16,
 }
 
@@ -122,10 +185,23 @@ impl<'a> Reader<'a> {
         what: &'static str,
         reason: FieldCorruption,
     ) -> Result<T, FieldError> {
+        self.fail_needing(field, what, reason, 0)
+    }
+
+    fn fail_needing<T>(
+        &self,
+        field: &'static Field,
+        what: &'static str,
+        reason: FieldCorruption,
+        need: usize,
+    ) -> Result<T, FieldError> {
         Err(FieldError {
             field: field.name,
             what,
             position: self.pos,
+            in_length: false,
+            need,
+            remaining: self.buf.len() - self.pos,
             reason,
         })
     }
@@ -137,7 +213,7 @@ impl<'a> Reader<'a> {
         n: usize,
     ) -> Result<&'a [u8], FieldError> {
         if self.buf.len() - self.pos < n {
-            return self.fail(field, what, FieldCorruption::Truncated);
+            return self.fail_needing(field, what, FieldCorruption::Truncated, n);
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -177,9 +253,9 @@ impl<'a> Reader<'a> {
         classic_bytes: usize,
     ) -> Result<Option<usize>, FieldError> {
         let n = if self.flexible {
-            self.uvarint_as(field, field.name)? as i64 - 1
+            self.uvarint_as(field, field.name).map_err(in_length)? as i64 - 1
         } else {
-            self.int(field, classic_bytes)?
+            self.int(field, classic_bytes).map_err(in_length)?
         };
         Ok(usize::try_from(n).ok())
     }
@@ -193,11 +269,21 @@ impl<'a> Reader<'a> {
     }
 
     fn read_struct(&mut self, fields: &'static [Field]) -> Result<Struct<'a>, FieldError> {
-        let version = self.version;
         let mut out = Struct {
-            version,
+            version: self.version,
             fields: Vec::with_capacity(fields.len()),
         };
+        self.read_struct_into(fields, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::read_struct`] into `out`, which holds the fields read when it fails.
+    fn read_struct_into(
+        &mut self,
+        fields: &'static [Field],
+        out: &mut Struct<'a>,
+    ) -> Result<(), FieldError> {
+        let version = self.version;
         for f in fields.iter().filter(|f| f.versions.contains(version)) {
             let value = if f.is_tagged_at(version) {
                 default_value(f, version)
@@ -207,9 +293,9 @@ impl<'a> Reader<'a> {
             out.fields.push((f, value));
         }
         if self.flexible {
-            self.read_tagged(&mut out)?;
+            self.read_tagged(out)?;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The tagged-fields section: known tags replace their defaults, unknown ones are skipped.
@@ -233,9 +319,11 @@ impl<'a> Reader<'a> {
                 pos: 0,
                 flexible: true,
                 strict_tags: self.strict_tags,
+                strict_utf8: self.strict_utf8,
                 version,
             };
             *slot = sub.read_tagged_value(f).map_err(|mut e| {
+                // `remaining` stays the tagged field's own: what was left of its bytes.
                 e.position += start;
                 e
             })?;
@@ -244,6 +332,9 @@ impl<'a> Reader<'a> {
                     field: f.name,
                     what: f.name,
                     position: start,
+                    in_length: false,
+                    need: 0,
+                    remaining: data.len() - sub.pos,
                     reason: FieldCorruption::TaggedFieldSize {
                         tag,
                         declared: size,
@@ -290,7 +381,15 @@ impl<'a> Reader<'a> {
                 Some(n) if n > i16::MAX as usize => {
                     return self.fail(f, f.name, FieldCorruption::InvalidLength(n as i64))
                 }
-                Some(n) => Value::Str(String::from_utf8_lossy(self.take(f, n)?)),
+                Some(n) => {
+                    let start = self.pos;
+                    let bytes = self.take(f, n)?;
+                    if self.strict_utf8 && std::str::from_utf8(bytes).is_err() {
+                        self.pos = start;
+                        return self.fail(f, f.name, FieldCorruption::NotUtf8);
+                    }
+                    Value::Str(String::from_utf8_lossy(bytes))
+                }
             },
             Type::Bytes => match self.length(f, 4)? {
                 None => self.null_or_fail(f, ty)?,
@@ -334,6 +433,14 @@ impl<'a> Reader<'a> {
             items.push(self.read(f, inner)?);
         }
         Ok(Value::Array(items))
+    }
+}
+
+/// Marks an error as one in a length.
+fn in_length(e: FieldError) -> FieldError {
+    FieldError {
+        in_length: true,
+        ..e
     }
 }
 
@@ -628,6 +735,37 @@ mod tests {
             let s = decode(schema, 0, &bytes).unwrap();
             assert_eq!(encode(schema, 0, &s).unwrap(), bytes);
         }
+    }
+
+    /// Strings decode lossily by default (KRaft and coordinator output is unchanged), and are refused
+    /// when the options ask for UTF-8; a partial decode keeps the fields read before the failure.
+    #[test]
+    fn strict_utf8_refuses_and_a_partial_decode_keeps_what_it_read() {
+        let schema = &crate::coordinator::schemas::TRANSACTION_LOG_KEY;
+        let bytes = [0u8, 2, b'a', 0xff];
+        let lossy = decode(schema, 0, &bytes).unwrap();
+        assert_eq!(lossy.str("transactionalId"), Some("a\u{fffd}"));
+        let strict = DecodeOptions {
+            strict_utf8: true,
+            strict_tag_sizes: false,
+        };
+        let e = decode_prefix_with(schema, 0, &bytes, strict).unwrap_err();
+        assert_eq!(
+            (e.field, e.position, e.reason),
+            ("transactionalId", 2, FieldCorruption::NotUtf8)
+        );
+        let value = &crate::coordinator::schemas::TRANSACTION_LOG_VALUE;
+        // producerId 7, then producerEpoch cut short.
+        let bytes = [0u8, 0, 0, 0, 0, 0, 0, 7, 0];
+        let (s, used, failed) = decode_partial(value, 0, &bytes, strict);
+        assert_eq!(s.int("producerId"), Some(7));
+        assert_eq!(s.fields.len(), 1);
+        assert_eq!(used, 8);
+        let failed = failed.unwrap();
+        assert_eq!(
+            (failed.need, failed.remaining, failed.reason),
+            (2, 1, FieldCorruption::Truncated)
+        );
     }
 
     /// A count far beyond the buffer is refused before anything is allocated.

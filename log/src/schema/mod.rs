@@ -1,7 +1,8 @@
 //! One engine for Kafka's message schemas, used by every family of internal records: KRaft metadata
-//! (`crate::kraft`), the group and transaction coordinators (`crate::coordinator`). A family is a table
-//! of schemas generated from Kafka's own JSON definitions; this module is what reads, writes and prints
-//! any of them.
+//! (`crate::kraft`), the group and transaction coordinators (`crate::coordinator`), and the mirror
+//! crate's `__mirror_state` records. A family is a table of schemas (generated from Kafka's own JSON
+//! definitions, or for `__mirror_state` transcribed from the reference fork's); this module is what
+//! reads, writes and prints any of them.
 //!
 //! - `types.rs`: a schema's shape (fields, types, versions, nullability, tags, defaults, flexible
 //!   versions).
@@ -16,8 +17,8 @@ mod types;
 mod value;
 
 pub use codec::{
-    build_struct, decode, decode_prefix, encode, encode_into, EncodeError, FieldCorruption,
-    FieldError,
+    build_struct, decode, decode_partial, decode_prefix, decode_prefix_with, encode, encode_into,
+    DecodeOptions, EncodeError, FieldCorruption, FieldError,
 };
 pub use json::{base64, kafka_uuid, to_json, Json};
 pub use types::{Default, Field, MessageSchema, SchemaKind, Type, Versions, MAX};

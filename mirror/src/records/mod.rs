@@ -12,10 +12,24 @@
 //! PreviousState, RetryAttempt, ErrorMessage in the older numbering; LastMirrorEpoch alone). The version
 //! does not tell them apart; the bytes do: klog's values in the reference layout carry the
 //! [`KLOG_LAYOUT_TAG`], and otherwise the layout is the one whose fields take the value exactly.
+//!
+//! The layouts' schemas are tables of the log crate's schema engine (`schemas.rs`), decoded and encoded
+//! by its codec; this module owns what is specific: the framing, layout detection, typed access, and
+//! klog's wording of what failed.
 
 use klog_log::checkpoint::TopicId;
+use klog_log::schema::{
+    build_struct, decode_partial, decode_prefix_with, encode_into, DecodeOptions, FieldCorruption,
+    FieldError, MessageSchema, Struct, Value,
+};
 
 use crate::state::MirrorState;
+
+mod schemas;
+use schemas::{
+    LAST_MIRROR_EPOCH_KEY, OLDER_LAST_MIRROR_EPOCH_VALUE, OLDER_STATE_VALUE, PARTITION_STATE_KEY,
+    REFERENCE_LAST_MIRROR_EPOCH_VALUE, REFERENCE_STATE_VALUE,
+};
 
 /// `LastMirrorEpochs` (seed name LastMirroredEpochs).
 pub const LAST_MIRROR_EPOCH_TYPE: i16 = 1;
@@ -150,25 +164,25 @@ impl MirrorRecord {
     /// The record's key and value bytes; values in the reference layout (a state value with klog's
     /// tagged fields).
     pub fn encode(&self) -> (Vec<u8>, Option<Vec<u8>>) {
-        let (kind, key) = match self {
-            MirrorRecord::State(k, _) => (PARTITION_STATE_TYPE, k),
-            MirrorRecord::LastMirrorEpoch(k, _) => (LAST_MIRROR_EPOCH_TYPE, k),
+        let (schema, key) = match self {
+            MirrorRecord::State(k, _) => (&PARTITION_STATE_KEY, k),
+            MirrorRecord::LastMirrorEpoch(k, _) => (&LAST_MIRROR_EPOCH_KEY, k),
         };
-        let mut kb = Vec::with_capacity(24 + key.mirror.len());
-        kb.extend_from_slice(&kind.to_be_bytes());
-        kb.extend_from_slice(&(key.mirror.len() as i16).to_be_bytes());
-        kb.extend_from_slice(key.mirror.as_bytes());
-        kb.extend_from_slice(&key.topic_id.0);
-        kb.extend_from_slice(&key.partition.to_be_bytes());
+        let kb = framed(
+            schema,
+            vec![
+                ("mirrorName", Value::Str(key.mirror.as_str().into())),
+                ("topicId", Value::Uuid(key.topic_id.0)),
+                ("partition", Value::Int(key.partition.into())),
+            ],
+        );
         let value = match self {
             MirrorRecord::State(_, None) | MirrorRecord::LastMirrorEpoch(_, None) => None,
             MirrorRecord::State(_, Some(v)) => Some(encode_state(v)),
-            MirrorRecord::LastMirrorEpoch(_, Some(epoch)) => {
-                let mut b = vec![0, 0];
-                b.extend_from_slice(&epoch.to_be_bytes());
-                put_uvarint(&mut b, 0);
-                Some(b)
-            }
+            MirrorRecord::LastMirrorEpoch(_, Some(epoch)) => Some(framed(
+                &OLDER_LAST_MIRROR_EPOCH_VALUE,
+                vec![("lastMirrorEpoch", Value::Int((*epoch).into()))],
+            )),
         };
         (kb, value)
     }
@@ -194,22 +208,17 @@ pub struct DecodedRecord {
 impl DecodedRecord {
     /// Decodes one record, in either layout; the error names the field that failed.
     pub fn decode(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<Self, String> {
-        let mut k = Reader(key.ok_or("record has no key")?);
-        let kind = k.i16("record type")?;
-        let name_len = k.i16("mirror name length")?;
-        if name_len < 0 {
-            return Err("mirror name is null".into());
-        }
-        let mirror = String::from_utf8(k.take(name_len as usize, "mirror name")?.to_vec())
-            .map_err(|_| "mirror name is not UTF-8".to_string())?;
-        let mut id = [0u8; 16];
-        id.copy_from_slice(k.take(16, "topic id")?);
-        let partition = k.i32("partition")?;
-        k.end("key")?;
+        let key = key.ok_or("record has no key")?;
+        let kind = i16::from_be_bytes(prefix::<2>(key, "record type")?);
+        let schema = match kind {
+            LAST_MIRROR_EPOCH_TYPE => &LAST_MIRROR_EPOCH_KEY,
+            _ => &PARTITION_STATE_KEY,
+        };
+        let k = decode_exactly(schema, &key[2..], "key")?;
         let key = MirrorKey {
-            mirror,
-            topic_id: TopicId(id),
-            partition,
+            mirror: k.str("mirrorName").unwrap_or_default().to_string(),
+            topic_id: TopicId(k.uuid("topicId").unwrap_or_default()),
+            partition: int(&k, "partition")? as i32,
         };
         if kind != PARTITION_STATE_TYPE && kind != LAST_MIRROR_EPOCH_TYPE {
             return Err(format!("unknown record type {kind}"));
@@ -225,33 +234,33 @@ impl DecodedRecord {
                 last_mirror_offset: None,
             });
         };
-        let mut v = Reader(value);
-        let version = v.i16("value version")?;
+        let version = i16::from_be_bytes(prefix::<2>(value, "value version")?);
         if version != 0 {
             return Err(format!("unsupported value version {version}"));
         }
+        let body = &value[2..];
         if kind == PARTITION_STATE_TYPE {
-            let (state, layout) = decode_state(v.0)?;
+            let (state, layout) = decode_state(body)?;
             return Ok(DecodedRecord {
                 record: MirrorRecord::State(key, Some(state)),
                 layout: Some(layout),
                 last_mirror_offset: None,
             });
         }
-        let epoch = v.i32("last mirror epoch")?;
         // The reference's LastMirrorOffset (int64) follows the epoch; klog's older values end there.
-        let (offset, layout) = match Reader(v.0).whole(|r| {
-            let offset = r.i64("last mirror offset")?;
-            r.tagged_fields(|_, _| Ok(()))?;
-            Ok(offset)
-        }) {
-            Ok(offset) => (Some(offset), ValueLayout::Reference),
-            Err(_) => {
-                v.tagged_fields(|_, _| Ok(()))?;
-                v.end("value")?;
-                (None, ValueLayout::Older)
-            }
-        };
+        let (v, offset, layout) =
+            match decode_exactly(&REFERENCE_LAST_MIRROR_EPOCH_VALUE, body, "value") {
+                Ok(v) => {
+                    let offset = int(&v, "lastMirrorOffset")?;
+                    (v, Some(offset), ValueLayout::Reference)
+                }
+                Err(_) => (
+                    decode_exactly(&OLDER_LAST_MIRROR_EPOCH_VALUE, body, "value")?,
+                    None,
+                    ValueLayout::Older,
+                ),
+            };
+        let epoch = int(&v, "lastMirrorEpoch")? as i32;
         Ok(DecodedRecord {
             record: MirrorRecord::LastMirrorEpoch(key, Some(epoch)),
             layout: Some(layout),
@@ -314,54 +323,147 @@ impl MirrorRecord {
     }
 }
 
-/// A state value in the reference layout, with klog's tagged fields (ascending, as the flexible
-/// format requires).
+/// A state value in the reference layout, with klog's tagged fields (the codec writes them ascending,
+/// as the flexible format requires, and only the ones present).
 fn encode_state(v: &PartitionStateValue) -> Vec<u8> {
-    let mut b = vec![0, 0]; // value version 0
-    b.push(v.state.to_byte() as u8);
-    b.extend_from_slice(&v.leader_epoch.to_be_bytes());
-    b.extend_from_slice(&v.state_epoch.to_be_bytes());
-    match &v.error {
-        None => put_uvarint(&mut b, 0),
-        Some(e) => {
-            put_uvarint(&mut b, e.len() as u32 + 1);
-            b.extend_from_slice(e.as_bytes());
+    let opt = |x: Option<i64>| x.map_or(Value::Null, Value::Int);
+    framed(
+        &REFERENCE_STATE_VALUE,
+        vec![
+            ("state", Value::Int(v.state.to_byte().into())),
+            ("leaderEpoch", Value::Int(v.leader_epoch.into())),
+            ("stateEpoch", Value::Int(v.state_epoch.into())),
+            (
+                "errorMessage",
+                v.error
+                    .as_deref()
+                    .map_or(Value::Null, |e| Value::Bytes(e.as_bytes().into())),
+            ),
+            ("retryAttempt", Value::Int(v.retry_attempt.into())),
+            ("previousState", Value::Int(v.previous.to_byte().into())),
+            ("klogLayout", Value::Int(KLOG_LAYOUT_REVISION.into())),
+            ("nextRetryTimeMs", opt(v.next_retry_ms)),
+            (
+                "stoppingLastMirrorEpoch",
+                opt(v.stopping_last_mirror_epoch.map(i64::from)),
+            ),
+        ],
+    )
+}
+
+/// A key (`int16 recordType`, then the key) or a value (`int16 version` 0, then the value) of `schema`
+/// holding `values`.
+fn framed(schema: &'static MessageSchema, values: Vec<(&'static str, Value<'_>)>) -> Vec<u8> {
+    let frame = match schema.kind {
+        klog_log::schema::SchemaKind::CoordinatorKey => schema.api_key,
+        _ => 0,
+    };
+    let mut out = frame.to_be_bytes().to_vec();
+    // The names are the tables' and every value is of its field's type and range (klog's own types),
+    // so neither step can fail.
+    let s = build_struct(schema.name, schema.fields, 0, values)
+        .expect("the records' fields are in their tables");
+    encode_into(&mut out, schema, 0, &s).expect("klog's values fit their fields");
+    out
+}
+
+/// The records refuse what Kafka's readers would refuse, and strings that are not UTF-8.
+const STRICT: DecodeOptions = DecodeOptions {
+    strict_utf8: true,
+    strict_tag_sizes: true,
+};
+
+/// Decodes `schema` from `bytes`, which it must take exactly (`what` names them in the error).
+fn decode_exactly<'a>(
+    schema: &MessageSchema,
+    bytes: &'a [u8],
+    what: &str,
+) -> Result<Struct<'a>, String> {
+    let (s, used) = decode_prefix_with(schema, 0, bytes, STRICT).map_err(|e| wording(&e))?;
+    match bytes.len() - used {
+        0 => Ok(s),
+        left => Err(format!("{left} bytes left after the {what}")),
+    }
+}
+
+/// The first `N` bytes of a record's key or value (its framing).
+fn prefix<const N: usize>(bytes: &[u8], what: &str) -> Result<[u8; N], String> {
+    bytes
+        .get(..N)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| format!("{what}: need {N} bytes, {} remain", bytes.len()))
+}
+
+/// klog's wording of a field that did not decode: `"<what>: need N bytes, M remain"` and the like.
+fn wording(e: &FieldError) -> String {
+    let name = match (e.field, e.what) {
+        ("_taggedFields", "tagged fields") => "tagged field count",
+        ("_taggedFields", "tag size") => "tagged field size",
+        ("_taggedFields", what) => what,
+        ("mirrorName", _) if e.in_length => "mirror name length",
+        ("errorMessage", _) if e.in_length => "error message length",
+        (field, _) => label(field),
+    };
+    match e.reason {
+        FieldCorruption::Truncated => {
+            format!("{name}: need {} bytes, {} remain", e.need, e.remaining)
         }
+        FieldCorruption::VarintTooLong => format!("{name}: varint longer than 5 bytes"),
+        FieldCorruption::NullNotNullable => format!("{name} is null"),
+        FieldCorruption::NotUtf8 => format!("{name} is not UTF-8"),
+        FieldCorruption::TaggedFieldSize { .. } => {
+            format!("{} bytes left after the tagged field", e.remaining)
+        }
+        ref other => format!("{name}: {other}"),
     }
-    b.extend_from_slice(&v.retry_attempt.to_be_bytes());
-    b.push(v.previous.to_byte() as u8);
-    let mut fields: Vec<(u32, Vec<u8>)> = vec![(KLOG_LAYOUT_TAG, vec![KLOG_LAYOUT_REVISION as u8])];
-    if let Some(t) = v.next_retry_ms {
-        fields.push((NEXT_RETRY_TIME_TAG, t.to_be_bytes().to_vec()));
+}
+
+/// The words klog's errors use for a field.
+fn label(field: &str) -> &str {
+    match field {
+        "mirrorName" => "mirror name",
+        "topicId" => "topic id",
+        "leaderEpoch" => "leader epoch",
+        "stateEpoch" => "state epoch",
+        "errorMessage" => "error message",
+        "retryAttempt" => "retry attempt",
+        "previousState" => "previous state",
+        "klogLayout" => "klog layout",
+        "nextRetryTimeMs" => "next retry time",
+        "stoppingLastMirrorEpoch" => "stopping last mirror epoch",
+        "lastMirrorEpoch" => "last mirror epoch",
+        "lastMirrorOffset" => "last mirror offset",
+        other => other,
     }
-    if let Some(e) = v.stopping_last_mirror_epoch {
-        fields.push((STOPPING_LAST_MIRROR_EPOCH_TAG, e.to_be_bytes().to_vec()));
-    }
-    put_uvarint(&mut b, fields.len() as u32);
-    for (tag, data) in fields {
-        put_uvarint(&mut b, tag);
-        put_uvarint(&mut b, data.len() as u32);
-        b.extend_from_slice(&data);
-    }
-    b
+}
+
+/// An integer field of a decoded struct (every field of version 0 is in it).
+fn int(s: &Struct<'_>, name: &str) -> Result<i64, String> {
+    s.int(name)
+        .ok_or_else(|| format!("{} is missing", label(name)))
+}
+
+/// A klog tagged field: `None` when absent.
+fn optional(s: &Struct<'_>, name: &str) -> Option<i64> {
+    s.int(name)
 }
 
 /// A state value after its version: klog's (the reference layout with [`KLOG_LAYOUT_TAG`]), else the
 /// older layout, else the reference's; each must take the bytes exactly. The error is the reference
 /// layout's, naming its field.
 fn decode_state(bytes: &[u8]) -> Result<(PartitionStateValue, ValueLayout), String> {
-    let reference = Reader(bytes).whole(read_reference_state);
+    let reference = read_state_value(bytes, false);
     if let Ok((value, true)) = reference {
         return Ok((value, ValueLayout::Klog));
     }
-    if let Ok(value) = Reader(bytes).whole(read_older_state) {
+    if let Ok((value, _)) = read_state_value(bytes, true) {
         return Ok((value, ValueLayout::Older));
     }
     reference.map(|(value, _)| (value, ValueLayout::Reference))
 }
 
-fn read_state(r: &mut Reader<'_>, what: &str, older: bool) -> Result<MirrorState, String> {
-    let b = r.i8(what)?;
+fn to_state(b: i64, what: &str, older: bool) -> Result<MirrorState, String> {
+    let b = b as i8;
     let decoded = if older {
         MirrorState::from_older_byte(b)
     } else {
@@ -370,160 +472,64 @@ fn read_state(r: &mut Reader<'_>, what: &str, older: bool) -> Result<MirrorState
     decoded.ok_or_else(|| format!("unknown {what} {b}"))
 }
 
-fn read_error_message(r: &mut Reader<'_>) -> Result<Option<String>, String> {
-    match r.uvarint("error message length")? {
-        0 => Ok(None),
-        n => String::from_utf8(r.take(n as usize - 1, "error message")?.to_vec())
+/// The reference layout, or (`older`) the older one: State, PreviousState (older numbering),
+/// RetryAttempt, ErrorMessage, tags 0 and 1. The flag says whether klog's layout tag was there.
+fn read_state_value(bytes: &[u8], older: bool) -> Result<(PartitionStateValue, bool), String> {
+    let schema = if older {
+        &OLDER_STATE_VALUE
+    } else {
+        &REFERENCE_STATE_VALUE
+    };
+    // klog checks each field as it is read: a field read before what failed is checked first.
+    let (s, used, failed) = decode_partial(schema, 0, bytes, STRICT);
+    let read = |name| s.get(name).is_some();
+    let state = |name, what| match s.int(name) {
+        Some(b) => to_state(b, what, older).map(Some),
+        None => Ok(None),
+    };
+    let error = || match s.get("errorMessage") {
+        Some(Value::Bytes(b)) => String::from_utf8(b.to_vec())
             .map(Some)
             .map_err(|_| "error message is not UTF-8".to_string()),
-    }
-}
-
-/// The reference layout; the flag says whether klog's layout tag was there.
-fn read_reference_state(r: &mut Reader<'_>) -> Result<(PartitionStateValue, bool), String> {
-    let state = read_state(r, "state", false)?;
-    let leader_epoch = r.i32("leader epoch")?;
-    let state_epoch = r.i32("state epoch")?;
-    let error = read_error_message(r)?;
-    let retry_attempt = r.i16("retry attempt")?;
-    let previous = read_state(r, "previous state", false)?;
-    let mut value = PartitionStateValue {
-        leader_epoch,
-        state_epoch,
-        previous,
-        retry_attempt,
-        error,
-        ..PartitionStateValue::new(state)
+        _ => Ok(None),
     };
-    let mut klog = false;
-    r.tagged_fields(|tag, mut field| {
-        match tag {
-            KLOG_LAYOUT_TAG => {
-                field.i8("klog layout")?;
-                klog = true;
-            }
-            NEXT_RETRY_TIME_TAG => value.next_retry_ms = Some(field.i64("next retry time")?),
-            STOPPING_LAST_MIRROR_EPOCH_TAG => {
-                value.stopping_last_mirror_epoch = Some(field.i32("stopping last mirror epoch")?)
-            }
-            _ => return Ok(()), // a later version's field: skipped, as Kafka does
-        }
-        field.end("tagged field")
-    })?;
-    Ok((value, klog))
-}
-
-/// The older layout: State, PreviousState (older numbering), RetryAttempt, ErrorMessage, tags 0 and 1.
-fn read_older_state(r: &mut Reader<'_>) -> Result<PartitionStateValue, String> {
-    let state = read_state(r, "state", true)?;
-    let previous = read_state(r, "previous state", true)?;
-    let retry_attempt = r.i16("retry attempt")?;
-    let error = read_error_message(r)?;
-    let mut value = PartitionStateValue {
-        previous,
-        retry_attempt,
-        error,
-        ..PartitionStateValue::new(state)
+    let first = state("state", "state")?;
+    // In each layout's order: the older one has the previous state before the error message.
+    let (previous, error) = if older {
+        let p = state("previousState", "previous state")?;
+        (p, error()?)
+    } else {
+        let e = error()?;
+        (state("previousState", "previous state")?, e)
     };
-    r.tagged_fields(|tag, mut field| {
-        match tag {
-            OLDER_NEXT_RETRY_TIME_TAG => value.next_retry_ms = Some(field.i64("next retry time")?),
-            OLDER_STOPPING_LAST_MIRROR_EPOCH_TAG => {
-                value.stopping_last_mirror_epoch = Some(field.i32("stopping last mirror epoch")?)
-            }
-            _ => return Ok(()),
-        }
-        field.end("tagged field")
-    })?;
-    Ok(value)
-}
-
-fn put_uvarint(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
+    if let Some(e) = failed {
+        return Err(wording(&e));
     }
-    out.push(v as u8);
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
-        if self.0.len() < n {
-            return Err(format!("{what}: need {n} bytes, {} remain", self.0.len()));
-        }
-        let (head, tail) = self.0.split_at(n);
-        self.0 = tail;
-        Ok(head)
+    let (Some(state), Some(previous), true) = (first, previous, read("retryAttempt")) else {
+        return Err("a field is missing".into());
+    };
+    if used != bytes.len() {
+        return Err(format!("{} bytes left after the value", bytes.len() - used));
     }
-
-    fn i8(&mut self, what: &str) -> Result<i8, String> {
-        Ok(self.take(1, what)?[0] as i8)
-    }
-
-    fn i16(&mut self, what: &str) -> Result<i16, String> {
-        Ok(i16::from_be_bytes(
-            self.take(2, what)?.try_into().expect("2"),
-        ))
-    }
-
-    fn i32(&mut self, what: &str) -> Result<i32, String> {
-        Ok(i32::from_be_bytes(
-            self.take(4, what)?.try_into().expect("4"),
-        ))
-    }
-
-    fn i64(&mut self, what: &str) -> Result<i64, String> {
-        Ok(i64::from_be_bytes(
-            self.take(8, what)?.try_into().expect("8"),
-        ))
-    }
-
-    fn uvarint(&mut self, what: &str) -> Result<u32, String> {
-        let mut v = 0u32;
-        for shift in (0..35).step_by(7) {
-            let b = self.take(1, what)?[0];
-            v |= u32::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(format!("{what}: varint longer than 5 bytes"))
-    }
-
-    /// Reads the tagged-field section, handing each field's tag and bytes to `field` (which skips the
-    /// tags it does not know: the flexible format allows them).
-    fn tagged_fields(
-        &mut self,
-        mut field: impl FnMut(u32, Reader<'a>) -> Result<(), String>,
-    ) -> Result<(), String> {
-        let n = self.uvarint("tagged field count")?;
-        for _ in 0..n {
-            let tag = self.uvarint("tag")?;
-            let size = self.uvarint("tagged field size")?;
-            field(tag, Reader(self.take(size as usize, "tagged field")?))?;
-        }
-        Ok(())
-    }
-
-    /// Runs `read` over the reader, which must then be at its end.
-    fn whole<T>(
-        mut self,
-        read: impl FnOnce(&mut Reader<'a>) -> Result<T, String>,
-    ) -> Result<T, String> {
-        let value = read(&mut self)?;
-        self.end("value")?;
-        Ok(value)
-    }
-
-    fn end(&self, what: &str) -> Result<(), String> {
-        if self.0.is_empty() {
-            Ok(())
+    let value = PartitionStateValue {
+        leader_epoch: if older {
+            -1
         } else {
-            Err(format!("{} bytes left after the {what}", self.0.len()))
-        }
-    }
+            int(&s, "leaderEpoch")? as i32
+        },
+        state_epoch: if older {
+            0
+        } else {
+            int(&s, "stateEpoch")? as i32
+        },
+        previous,
+        retry_attempt: int(&s, "retryAttempt")? as i16,
+        error,
+        next_retry_ms: optional(&s, "nextRetryTimeMs"),
+        stopping_last_mirror_epoch: optional(&s, "stoppingLastMirrorEpoch").map(|e| e as i32),
+        ..PartitionStateValue::new(state)
+    };
+    Ok((value, optional(&s, "klogLayout").is_some()))
 }
 
 #[cfg(test)]
