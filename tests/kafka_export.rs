@@ -24,7 +24,6 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use common::kafka::{dump_log, kafka_available, workload, Cluster as KafkaCluster};
 use common::{klog_ok, scratch_dir};
@@ -33,14 +32,11 @@ use klog::log::format::ControlRecordType;
 use klog::log::io::StdStorage;
 use klog::mirror::{Cluster, ClusterOptions, MirrorState, StopMode};
 use serde_json::Value;
-use support::{all_ok, control_type, kafka_batches, state_of, topics};
+use support::{all_ok, control_type, converge, kafka_batches, state_of, topics};
 
 const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 3;
 const GROUP: &str = "readers";
-/// No wait is longer than this (a hang guard, not a timing assertion).
-const CONVERGE: Duration = Duration::from_secs(120);
-
 /// A record as the group-read workload prints it.
 type Rec = (i64, i64, String, String);
 
@@ -77,19 +73,6 @@ fn group_read(
         .map(|(p, o)| (p.parse().unwrap(), o.as_i64().unwrap()))
         .collect();
     (lines.iter().map(rec).collect(), positions)
-}
-
-fn converge(b: &Cluster, what: &str, done: impl Fn(&Cluster) -> bool) {
-    let started = Instant::now();
-    while !done(b) {
-        assert!(
-            started.elapsed() < CONVERGE,
-            "{what}: not reached; last tick {:?}",
-            b.tick()
-        );
-        b.tick();
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn partition_dir(root: &Path, p: i32) -> PathBuf {

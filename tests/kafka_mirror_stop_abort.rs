@@ -15,7 +15,6 @@ mod support;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use common::kafka::{copy_dir, kafka_available, workload, Cluster as KafkaCluster};
 use common::scratch_dir;
@@ -28,25 +27,9 @@ use klog::log::format::ControlRecordType;
 use klog::log::io::StdStorage;
 use klog::mirror::{Cluster, ClusterOptions, MirrorState, StopMode};
 use serde_json::Value;
-use support::{all_ok, control_type, kafka_batches, state_of, topics};
+use support::{all_ok, control_type, converge, kafka_batches, state_of, topics};
 
 const TOPIC: &str = "open-txns";
-/// No wait is longer than this (a hang guard, not a timing assertion).
-const CONVERGE: Duration = Duration::from_secs(120);
-
-/// Ticks until `done`.
-fn converge(b: &Cluster, what: &str, done: impl Fn(&Cluster) -> bool) {
-    let started = Instant::now();
-    while !done(b) {
-        assert!(
-            started.elapsed() < CONVERGE,
-            "{what}: not reached; last tick {:?}",
-            b.tick()
-        );
-        b.tick();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// The records of a `consume` run (its last line is `{"end_offset", "position"}`).
 fn consume(bootstrap: &str, isolation: &str) -> Vec<Value> {

@@ -6,6 +6,7 @@ pub mod kafka;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use klog::log::clock::{Clock, ManualClock};
 use klog::log::format::{AnyBatch, BatchBuilder, Batches, Compression, ControlRecordType};
@@ -218,4 +219,21 @@ pub fn lme_of(c: &Cluster, topic: &str) -> Option<i32> {
 
 pub fn files_equal(a: &Path, b: &Path) -> bool {
     std::fs::read(a).unwrap() == std::fs::read(b).unwrap()
+}
+
+/// No wait in a mirroring test is longer than this (a hang guard, not a timing assertion).
+pub const CONVERGE: Duration = Duration::from_secs(120);
+
+/// Ticks `b` until `done`, failing with `what` and the last tick's report after [`CONVERGE`].
+pub fn converge(b: &Cluster, what: &str, done: impl Fn(&Cluster) -> bool) {
+    let started = Instant::now();
+    while !done(b) {
+        assert!(
+            started.elapsed() < CONVERGE,
+            "{what}: not reached; last tick {:?}",
+            b.tick()
+        );
+        b.tick();
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
