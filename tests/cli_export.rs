@@ -270,6 +270,42 @@ fn export_after_failover_writes_the_files_byte_for_byte_and_reports_them() {
 }
 
 #[test]
+fn an_out_inside_the_cluster_root_is_refused_and_nothing_is_created() {
+    let dir = scratch_dir("cli_export_inside_root");
+    let (_, b) = mirrored(&dir);
+    fail_over(&b);
+    let before: Vec<_> = std::fs::read_dir(&b)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    // A new directory under the root, one under a partition directory, the root itself, and the root
+    // reached through a symbolic link: each would put Kafka's files among klog's.
+    let link = dir.join("link-to-b");
+    std::os::unix::fs::symlink(&b, &link).unwrap();
+    for out in [
+        b.join("kafka-out"),
+        b.join("t-0").join("out"),
+        b.clone(),
+        link.join("via-link"),
+    ] {
+        let o = klog(&["cluster", "export", s(&b), "--kafka", s(&out)]);
+        assert!(!o.status.success(), "{} accepted", out.display());
+        assert!(
+            stderr(&o).contains("inside the cluster"),
+            "{}: {}",
+            out.display(),
+            stderr(&o)
+        );
+    }
+    let after: Vec<_> = std::fs::read_dir(&b)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before, after, "the cluster root gained or lost an entry");
+    assert!(!b.join("t-0").join("out").exists());
+}
+
+#[test]
 fn a_non_empty_out_and_a_locked_cluster_are_refused() {
     let dir = scratch_dir("cli_export_refusals");
     let (_, b) = mirrored(&dir);

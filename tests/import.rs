@@ -387,6 +387,31 @@ fn a_broker_with_klogs_fifty_offsets_partitions_has_them_taken_as_they_are() {
 }
 
 #[test]
+fn a_target_inside_the_brokers_log_dir_is_refused_and_nothing_is_created() {
+    let root = scratch_dir("import-into-inside");
+    let source = broker_dir(&root, 1);
+    let before = contents(&source);
+    // Kafka would find a directory that is not `topic-partition` in its log dir and refuse to start;
+    // inside a partition directory klog's files would sit among the broker's segments.
+    for into in [
+        source.join("klog"),
+        source.join(format!("{TOPIC}-0")).join("klog"),
+    ] {
+        let e = import(
+            Arc::new(StdStorage),
+            Arc::new(SystemClock),
+            &source,
+            &into,
+            &ImportOptions::default(),
+        )
+        .expect_err("an import into the broker's own log dir");
+        assert!(e.to_string().contains("inside the broker's log dir"), "{e}");
+        assert!(!into.exists(), "{} created", into.display());
+    }
+    assert_eq!(contents(&source), before, "the broker's files changed");
+}
+
+#[test]
 fn klogs_writes_after_an_import_never_change_the_brokers_files() {
     let root = scratch_dir("import-no-shared-writes");
     let source = broker_dir(&root, 1);

@@ -41,6 +41,44 @@ impl Transfer {
     }
 }
 
+/// `path` with symbolic links and `..` resolved as far as it exists; the missing rest appended as given.
+pub(crate) fn resolved(path: &Path) -> Result<PathBuf, Error> {
+    let absolute = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    loop {
+        match fs::canonicalize(existing) {
+            Ok(real) => return Ok(rest.iter().rev().fold(real, |p, c| p.join(c))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match (existing.parent(), existing.file_name()) {
+                    (Some(parent), Some(name)) => {
+                        rest.push(name.to_owned());
+                        existing = parent;
+                    }
+                    _ => return Err(Error::io(path, e)),
+                }
+            }
+            Err(e) => return Err(Error::io(existing, e)),
+        }
+    }
+}
+
+/// Refuses an OUT that is the cluster root `root` or lies inside it (a partition directory included), also
+/// when reached through a symbolic link: Kafka's files would land among klog's, and the cluster would
+/// find a directory it never made. Checked before OUT is created.
+pub fn refuse_out_inside(root: &Path, out: &Path) -> Result<(), Error> {
+    let (root_real, out_real) = (resolved(root)?, resolved(out)?);
+    if out_real.starts_with(&root_real) {
+        return Err(Error::Refused(format!(
+            "{} is inside the cluster {} ({}): export into a directory outside it",
+            out.display(),
+            root.display(),
+            root_real.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses an OUT that exists and holds anything; an OUT with files and no `meta.properties` is named as
 /// an incomplete export (a crash or kill during one). Creates OUT when missing.
 pub fn prepare_out(out: &Path) -> Result<(), Error> {

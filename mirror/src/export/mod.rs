@@ -153,6 +153,7 @@ pub fn export(
     on_step: &mut dyn FnMut(&str),
 ) -> Result<ExportReport, Error> {
     check_options(options)?;
+    files::refuse_out_inside(root, &options.out)?;
     files::prepare_out(&options.out)?;
     let cluster = Cluster::open(Arc::clone(&storage), Arc::clone(&clock), root)?;
     // Shares the cluster's lock, and keeps it after the cluster is closed until the export is done.

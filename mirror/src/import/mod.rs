@@ -126,6 +126,7 @@ pub fn import_with_steps(
     // The broker must be stopped: its lock (Kafka's `.lock`, in every log directory it uses) held to the end.
     let _locks = lock_broker(storage.as_ref(), source, &meta_dir)?;
     let (cluster_id, node_id) = read_meta_properties(storage.as_ref(), source)?;
+    refuse_inside_broker(source, &meta_dir, into)?;
     refuse_non_empty(storage.as_ref(), into)?;
     let metadata = read_metadata(storage.as_ref(), &meta_dir)?;
     let survey = survey(storage.as_ref(), source, &metadata.image, node_id)?;
@@ -293,6 +294,25 @@ fn read_meta_properties(storage: &dyn Storage, source: &Path) -> Result<(String,
         .filter(|n| *n >= 0)
         .ok_or_else(|| refused("no node.id (a KRaft broker's meta.properties has one)".into()))?;
     Ok(((*cluster_id).to_owned(), node_id))
+}
+
+/// Refuses a target that is one of the broker's log directories or lies inside one (symbolic links
+/// resolved): the broker refuses to start on a directory that is not `topic-partition`, and inside a
+/// partition directory klog's files would sit among the broker's segments.
+fn refuse_inside_broker(source: &Path, meta_dir: &Path, into: &Path) -> Result<(), Error> {
+    let into_real = crate::export::files::resolved(into)?;
+    for dir in [source, meta_dir] {
+        if into_real.starts_with(crate::export::files::resolved(dir)?) {
+            return Err(Error::ImportRefused {
+                path: into.to_owned(),
+                reason: format!(
+                    "inside the broker's log dir {}: import into a directory outside it",
+                    dir.display()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn refuse_non_empty(storage: &dyn Storage, into: &Path) -> Result<(), Error> {
