@@ -62,7 +62,11 @@ fn broker_compaction_keeps_each_keys_last_record() {
         "delete.retention.ms=86400000",
     ]);
     let produced = workload(&["compact-produce", &bootstrap, TOPIC, "200", "40"]);
-    assert!(produced.len() > 1000, "the workload wrote {} records", produced.len());
+    assert!(
+        produced.len() > 1000,
+        "the workload wrote {} records",
+        produced.len()
+    );
     broker.stop();
     assert_eq!(
         cleaner_checkpoint(&cluster.data),
@@ -79,7 +83,8 @@ fn broker_compaction_keeps_each_keys_last_record() {
         "replication-offset-checkpoint",
     ] {
         if cluster.data.join(name).exists() {
-            std::fs::copy(cluster.data.join(name), pre_clean.join(name)).expect("copy a checkpoint");
+            std::fs::copy(cluster.data.join(name), pre_clean.join(name))
+                .expect("copy a checkpoint");
         }
     }
 
@@ -144,11 +149,17 @@ fn broker_compaction_keeps_each_keys_last_record() {
         kept.insert(offset);
     }
     for (key, offset) in &last_below {
-        assert!(kept.contains(offset), "key {key}'s last record {offset} was removed");
+        assert!(
+            kept.contains(offset),
+            "key {key}'s last record {offset} was removed"
+        );
     }
     for (&offset, record) in by_offset.range(checkpoint..) {
         if record["txn"] != "aborted" {
-            assert!(kept.contains(&offset), "record {offset} above the cleaned range was removed");
+            assert!(
+                kept.contains(&offset),
+                "record {offset} above the cleaned range was removed"
+            );
         }
     }
     assert!(
