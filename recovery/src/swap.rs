@@ -75,6 +75,19 @@ pub fn complete_swaps(storage: &dyn Storage, dir: &Path) -> Result<SwapReport, E
         }
         report.completed.push(base);
     }
+    // Kafka renames every remaining `.swap` (LogLoader): an index's `.swap` whose `.log.swap` was already
+    // renamed when the process died belongs to that finished segment and takes its place too.
+    for name in storage.list(dir).map_err(|e| io(dir, e))? {
+        if name.ends_with(".swap") {
+            let to = dir.join(name.trim_end_matches(".swap"));
+            storage
+                .rename(&dir.join(&name), &to)
+                .map_err(|e| io(&to, e))?;
+            if let Some(base) = parse_base_offset(&name).filter(|b| !report.completed.contains(b)) {
+                report.completed.push(base);
+            }
+        }
+    }
     if !report.completed.is_empty() || !report.deleted.is_empty() {
         storage.sync_dir(dir).map_err(|e| io(dir, e))?;
     }

@@ -231,9 +231,28 @@ impl Cluster {
 
     /// Starts `kafka.Kafka` and waits until it says it started (or fails with the log's tail).
     pub fn start(&self) -> Broker {
-        let (mut broker, from) = launch(&self.properties, &self.log_file, self.bootstrap(), None);
+        let (mut broker, from) = launch(
+            &self.properties,
+            &self.log_file,
+            self.bootstrap(),
+            None,
+            &[],
+        );
         broker.wait_started(from);
         broker
+    }
+
+    /// Spawns the broker with more environment for the JVM (`LD_PRELOAD` of a test's shim, ...) without
+    /// waiting for it to start: the shim may kill it during its start.
+    pub fn spawn_with_env(&self, env: &[(&str, &str)]) -> Broker {
+        launch(
+            &self.properties,
+            &self.log_file,
+            self.bootstrap(),
+            None,
+            env,
+        )
+        .0
     }
 }
 
@@ -249,6 +268,7 @@ fn launch(
     log_file: &Path,
     bootstrap: String,
     java_opts: Option<&str>,
+    env: &[(&str, &str)],
 ) -> (Broker, u64) {
     let mut log = std::fs::OpenOptions::new()
         .create(true)
@@ -262,6 +282,7 @@ fn launch(
     if let Some(opts) = java_opts {
         command.env("KLOG_KAFKA_JAVA_OPTS", opts);
     }
+    command.envs(env.iter().copied());
     let child = command
         .args(["run", "kafka.Kafka", properties.to_str().unwrap()])
         .env("KLOG_KAFKA_HEAP_OPTS", "-Xmx512M -Xms256M")
@@ -360,6 +381,23 @@ impl Broker {
     }
 
     /// A crash: SIGKILL, then wait. Nothing is flushed or checkpointed on the way out.
+    /// Waits up to `timeout` for the broker to exit by itself (a test's shim killed it): whether it did.
+    pub fn wait_exit(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut() {
+                if child.try_wait().expect("poll the broker").is_some() {
+                    self.child = None;
+                    return true;
+                }
+            } else {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        false
+    }
+
     pub fn kill(mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -549,7 +587,13 @@ impl KraftCluster {
                 let quick = Some(QUICK_START_JVM);
                 launched.push((
                     id,
-                    launch(&node.properties, &node.log_file, node.bootstrap(), quick),
+                    launch(
+                        &node.properties,
+                        &node.log_file,
+                        node.bootstrap(),
+                        quick,
+                        &[],
+                    ),
                 ));
             }
         }
@@ -568,6 +612,7 @@ impl KraftCluster {
             &node.log_file,
             node.bootstrap(),
             Some(QUICK_START_JVM),
+            &[],
         );
         broker.wait_started(from);
         self.running[(id - 1) as usize] = Some(broker);

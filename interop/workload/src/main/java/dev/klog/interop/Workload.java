@@ -14,6 +14,8 @@ import java.util.concurrent.Future;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.RecordsToDelete;
@@ -30,6 +32,7 @@ import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -76,6 +79,12 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *                                                 (closed without committing; transaction.timeout.ms 15
  *                                                 min, so the broker does not abort it soon); one line per
  *                                                 record, {"offset","producer","committed"}
+ *   compact-produce BOOTSTRAP TOPIC RECORDS KEYS  the produce workload for a compacted topic: every record
+ *                                                 keyed, the key of record i is key-(i mod KEYS), so keys
+ *                                                 repeat; null values are tombstones; same output lines
+ *   alter-topic-config BOOTSTRAP TOPIC KEY=VALUE...
+ *                                                 Admin.incrementalAlterConfigs SET of each pair on TOPIC;
+ *                                                 prints {"topic","altered"}
  *   describe-topic BOOTSTRAP TOPIC                one line per partition: leader, replicas, isr
  *   elect-leaders BOOTSTRAP TOPIC PARTITION TYPE  Admin.electLeaders (TYPE unclean or preferred);
  *                                                 prints {"partition","error"} (error null or its name)
@@ -108,7 +117,9 @@ public final class Workload {
         }
         switch (args[0]) {
             case "create-topic" -> createTopic(args[1], args[2], args);
-            case "produce" -> new Producing(args[1], args[2], args.length > 3 ? Integer.parseInt(args[3]) : 60).run();
+            case "produce" -> new Producing(args[1], args[2], args.length > 3 ? Integer.parseInt(args[3]) : 60, 0).run();
+            case "compact-produce" -> new Producing(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4])).run();
+            case "alter-topic-config" -> alterTopicConfig(args[1], args[2], args);
             case "consume" -> consume(args[1], args[2], args.length > 3 ? args[3] : "read_uncommitted",
                     args.length > 4 ? Integer.parseInt(args[4]) : 0);
             case "delete-records" -> deleteRecords(args[1], args[2], Long.parseLong(args[3]));
@@ -146,6 +157,17 @@ public final class Workload {
             CreateTopicsResult r = admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(configs)));
             r.all().get();
             System.out.println("{\"topic\":" + str(topic) + ",\"topic_id\":" + str(r.topicId(topic).get().toString()) + "}");
+        }
+    }
+
+    private static void alterTopicConfig(String bootstrap, String topic, String[] args) throws Exception {
+        List<AlterConfigOp> ops = new ArrayList<>();
+        for (Map.Entry<String, String> e : configs(args, 3).entrySet()) {
+            ops.add(new AlterConfigOp(new ConfigEntry(e.getKey(), e.getValue()), AlterConfigOp.OpType.SET));
+        }
+        try (Admin admin = admin(bootstrap)) {
+            admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.TOPIC, topic), ops)).all().get();
+            System.out.println("{\"topic\":" + str(topic) + ",\"altered\":" + ops.size() + "}");
         }
     }
 
@@ -267,13 +289,16 @@ public final class Workload {
         private final String bootstrap;
         private final String topic;
         private final int records;
+        /** Distinct keys of a compacted topic's workload (every record keyed), or 0: the plain workload. */
+        private final int keySpace;
         private final Random random = new Random(0x6b6c6f67L);
         private final List<Sent> sent = new ArrayList<>();
         private int next;
         /** Recent (ten minutes ago), so no producer is old enough to expire when the log is loaded again. */
         private final long baseTimestamp = System.currentTimeMillis() - 600_000L;
 
-        Producing(String bootstrap, String topic, int records) {
+        Producing(String bootstrap, String topic, int records, int keySpace) {
+            this.keySpace = keySpace;
             this.bootstrap = bootstrap;
             this.topic = topic;
             this.records = records;
@@ -304,7 +329,8 @@ public final class Workload {
         private void send(KafkaProducer<byte[], byte[]> producer, String name, String txn, int n) {
             for (int k = 0; k < n; k++) {
                 int i = next++;
-                byte[] key = i % 7 == 3 ? null : ("key-" + i).getBytes(StandardCharsets.UTF_8);
+                byte[] key = keySpace > 0 ? ("key-" + (i % keySpace)).getBytes(StandardCharsets.UTF_8)
+                        : i % 7 == 3 ? null : ("key-" + i).getBytes(StandardCharsets.UTF_8);
                 byte[] value = i % 11 == 5 ? null : letters(40 + random.nextInt(700));
                 List<Header> headers = new ArrayList<>();
                 if (i % 3 == 1) {
