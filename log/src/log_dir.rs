@@ -35,7 +35,7 @@ use crate::checkpoint::{
 use crate::config::LogConfig;
 use crate::dir_lock::{Claim, DirLock};
 use crate::error::IoContext;
-use crate::io::Storage;
+use crate::io::{decide, storage_for, AutoDecision, IoBackend, IoWorkload, StdStorage, Storage};
 use crate::partition_log::{
     parse_dir_name, partition_dir_name, read_only_view, OpenOptions, OpenReport, PartitionLog,
 };
@@ -78,6 +78,11 @@ pub struct LogDir {
     written: BTreeSet<(String, i32)>,
     /// Opened by recovery: lines that do not parse were reported once and are dropped on rewrite.
     salvaging: bool,
+    /// `io_backend=auto`'s decision for this directory ([`LogDir::open_backend`]).
+    auto: Option<AutoDecision>,
+    /// The storage of partitions flushed after every append (`flush.messages=1`) when `auto` gives
+    /// durable appends another backend than buffered ones.
+    durable_storage: Option<Arc<dyn Storage>>,
 }
 
 impl LogDir {
@@ -92,6 +97,56 @@ impl LogDir {
             "a strict open returns the first problem"
         );
         Ok(log_dir)
+    }
+
+    /// Opens `root` as its writer on the backend `backend` names. A forced one (`std`, `uring`) is taken as
+    /// it is. `Auto` takes the directory's `.lock` first (through std), then `io_backend=auto`'s decision
+    /// for the directory ([`crate::io::decide`]: recorded, or probed and recorded): its buffered choice
+    /// is the directory's storage, its durable choice that of partitions opened with `flush.messages=1`.
+    pub fn open_backend(backend: IoBackend, root: &Path) -> Result<Self, Error> {
+        if backend != IoBackend::Auto {
+            let storage = crate::io::open_backend(backend).at(root)?;
+            tracing::debug!(dir = %root.display(), backend = storage.name(), "io_backend forced");
+            return Self::open(storage, root);
+        }
+        let mut log_dir = Self::open(Arc::new(StdStorage), root)?;
+        let decision = decide(log_dir.storage.as_ref(), root);
+        log_dir.storage = storage_for(&decision, IoWorkload::Buffered);
+        if decision.durable.backend != decision.buffered.backend {
+            log_dir.durable_storage = Some(storage_for(&decision, IoWorkload::Durable));
+        }
+        tracing::info!(dir = %root.display(), buffered = log_dir.storage.name(),
+            durable = log_dir.durable_storage.as_ref().map_or(log_dir.storage.name(), |s| s.name()),
+            source = ?decision.source, "io_backend=auto");
+        log_dir.auto = Some(decision);
+        Ok(log_dir)
+    }
+
+    /// The storage a writer of `root` that opens it through another type (the cluster node) takes for
+    /// `workload`: a forced backend as it is, `Auto` through the decision, measured under the
+    /// directory's `.lock` (refused while another process holds it). The decision is returned for reports.
+    pub fn backend_for(
+        backend: IoBackend,
+        root: &Path,
+        workload: IoWorkload,
+    ) -> Result<(Arc<dyn Storage>, Option<AutoDecision>), Error> {
+        if backend != IoBackend::Auto {
+            return Ok((crate::io::open_backend(backend).at(root)?, None));
+        }
+        StdStorage.create_dir_all(root).at(root)?;
+        let lock = DirLock::acquire(&StdStorage, root)?;
+        let decision = decide(&StdStorage, root);
+        drop(lock);
+        let storage = storage_for(&decision, workload);
+        tracing::info!(dir = %root.display(), workload = workload.name(), backend = storage.name(),
+            source = ?decision.source, "io_backend=auto");
+        Ok((storage, Some(decision)))
+    }
+
+    /// `io_backend=auto`'s decision for this directory, when it was opened with [`LogDir::open_backend`]
+    /// and `Auto`.
+    pub fn io_decision(&self) -> Option<&AutoDecision> {
+        self.auto.as_ref()
     }
 
     /// For recovery: as [`open`](Self::open), but checkpoint lines that do not parse are returned (each a
@@ -158,6 +213,8 @@ impl LogDir {
             had_clean_shutdown,
             written: BTreeSet::new(),
             salvaging,
+            auto: None,
+            durable_storage: None,
         };
         Ok((log_dir, problems))
     }
@@ -226,8 +283,11 @@ impl LogDir {
             log_start_offset: self.log_start_offsets.get(&key).copied().unwrap_or(0),
             clean_shutdown: self.had_clean_shutdown,
         };
-        let (log, report) =
-            PartitionLog::open_with_clock(self.storage.clone(), &dir, config, options, clock)?;
+        let storage = match &self.durable_storage {
+            Some(durable) if config.flush_messages == 1 => durable.clone(),
+            _ => self.storage.clone(),
+        };
+        let (log, report) = PartitionLog::open_with_clock(storage, &dir, config, options, clock)?;
         if let Some(&hw) = self.high_watermarks.get(&key) {
             log.update_high_watermark(hw);
         }

@@ -5,6 +5,7 @@
 //! backends sit behind it: `std` (pread/pwrite/fdatasync), `uring` (io_uring, see `uring.rs`) and `sim`
 //! (in memory, with a live and a durable image and fault injection, for deterministic crash tests).
 
+mod auto;
 mod counting;
 mod direct;
 #[cfg(target_os = "linux")]
@@ -20,6 +21,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use auto::{
+    backend_name, decide, storage_for, AutoDecision, ClassChoice, DecisionSource,
+    AUTO_DECISION_FILE, PROBE_BUDGET, URING_MARGIN,
+};
 #[cfg(target_os = "linux")]
 pub use counting::{file_kind, CountingStorage, IoOp};
 pub use fixed::Registration;
@@ -235,8 +240,9 @@ pub fn open_backend_for(backend: IoBackend, workload: IoWorkload) -> io::Result<
 }
 
 /// Opens the storage for a backend choice. `Uring` fails, saying why, when this process may not use
-/// io_uring (see [`uring_available`]); `Auto` picks its choice for buffered appends (see
-/// [`open_backend_for`]).
+/// io_uring (see [`uring_available`]); `Auto` without a log directory to measure takes the built-in
+/// choice for buffered appends (std, see [`open_backend_for`]): a writer with a log directory resolves
+/// `Auto` through the measured decision instead ([`decide`], `LogDir::open_backend`).
 pub fn open_backend(backend: IoBackend) -> io::Result<Arc<dyn Storage>> {
     match backend {
         IoBackend::Auto => open_backend_for(IoBackend::Auto, IoWorkload::Buffered),
