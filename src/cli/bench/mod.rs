@@ -678,13 +678,15 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
         k("append/100B", leader),
         2.0,
     );
-    let g8 = "group commit of 8 / single, std";
+    // Issue #28: a group of 8 against its own bound (the same appends from one thread, 8 pwrites
+    // per fdatasync), not "5x one appender", which was above that bound on every disk measured.
+    let g8 = "group commit, 8 threads";
     goal(
-        "group commit of 8 >= 5x one appender",
+        "group commit of 8 >= 0.9x its bound (8 pwrites + one fdatasync)",
         "durable",
-        g8,
-        c("durable", g8),
-        5.0,
+        &format!("{g8} std / limit"),
+        r("durable", g8, "std"),
+        0.9,
     );
     let u1 = format!("uring / std, {}", disk::SINGLE_ROW);
     goal(
