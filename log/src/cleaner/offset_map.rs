@@ -23,7 +23,7 @@ pub enum DigestKind {
 
 impl DigestKind {
     /// The digest's length in bytes.
-    pub fn len(self) -> usize {
+    pub fn digest_len(self) -> usize {
         match self {
             DigestKind::Md5 => 16,
             DigestKind::Sha256 => 32,
@@ -54,7 +54,7 @@ pub struct OffsetMap {
 impl OffsetMap {
     /// A map over `memory` bytes (`slots = memory / (digest_len + 8)`), full at `slots * load_factor`.
     pub fn new(memory: usize, load_factor: f64, digest: DigestKind) -> Self {
-        let hash_size = digest.len();
+        let hash_size = digest.digest_len();
         let bytes_per_entry = hash_size + 8;
         let slots = memory / bytes_per_entry;
         OffsetMap {
