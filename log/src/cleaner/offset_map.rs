@@ -1,0 +1,260 @@
+//! The cleaner's offset map: Kafka's `SkimpyOffsetMap`, the latest offset per key digest.
+//!
+//! One buffer of exactly `memory` bytes (rounded down to whole slots) holds `slots` entries of
+//! `digest | offset int64`; a slot is empty when its first 24 bytes are zero, as Kafka tests it. Keys are
+//! the digest of exactly the key bytes; probing reads the 4-byte big-endian int at
+//! `min(attempt, digest_len - 4)` of the digest plus `max(0, attempt - digest_len + 4)`, then
+//! `abs(probe) % slots` (`Utils.abs`: `i32::MIN` maps to 0). Two keys with the same digest are one key,
+//! as in Kafka. Kafka 4.4.0's `CleanerConfig.HASH_ALGORITHM` is `"MD5"` (read from the
+//! kafka-storage-4.4.0 jar with `javap -constants`), so [`DigestKind::Md5`] is the default.
+
+use md5::{Digest, Md5};
+use sha2::Sha256;
+
+/// The digest of a key (`log.cleaner` hash algorithm).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DigestKind {
+    /// MD5, 16 bytes: Kafka 4.4.0's `CleanerConfig.HASH_ALGORITHM`.
+    #[default]
+    Md5,
+    /// SHA-256, 32 bytes.
+    Sha256,
+}
+
+impl DigestKind {
+    /// The digest's length in bytes.
+    pub fn digest_len(self) -> usize {
+        match self {
+            DigestKind::Md5 => 16,
+            DigestKind::Sha256 => 32,
+        }
+    }
+
+    fn digest_into(self, key: &[u8], out: &mut [u8; 32]) {
+        match self {
+            DigestKind::Md5 => out[..16].copy_from_slice(&Md5::digest(key)),
+            DigestKind::Sha256 => out.copy_from_slice(&Sha256::digest(key)),
+        }
+    }
+}
+
+/// Kafka's `SkimpyOffsetMap`: digest → latest offset, in one fixed buffer.
+#[derive(Debug)]
+pub struct OffsetMap {
+    bytes: Vec<u8>,
+    digest: DigestKind,
+    hash_size: usize,
+    bytes_per_entry: usize,
+    slots: usize,
+    load_factor: f64,
+    entries: usize,
+    last_offset: i64,
+}
+
+impl OffsetMap {
+    /// A map over `memory` bytes (`slots = memory / (digest_len + 8)`), full at `slots * load_factor`.
+    pub fn new(memory: usize, load_factor: f64, digest: DigestKind) -> Self {
+        let hash_size = digest.digest_len();
+        let bytes_per_entry = hash_size + 8;
+        let slots = memory / bytes_per_entry;
+        OffsetMap {
+            bytes: vec![0; slots * bytes_per_entry],
+            digest,
+            hash_size,
+            bytes_per_entry,
+            slots,
+            load_factor,
+            entries: 0,
+            last_offset: -1,
+        }
+    }
+
+    /// Empties the map; the latest offset becomes -1.
+    pub fn clear(&mut self) {
+        self.bytes.fill(0);
+        self.entries = 0;
+        self.last_offset = -1;
+    }
+
+    /// The number of slots.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Records `offset` as the latest for `key`. A new key when every slot is taken is not stored
+    /// (Kafka throws there; the pass stops at [`OffsetMap::max_desired_size`] first, and an absent key
+    /// only makes the cleaner retain more).
+    pub fn put(&mut self, key: &[u8], offset: i64) {
+        let mut hash = [0u8; 32];
+        self.digest.digest_into(key, &mut hash);
+        let hash = &hash[..self.hash_size];
+        let mut attempt = 0;
+        loop {
+            let pos = self.position_of(hash, attempt);
+            if self.is_empty(pos) {
+                if self.entries >= self.slots {
+                    return;
+                }
+                self.bytes[pos..pos + self.hash_size].copy_from_slice(hash);
+                self.write_offset(pos, offset);
+                self.entries += 1;
+                self.last_offset = offset;
+                return;
+            }
+            if &self.bytes[pos..pos + self.hash_size] == hash {
+                self.write_offset(pos, offset);
+                self.last_offset = offset;
+                return;
+            }
+            attempt += 1;
+            if attempt > self.slots + self.hash_size {
+                return;
+            }
+        }
+    }
+
+    /// The latest offset stored for `key`, -1 when absent.
+    pub fn get(&self, key: &[u8]) -> i64 {
+        if self.slots == 0 {
+            return -1;
+        }
+        let mut hash = [0u8; 32];
+        self.digest.digest_into(key, &mut hash);
+        let hash = &hash[..self.hash_size];
+        let mut attempt = 0;
+        loop {
+            if attempt >= self.slots {
+                return -1;
+            }
+            let pos = self.position_of(hash, attempt);
+            if self.is_empty(pos) {
+                return -1;
+            }
+            if &self.bytes[pos..pos + self.hash_size] == hash {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&self.bytes[pos + self.hash_size..pos + self.bytes_per_entry]);
+                return i64::from_be_bytes(b);
+            }
+            attempt += 1;
+        }
+    }
+
+    /// Sets the latest offset (the pass moves it to the end of the range it read).
+    pub fn update_latest_offset(&mut self, offset: i64) {
+        self.last_offset = offset;
+    }
+
+    /// The offset of the last put (or update), -1 after clear.
+    pub fn latest_offset(&self) -> i64 {
+        self.last_offset
+    }
+
+    /// Distinct digests held.
+    pub fn size(&self) -> usize {
+        self.entries
+    }
+
+    /// `(slots * load_factor) as int`: the pass treats the map as full at this size.
+    pub fn max_desired_size(&self) -> usize {
+        (self.slots as f64 * self.load_factor) as usize
+    }
+
+    /// The buffer's size in bytes (whole slots).
+    pub fn memory(&self) -> usize {
+        self.bytes.len()
+    }
+
+    fn write_offset(&mut self, pos: usize, offset: i64) {
+        self.bytes[pos + self.hash_size..pos + self.bytes_per_entry]
+            .copy_from_slice(&offset.to_be_bytes());
+    }
+
+    /// Kafka's `isEmpty`: the first 24 bytes of the slot are zero.
+    fn is_empty(&self, pos: usize) -> bool {
+        let end = (pos + 24).min(self.bytes.len());
+        self.bytes[pos..end].iter().all(|&b| b == 0)
+    }
+
+    fn position_of(&self, hash: &[u8], attempt: usize) -> usize {
+        let at = attempt.min(self.hash_size - 4);
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&hash[at..at + 4]);
+        let extra = attempt.saturating_sub(self.hash_size - 4) as i32;
+        let probe = i32::from_be_bytes(b).wrapping_add(extra);
+        let abs = if probe == i32::MIN {
+            0
+        } else {
+            probe.unsigned_abs() as usize
+        };
+        (abs % self.slots) * self.bytes_per_entry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_at_128_mib_matches_kafka() {
+        let md5 = OffsetMap::new(134_217_728, 0.9, DigestKind::Md5);
+        assert_eq!(md5.slots(), 5_592_405);
+        assert_eq!(md5.max_desired_size(), 5_033_164);
+        assert_eq!(md5.memory(), 5_592_405 * 24);
+        let sha = OffsetMap::new(134_217_728, 0.9, DigestKind::Sha256);
+        assert_eq!(sha.slots(), 3_355_443);
+        assert_eq!(sha.max_desired_size(), 3_019_898);
+        assert_eq!(DigestKind::default(), DigestKind::Md5);
+    }
+
+    #[test]
+    fn put_get_latest_and_clear() {
+        for digest in [DigestKind::Md5, DigestKind::Sha256] {
+            let mut map = OffsetMap::new(4096, 0.9, digest);
+            assert_eq!(map.latest_offset(), -1);
+            assert_eq!(map.get(b"a"), -1);
+            map.put(b"a", 5);
+            map.put(b"b", 7);
+            map.put(b"a", 9);
+            assert_eq!(map.get(b"a"), 9);
+            assert_eq!(map.get(b"b"), 7);
+            assert_eq!(map.get(b""), -1);
+            assert_eq!(map.size(), 2);
+            assert_eq!(map.latest_offset(), 9);
+            map.update_latest_offset(20);
+            assert_eq!(map.latest_offset(), 20);
+            map.clear();
+            assert_eq!(
+                (map.size(), map.latest_offset(), map.get(b"a")),
+                (0, -1, -1)
+            );
+        }
+    }
+
+    #[test]
+    fn a_full_map_keeps_every_key_it_holds() {
+        // 10 slots: every slot taken, probing must still find each key and refuse an eleventh.
+        let mut map = OffsetMap::new(240, 1.0, DigestKind::Md5);
+        assert_eq!(map.slots(), 10);
+        for i in 0..10u8 {
+            map.put(&[i], i as i64 + 100);
+        }
+        assert_eq!(map.size(), 10);
+        for i in 0..10u8 {
+            assert_eq!(map.get(&[i]), i as i64 + 100);
+        }
+        map.put(b"new", 1);
+        assert_eq!(map.size(), 10);
+        assert_eq!(map.get(b"new"), -1);
+        map.put(&[3], 999);
+        assert_eq!(map.get(&[3]), 999);
+    }
+
+    #[test]
+    fn zero_memory_holds_nothing_without_panicking() {
+        let mut map = OffsetMap::new(10, 0.9, DigestKind::Md5);
+        assert_eq!(map.slots(), 0);
+        assert_eq!(map.get(b"k"), -1);
+        assert_eq!(map.max_desired_size(), 0);
+        let _ = &mut map;
+    }
+}
