@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod checkpoint;
+pub mod cleaner;
 pub mod clock;
 pub mod config;
 pub mod coordinator;

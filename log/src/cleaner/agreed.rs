@@ -1,0 +1,28 @@
+//! Until branch `filter` is merged: the two of its agreed items this module's own types name
+//! (`offset_map::DigestKind`, `filter::FilterStats`), with the agreed shapes. Removed at the merge.
+
+/// The offset map's digest (`offset_map::DigestKind` once merged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DigestKind {
+    /// MD5 (16 bytes).
+    Md5,
+    /// SHA-256 (32 bytes).
+    #[default]
+    Sha256,
+}
+
+/// What the filter read and kept (`filter::FilterStats` once merged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[allow(missing_docs)]
+pub struct FilterStats {
+    pub batches_read: u64,
+    pub records_read: u64,
+    pub records_retained: u64,
+    pub tombstones_removed: u64,
+    pub markers_removed: u64,
+    pub aborted_removed: u64,
+    pub batches_emptied: u64,
+    pub batches_rebuilt: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
