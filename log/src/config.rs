@@ -54,6 +54,63 @@ pub struct LogConfig {
     /// `producer.id.expiration.check.interval.ms`: how often a running log forgets expired producers
     /// (`PartitionLog::maybe_expire_producers`). A broker setting in Kafka; here per log.
     pub producer_id_expiration_check_interval_ms: i64,
+    /// `cleanup.policy`: a list of `compact` and `delete` (default `delete`).
+    pub cleanup_policy: CleanupPolicy,
+    /// `min.cleanable.dirty.ratio` (0.5): a log is cleaned when its dirty ratio is above this.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms` (0): records younger than this stay uncleaned.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms` (`i64::MAX`): a dirty segment older than this is cleaned whatever the ratio,
+    /// and a compacted topic's active segment rolls at `min(max.compaction.lag.ms, segment.ms)`.
+    pub max_compaction_lag_ms: i64,
+    /// `delete.retention.ms` (86400000): how long the cleaner keeps tombstones and transaction markers.
+    pub delete_retention_ms: i64,
+}
+
+/// `cleanup.policy`: which of Kafka's two cleanups apply (`LogConfig.compact` / `LogConfig.delete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    /// `compact`: the cleaner keeps the latest record of each key.
+    pub compact: bool,
+    /// `delete`: retention by `retention.ms` / `retention.bytes`.
+    pub delete: bool,
+}
+
+impl Default for CleanupPolicy {
+    fn default() -> Self {
+        CleanupPolicy {
+            compact: false,
+            delete: true,
+        }
+    }
+}
+
+impl CleanupPolicy {
+    /// Parses Kafka's list (`ValidList.in("compact", "delete")`): comma-separated, spaces around items
+    /// ignored, each item exactly `compact` or `delete`.
+    pub fn parse(value: &str) -> Result<Self, Error> {
+        let mut policy = CleanupPolicy {
+            compact: false,
+            delete: false,
+        };
+        if value.trim().is_empty() {
+            return Ok(policy);
+        }
+        for item in value.split(',').map(str::trim) {
+            match item {
+                "compact" => policy.compact = true,
+                "delete" => policy.delete = true,
+                _ => {
+                    return Err(bad(
+                        "cleanup.policy",
+                        value,
+                        "expected a list of compact and delete",
+                    ))
+                }
+            }
+        }
+        Ok(policy)
+    }
 }
 
 impl Default for LogConfig {
@@ -77,12 +134,17 @@ impl Default for LogConfig {
             io_backend: IoBackend::Auto,
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,
+            cleanup_policy: CleanupPolicy::default(),
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 86_400_000,
         }
     }
 }
 
 /// The keys `set` understands.
-pub const KEYS: [&str; 18] = [
+pub const KEYS: [&str; 23] = [
     "segment.bytes",
     "segment.ms",
     "segment.jitter.ms",
@@ -101,6 +163,11 @@ pub const KEYS: [&str; 18] = [
     "io_backend",
     "producer.id.expiration.ms",
     "producer.id.expiration.check.interval.ms",
+    "cleanup.policy",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "delete.retention.ms",
 ];
 
 fn bad(key: &'static str, value: &str, reason: &'static str) -> Error {
@@ -181,9 +248,45 @@ impl LogConfig {
             "producer.id.expiration.check.interval.ms" => {
                 self.producer_id_expiration_check_interval_ms = int(key, value, 1, i32::MAX as i64)?
             }
+            "cleanup.policy" => self.cleanup_policy = CleanupPolicy::parse(value)?,
+            "min.cleanable.dirty.ratio" => {
+                let v: f64 = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad(key, value, "not a number"))?;
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(bad(key, value, "not between 0 and 1"));
+                }
+                self.min_cleanable_dirty_ratio = v
+            }
+            "min.compaction.lag.ms" => {
+                let v = int(key, value, 0, i64::MAX)?;
+                if v > self.max_compaction_lag_ms {
+                    return Err(bad(key, value, "above max.compaction.lag.ms"));
+                }
+                self.min_compaction_lag_ms = v
+            }
+            "max.compaction.lag.ms" => {
+                let v = int(key, value, 1, i64::MAX)?;
+                if v < self.min_compaction_lag_ms {
+                    return Err(bad(key, value, "below min.compaction.lag.ms"));
+                }
+                self.max_compaction_lag_ms = v
+            }
+            "delete.retention.ms" => self.delete_retention_ms = int(key, value, 0, i64::MAX)?,
             _ => unreachable!("every key in KEYS is handled"),
         }
         Ok(())
+    }
+
+    /// `LogConfig.maxSegmentMs`: a compacted topic with `max.compaction.lag.ms` rolls its active segment
+    /// at `min(max.compaction.lag.ms, segment.ms)`, so the cleaner can reach its records in time.
+    pub fn max_segment_ms(&self) -> i64 {
+        if self.cleanup_policy.compact && self.max_compaction_lag_ms > 0 {
+            self.max_compaction_lag_ms.min(self.segment_ms)
+        } else {
+            self.segment_ms
+        }
     }
 
     /// Parses `key=value` pairs (the CLI's `--config`).
@@ -239,5 +342,44 @@ mod tests {
         assert!(LogConfig::from_pairs(["retention.ms=x"]).is_err());
         assert!(LogConfig::from_pairs(["io_backend=floppy"]).is_err());
         assert!(LogConfig::from_pairs(["segment.bytes"]).is_err());
+    }
+
+    #[test]
+    fn compaction_keys_have_kafkas_defaults_and_validation() {
+        let c = LogConfig::default();
+        assert_eq!(
+            c.cleanup_policy,
+            CleanupPolicy {
+                compact: false,
+                delete: true
+            }
+        );
+        assert_eq!(c.max_segment_ms(), c.segment_ms);
+        let c = LogConfig::from_pairs([
+            "cleanup.policy=compact, delete",
+            "max.compaction.lag.ms=1000",
+            "min.cleanable.dirty.ratio=0.1",
+        ])
+        .unwrap();
+        assert!(c.cleanup_policy.compact && c.cleanup_policy.delete);
+        assert_eq!(
+            c.max_segment_ms(),
+            1000,
+            "min(max.compaction.lag.ms, segment.ms)"
+        );
+        for bad in [
+            "cleanup.policy=compacted",
+            "cleanup.policy=COMPACT",
+            "min.cleanable.dirty.ratio=1.5",
+            "max.compaction.lag.ms=0",
+            "delete.retention.ms=-1",
+        ] {
+            let err = LogConfig::from_pairs([bad]).unwrap_err().to_string();
+            assert!(err.contains(bad.split('=').next().unwrap()), "{bad}: {err}");
+        }
+        assert!(
+            LogConfig::from_pairs(["max.compaction.lag.ms=10", "min.compaction.lag.ms=20"])
+                .is_err()
+        );
     }
 }

@@ -617,6 +617,53 @@ fn retention_by_size_time_and_log_start_never_passes_the_high_watermark() {
 /// A segment in the unflushed range whose indexes are corrupt (rebuilt at open) and whose `.log` ends
 /// in a torn batch still cuts the log there: every later segment goes, so the log stays a prefix of what
 /// was appended. (The rebuild used to take the segment out of recovery's cut-and-delete rule.)
+/// Kafka deletes by `retention.ms` / `retention.bytes` only when `cleanup.policy` has `delete`
+/// (`UnifiedLog.deleteOldSegments`): a compact-only topic keeps its data for the cleaner, and only the
+/// log start offset removes segments.
+#[test]
+fn a_compact_only_log_is_never_deleted_by_time_or_size() {
+    let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(11));
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    for (i, (policy, kept)) in [
+        ("compact", true),
+        ("compact,delete", false),
+        ("delete", false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let config = LogConfig::from_pairs([
+            "segment.bytes=1000",
+            "retention.ms=1000",
+            "retention.bytes=100",
+            &format!("cleanup.policy={policy}"),
+        ])
+        .unwrap();
+        let dir = PathBuf::from(format!("/t/policy-{i}"));
+        let (log, _) = PartitionLog::open_with_clock(
+            storage.clone(),
+            &dir,
+            config,
+            OpenOptions::default(),
+            clock.clone(),
+        )
+        .unwrap();
+        for _ in 0..10 {
+            log.append_as_leader(&mut build(1, 300, 1_800_000_000_000), 0)
+                .unwrap();
+        }
+        log.update_high_watermark(log.log_end_offset());
+        clock.advance(5_000);
+        let deleted = log.delete_old_segments().unwrap();
+        if kept {
+            assert!(deleted.is_empty(), "{policy}: {deleted:?} deleted");
+            assert_eq!(log.log_start_offset(), 0, "{policy}");
+        } else {
+            assert!(!deleted.is_empty(), "{policy}: nothing deleted");
+        }
+    }
+}
+
 #[test]
 fn a_torn_segment_with_a_corrupt_index_still_cuts_the_log() {
     let storage: Arc<dyn Storage> = Arc::new(StdStorage);

@@ -54,7 +54,7 @@ impl PartitionLog {
             .map(|(b, _)| *b)
     }
 
-    pub(super) fn segment_list(&self) -> Vec<Arc<LogSegment>> {
+    pub(crate) fn segment_list(&self) -> Vec<Arc<LogSegment>> {
         self.segments
             .read()
             .expect("segments lock poisoned")
@@ -63,7 +63,7 @@ impl PartitionLog {
             .collect()
     }
 
-    pub(super) fn active_segment(&self) -> Arc<LogSegment> {
+    pub(crate) fn active_segment(&self) -> Arc<LogSegment> {
         self.segments
             .read()
             .expect("segments lock poisoned")
@@ -87,18 +87,19 @@ impl PartitionLog {
         )
     }
 
-    /// `segment.ms` less this segment's jitter: Kafka draws it at random in `[0, min(jitter, segment.ms))`;
+    /// `LogConfig.maxSegmentMs` (`segment.ms`, or `min(max.compaction.lag.ms, segment.ms)` for a compacted
+    /// topic) less this segment's jitter: Kafka draws it at random in `[0, min(jitter, segment.ms))`;
     /// here it is a hash of the segment's base offset, so it is spread the same way but reproducible.
     fn max_segment_ms(&self, segment_base: i64) -> i64 {
         let bound = self.config.segment_jitter_ms.min(self.config.segment_ms);
         if bound <= 0 {
-            return self.config.segment_ms;
+            return self.config.max_segment_ms();
         }
         let mut x = segment_base as u64 ^ 0x9E37_79B9_7F4A_7C15;
         x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         x ^= x >> 31;
-        self.config.segment_ms - (x % bound as u64) as i64
+        self.config.max_segment_ms() - (x % bound as u64) as i64
     }
 
     pub(super) fn maybe_roll(

@@ -40,7 +40,10 @@ impl PartitionLog {
         let segments = self.segment_list();
         let hw = self.high_watermark();
         let log_start = self.log_start_offset();
-        let mut size_excess = if self.config.retention_bytes >= 0 {
+        // Kafka applies retention.bytes / retention.ms only with `delete` in cleanup.policy
+        // (`UnifiedLog.deleteOldSegments`): a compact-only log keeps its data for the cleaner.
+        let by_retention = self.config.cleanup_policy.delete;
+        let mut size_excess = if by_retention && self.config.retention_bytes >= 0 {
             self.size_in_bytes() as i64 - self.config.retention_bytes
         } else {
             -1
@@ -56,7 +59,8 @@ impl PartitionLog {
             }
             let by_start = !is_last && upper <= log_start;
             let by_size = size_excess >= 0 && size_excess - seg.size() as i64 >= 0;
-            let by_time = self.config.retention_ms >= 0
+            let by_time = by_retention
+                && self.config.retention_ms >= 0
                 && now - seg.largest_timestamp()? > self.config.retention_ms;
             if !(by_start || by_size || by_time) {
                 break;
@@ -112,8 +116,8 @@ impl PartitionLog {
         self.guarded(|| self.increment_log_start_offset_inner(offset))
     }
 
-    /// Retention (`deleteOldSegments`): segments wholly below the log start offset, then by size
-    /// (`retention.bytes`), then by time (`retention.ms`). Never the active segment's data past the high
+    /// Retention (`deleteOldSegments`): segments wholly below the log start offset, then, when
+    /// `cleanup.policy` has `delete`, by size (`retention.bytes`) and by time (`retention.ms`). Never the active segment's data past the high
     /// watermark. Returns the deleted base offsets.
     pub fn delete_old_segments(&self) -> Result<Vec<i64>, Error> {
         self.writable("retention")?;
