@@ -722,7 +722,7 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
     );
     let rnd = disk::RANDOM_READ_ROW;
     goal(
-        "random reads by offset >= 0.9x pread",
+        "random reads by offset >= 0.9x mmap + memcpy",
         "read/random-offset",
         &format!("{rnd} std / limit"),
         r("read/random-offset", rnd, "std"),
