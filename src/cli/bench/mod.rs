@@ -44,7 +44,7 @@ pub enum Workload {
     /// appenders beside pwrite of as many batches + one fdatasync; fdatasync latency.
     Durable,
     /// Sequential reads from offset 0 beside mmap + memcpy (and a pread loop), random reads by offset
-    /// and by timestamp beside pread of the same batches.
+    /// and by timestamp beside mmap + memcpy of the same batches (and one pread per batch).
     Read,
     /// Unclean recovery of a partition beside a plain read and Kafka's LogLoader; clean open of many
     /// segments beside list + open + fstat.
