@@ -23,9 +23,9 @@
 //! instead of a horizon). Kafka up-converts a kept legacy entry to a v2 batch; klog refuses that with
 //! [`Error::Uncleanable`] naming the entry's position, leaving the log as it was.
 //!
-//! Memory: a compressed batch is inflated once into a scratch buffer reused by the thread, capped at
-//! [`DEFAULT_MAX_DECOMPRESSED_BYTES`] (the cap every read of a batch has); the records are then walked in
-//! place, so a pass holds at most one inflated batch plus its rebuilt copy.
+//! Memory: a compressed batch is inflated once into a scratch buffer reused by the thread (kept up to 4 MiB
+//! between batches), capped at [`DEFAULT_MAX_DECOMPRESSED_BYTES`] (the cap every read of a batch has); the
+//! records are then walked in place, so a pass holds at most one inflated batch plus its rebuilt copy.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -126,10 +126,23 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
+/// Scratch capacity kept between batches: one rare large batch must not hold its memory for the rest of
+/// the thread's life (a pass's memory is the dedupe buffer plus a fixed cost).
+const SCRATCH_KEPT_BYTES: usize = 4 << 20;
+
 /// Runs `f` with the thread's scratch buffers (fresh ones if they are in use further up the stack).
 fn with_scratch<T>(f: impl FnOnce(&mut Scratch) -> T) -> T {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut scratch) => f(&mut scratch),
+        Ok(mut scratch) => {
+            let result = f(&mut scratch);
+            if scratch.inflated.capacity() > SCRATCH_KEPT_BYTES {
+                scratch.inflated = Vec::new();
+            }
+            if scratch.keep.capacity() > SCRATCH_KEPT_BYTES {
+                scratch.keep = Vec::new();
+            }
+            result
+        }
         Err(_) => f(&mut Scratch::default()),
     })
 }
