@@ -8,16 +8,21 @@
 //! The per-batch rules (the offset map, transaction metadata, `filterTo`) are `offset_map.rs`,
 //! `txn_metadata.rs` and `filter.rs`.
 
-mod agreed;
 pub mod checkpoint;
+mod filter;
 mod offset_map;
 mod range;
+mod txn_metadata;
 
-pub use agreed::FilterStats;
 pub use checkpoint::{
     read_cleaner_checkpoint, write_cleaner_checkpoint, CLEANER_OFFSET_CHECKPOINT,
 };
+pub use filter::{
+    filter_batch, filter_legacy_entry, for_each_key, for_each_key_any, BatchOutcome, FilterContext,
+    FilterStats, LastRecord, OnKey,
+};
 pub use offset_map::{DigestKind, OffsetMap};
+pub use txn_metadata::CleanedTransactionMetadata;
 
 /// Broker-level cleaner settings, with Kafka's names and defaults (`CleanerConfig.java`, one thread).
 #[derive(Debug, Clone, PartialEq)]
