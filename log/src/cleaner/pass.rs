@@ -168,7 +168,7 @@ impl PartitionLog {
         map: &mut OffsetMap,
         budget: &mut DirtyBudget,
     ) -> Result<bool, Error> {
-        map.clear();
+        // The map is new (Kafka clears its thread's map here; a fresh one is zero already).
         let dirty = segments_in(segments, start, end);
         let mut txn = CleanedTransactionMetadata::new();
         txn.add_aborted_transactions(&self.collect_aborted_transactions(start, end));
