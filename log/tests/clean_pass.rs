@@ -14,9 +14,11 @@ use cleaner_common::{
 use klog_log::cleaner::{read_cleaner_checkpoint, CleanOptions, CleanerConfig};
 use klog_log::clock::ManualClock;
 use klog_log::config::LogConfig;
-use klog_log::io::{read_file, ReadOnlyStorage, SimStorage, Storage};
+use klog_log::format::{BatchBuilder, Compression};
+use klog_log::io::{read_file, ReadOnlyStorage, SimStorage, StdStorage, Storage};
 use klog_log::log_dir::LogDir;
 use klog_log::partition_log::{OpenOptions, PartitionLog};
+use klog_log::segment::LogSegment;
 use klog_log::Error;
 
 fn dir() -> PathBuf {
@@ -348,7 +350,7 @@ fn a_cleaned_log_reopens_to_the_same_records_and_its_active_segment_is_untouched
     );
     // Appends go on after a pass.
     let leo = log.log_end_offset();
-    let mut b = klog_log::format::BatchBuilder::new(klog_log::format::Compression::None);
+    let mut b = BatchBuilder::new(Compression::None);
     b.append(NOW, Some(b"k0"), Some(b"after"), &[]).unwrap();
     log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
     assert_eq!(log.log_end_offset(), leo + 1);
@@ -390,4 +392,71 @@ fn a_read_only_log_is_refused_and_a_delete_policy_log_skipped() {
         report.skipped.as_deref(),
         Some("cleanup.policy has no compact")
     );
+}
+
+#[test]
+fn appends_go_on_into_the_active_segment_while_a_pass_runs() {
+    let (_storage, log) = filled();
+    let before = records(&log);
+    let leo = log.log_end_offset();
+    let report = std::thread::scope(|s| {
+        let appender = s.spawn(|| {
+            for i in 0..100 {
+                let mut b = BatchBuilder::new(Compression::None);
+                let key = format!("late{i}");
+                b.append(NOW, Some(key.as_bytes()), Some(b"v"), &[])
+                    .unwrap();
+                log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+            }
+        });
+        let report = log.clean(&CleanerConfig::default(), &at(NOW), None);
+        appender.join().unwrap();
+        report.unwrap()
+    });
+    assert!(report.cleaned, "{report:?}");
+    assert_eq!(log.log_end_offset(), leo + 100);
+    let after = records(&log);
+    let below: BTreeMap<i64, cleaner_common::Rec> =
+        after.range(..leo).map(|(o, r)| (*o, r.clone())).collect();
+    let expected = expected_after_first_pass(&before, report.end_offset);
+    assert!(same_records(&below, &expected), "{below:?}");
+    assert_eq!(
+        after.range(leo..).count(),
+        100,
+        "every append is in the log"
+    );
+}
+
+#[test]
+fn a_reader_holding_a_replaced_segment_on_disk_keeps_reading_it() {
+    let root = std::env::temp_dir().join(format!("klog-clean-pass-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let dir = root.join("compacted-0");
+    let storage: Arc<dyn Storage> = Arc::new(StdStorage);
+    let log = open(storage, &dir, config(), OpenOptions::default()).unwrap();
+    fill(&log);
+    let second = log.segment_base_offsets()[1];
+    let old = log.segment(second).unwrap();
+    let bytes = old.read_bytes(0, old.size() as usize).unwrap();
+    let report = log
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap();
+    assert!(
+        report
+            .groups
+            .iter()
+            .any(|g| g[0] != second && g.contains(&second)),
+        "{report:?}"
+    );
+    assert!(log.segment(second).is_none());
+    assert!(
+        !LogSegment::log_path(&dir, second).exists(),
+        "its files are gone"
+    );
+    let slice = old.slice(0, old.size()).unwrap();
+    assert_eq!(slice.as_slice(), &bytes[..]);
+    let found = old.translate_offset(second, 0).unwrap().map(|p| p.position);
+    assert_eq!(found, Some(0), "its index is still readable");
+    log.close().unwrap();
+    std::fs::remove_dir_all(&root).unwrap();
 }
