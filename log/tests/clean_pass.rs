@@ -204,16 +204,34 @@ fn a_full_map_cleans_only_the_prefix_it_covers() {
 #[test]
 fn max_dirty_bytes_bounds_a_pass_like_a_full_map() {
     let (_storage, log) = filled();
+    // (last offset, size) of every batch, in log order.
+    let mut batches = Vec::new();
+    for base in log.segment_base_offsets() {
+        let seg = log.segment(base).unwrap();
+        let bytes = seg.read_bytes(0, seg.size() as usize).unwrap();
+        for b in klog_log::format::Batches::new(&bytes) {
+            let b = b.unwrap();
+            batches.push((b.last_offset(), b.size_in_bytes() as u64));
+        }
+    }
+    // The batches a 1000-byte budget takes: whole ones, while they fit.
+    let mut used = 0;
+    let taken = batches
+        .iter()
+        .take_while(|(_, size)| {
+            let fits = used + size <= 1000;
+            used += size;
+            fits
+        })
+        .count();
     let opts = CleanOptions {
         max_dirty_bytes: Some(1000),
         ..at(NOW)
     };
     let report = log.clean(&CleanerConfig::default(), &opts, None).unwrap();
     assert!(report.map_full, "{report:?}");
-    let first = log.segment(0).unwrap();
-    assert!(report.end_offset > 0);
+    assert_eq!(report.end_offset, batches[taken - 1].0 + 1, "{report:?}");
     assert!(report.end_offset < *log.segment_base_offsets().last().unwrap());
-    drop(first);
 }
 
 #[test]
@@ -459,4 +477,46 @@ fn a_reader_holding_a_replaced_segment_on_disk_keeps_reading_it() {
     assert_eq!(found, Some(0), "its index is still readable");
     log.close().unwrap();
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn the_log_dir_reports_every_log_in_order_and_resets_a_checkpoint_outside_the_log() {
+    let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(4));
+    let root = Path::new("/logs");
+    let mut log_dir = LogDir::open(storage.clone(), root).unwrap();
+    let clock = Arc::new(ManualClock::new(NOW));
+    let (compacted, _) = log_dir
+        .open_partition_with_clock("compacted-0", config(), clock.clone())
+        .unwrap();
+    fill(&compacted);
+    let (plain, _) = log_dir
+        .open_partition_with_clock("plain-0", LogConfig::default(), clock)
+        .unwrap();
+    fill(&plain);
+    // A checkpoint past the log end (a log truncated since): the pass starts at the log start, and the
+    // entry is rewritten even when nothing is cleanable.
+    let mut entries = BTreeMap::new();
+    entries.insert(("compacted".to_owned(), 0), 1_000_000);
+    klog_log::cleaner::write_cleaner_checkpoint(storage.as_ref(), root, &entries).unwrap();
+    let reports = log_dir
+        .clean(&[&plain, &compacted], &CleanerConfig::default(), &at(NOW))
+        .unwrap();
+    assert_eq!(reports.len(), 2);
+    assert_eq!(
+        reports[0].skipped.as_deref(),
+        Some("cleanup.policy has no compact")
+    );
+    assert!(reports[1].range.force_checkpoint);
+    assert_eq!(reports[1].range.first_dirty_offset, 0);
+    assert!(reports[1].cleaned);
+    let checkpoint = read_cleaner_checkpoint(storage.as_ref(), root).unwrap();
+    assert_eq!(
+        checkpoint.len(),
+        1,
+        "only compacted logs have an entry: {checkpoint:?}"
+    );
+    assert_eq!(
+        checkpoint.get(&("compacted".to_owned(), 0)),
+        Some(&reports[1].end_offset)
+    );
 }

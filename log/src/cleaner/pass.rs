@@ -229,7 +229,7 @@ impl PartitionLog {
                 opts.now_ms,
             )?)
         };
-        let mut sink = CleanedSink::new(cleaned, cleaner.io_buffer_size);
+        let mut sink = CleanedSink::new(cleaned, base, cleaner.io_buffer_size);
         let written = self
             .clean_group_into(group, map, txn, opts, &mut sink, report)
             .and_then(|()| sink.finish());
@@ -248,7 +248,7 @@ impl PartitionLog {
         report.segments_after -= group.len() - 1;
         match cleaned {
             Some(cleaned) => {
-                report.cleaned |= self.swap_in(cleaned, group, opts.now_ms)?;
+                report.cleaned |= self.swap_in(cleaned, group)?;
             }
             None => report.cleaned = true,
         }
@@ -311,13 +311,11 @@ impl PartitionLog {
     /// Kafka's `replaceSegments` for one cleaned segment, under the writer lock: the files renamed in
     /// Kafka's order (`swap.rs`), then the segment map. Returns false (and deletes the `.cleaned` files)
     /// when a segment of `group` left the log while it was cleaned.
-    fn swap_in(
-        &self,
-        cleaned: LogSegment,
-        group: &[Arc<LogSegment>],
-        now_ms: i64,
-    ) -> Result<bool, Error> {
+    fn swap_in(&self, cleaned: LogSegment, group: &[Arc<LogSegment>]) -> Result<bool, Error> {
         let (base, size) = (cleaned.base_offset(), cleaned.size());
+        // Kafka gives the cleaned files the group's last segment's mtime, which its `largestTimestamp`
+        // falls back on; klog's fallback is the segment's creation time, taken from the same segment.
+        let created_ms = group[group.len() - 1].largest_timestamp()?;
         // Its files are closed before they are renamed.
         drop(cleaned);
         let (storage, dir, config) = (self.storage(), self.dir(), self.config());
@@ -338,7 +336,7 @@ impl PartitionLog {
             false,
             config.index_interval_bytes,
             config.segment_index_bytes,
-            now_ms,
+            created_ms,
         )?;
         let replaced = self.replace_segments_in_map(Arc::new(new), &old);
         assert!(
