@@ -520,3 +520,95 @@ fn the_log_dir_reports_every_log_in_order_and_resets_a_checkpoint_outside_the_lo
         Some(&reports[1].end_offset)
     );
 }
+
+/// The simulation, truncating the log once, when the pass creates its first `.cleaned` segment (after
+/// it read the group, before it swaps it in): what a follower's truncation may do meanwhile.
+#[derive(Debug)]
+struct TruncateWhileCleaning {
+    inner: SimStorage,
+    log: std::sync::OnceLock<std::sync::Weak<PartitionLog>>,
+    to: std::sync::atomic::AtomicI64,
+    fired: std::sync::atomic::AtomicBool,
+}
+
+impl Storage for TruncateWhileCleaning {
+    fn create(&self, path: &Path) -> std::io::Result<Arc<dyn klog_log::io::StorageFile>> {
+        let cleaned = path.to_string_lossy().ends_with(".log.cleaned");
+        if cleaned && !self.fired.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            if let Some(log) = self.log.get().and_then(std::sync::Weak::upgrade) {
+                log.truncate_to(self.to.load(std::sync::atomic::Ordering::SeqCst))
+                    .unwrap();
+            }
+        }
+        self.inner.create(path)
+    }
+    fn open(&self, path: &Path) -> std::io::Result<Arc<dyn klog_log::io::StorageFile>> {
+        self.inner.open(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn name(&self) -> &'static str {
+        "sim-truncating"
+    }
+    fn lock_dir(&self, dir: &Path) -> std::io::Result<Option<std::fs::File>> {
+        self.inner.lock_dir(dir)
+    }
+}
+
+#[test]
+fn a_group_truncated_while_it_was_cleaned_is_not_swapped_in() {
+    let storage = Arc::new(TruncateWhileCleaning {
+        inner: SimStorage::new(5),
+        log: std::sync::OnceLock::new(),
+        to: std::sync::atomic::AtomicI64::new(0),
+        fired: std::sync::atomic::AtomicBool::new(false),
+    });
+    let log = Arc::new(open(storage.clone(), &dir(), config(), OpenOptions::default()).unwrap());
+    fill(&log);
+    let before = records(&log);
+    // Into the first group's second segment, at a batch boundary: it becomes the active segment and
+    // every later one goes.
+    let second = log.segment_base_offsets()[1];
+    let to = {
+        let seg = log.segment(second).unwrap();
+        let bytes = seg.read_bytes(0, seg.size() as usize).unwrap();
+        let first = klog_log::format::Batches::new(&bytes)
+            .next()
+            .unwrap()
+            .unwrap();
+        first.last_offset() + 1
+    };
+    storage.to.store(to, std::sync::atomic::Ordering::SeqCst);
+    storage.log.set(Arc::downgrade(&log)).unwrap();
+    let report = log
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap();
+    assert!(storage.fired.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(report.groups[0].contains(&second), "{report:?}");
+    assert!(!report.cleaned, "{report:?}");
+    assert_eq!(log.log_end_offset(), to);
+    let after = records(&log);
+    assert_eq!(
+        after,
+        before
+            .range(..to)
+            .map(|(o, r)| (*o, r.clone()))
+            .collect::<BTreeMap<_, _>>(),
+        "nothing the truncation removed comes back"
+    );
+    let names = storage.list(&dir()).unwrap();
+    assert!(names.iter().all(|n| !n.ends_with(".cleaned")), "{names:?}");
+}

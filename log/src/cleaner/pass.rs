@@ -215,6 +215,7 @@ impl PartitionLog {
         report: &mut CleanReport,
     ) -> Result<(), Error> {
         let base = group[0].base_offset();
+        let sizes: Vec<u64> = group.iter().map(|s| s.size()).collect();
         let (storage, dir, config) = (self.storage(), self.dir(), self.config());
         let cleaned = if opts.dry_run {
             None
@@ -248,7 +249,7 @@ impl PartitionLog {
         report.segments_after -= group.len() - 1;
         match cleaned {
             Some(cleaned) => {
-                report.cleaned |= self.swap_in(cleaned, group)?;
+                report.cleaned |= self.swap_in(cleaned, group, &sizes)?;
             }
             None => report.cleaned = true,
         }
@@ -308,10 +309,26 @@ impl PartitionLog {
             .collect()
     }
 
+    /// Under the writer lock: every segment of `group` is still in the log, the same object with the
+    /// size it had when the pass read it, and sealed (a truncation into it makes it active again).
+    fn group_unchanged(&self, group: &[Arc<LogSegment>], sizes: &[u64]) -> bool {
+        let active = self.active_segment();
+        group.iter().zip(sizes).all(|(seg, &size)| {
+            self.segment(seg.base_offset())
+                .is_some_and(|now| Arc::ptr_eq(&now, seg) && now.size() == size)
+                && !Arc::ptr_eq(&active, seg)
+        })
+    }
+
     /// Kafka's `replaceSegments` for one cleaned segment, under the writer lock: the files renamed in
     /// Kafka's order (`swap.rs`), then the segment map. Returns false (and deletes the `.cleaned` files)
     /// when a segment of `group` left the log while it was cleaned.
-    fn swap_in(&self, cleaned: LogSegment, group: &[Arc<LogSegment>]) -> Result<bool, Error> {
+    fn swap_in(
+        &self,
+        cleaned: LogSegment,
+        group: &[Arc<LogSegment>],
+        sizes: &[u64],
+    ) -> Result<bool, Error> {
         let (base, size) = (cleaned.base_offset(), cleaned.size());
         // Kafka gives the cleaned files the group's last segment's mtime, which its `largestTimestamp`
         // falls back on; klog's fallback is the segment's creation time, taken from the same segment.
@@ -320,10 +337,9 @@ impl PartitionLog {
         drop(cleaned);
         let (storage, dir, config) = (self.storage(), self.dir(), self.config());
         let _writer = self.writer();
-        let present = self.segment_base_offsets();
         let old: Vec<i64> = group.iter().map(|s| s.base_offset()).collect();
-        if !old.iter().all(|b| present.contains(b)) {
-            tracing::info!(dir = %dir.display(), segments = ?old, "a cleaned group left the log while it was cleaned: not swapped in");
+        if !self.group_unchanged(group, sizes) {
+            tracing::info!(dir = %dir.display(), segments = ?old, "a cleaned group changed while it was cleaned (retention, truncation): not swapped in");
             delete_cleaned(storage.as_ref(), dir, base)?;
             return Ok(false);
         }
