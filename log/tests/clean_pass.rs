@@ -612,3 +612,51 @@ fn a_group_truncated_while_it_was_cleaned_is_not_swapped_in() {
     let names = storage.list(&dir()).unwrap();
     assert!(names.iter().all(|n| !n.ends_with(".cleaned")), "{names:?}");
 }
+
+#[test]
+fn the_map_build_reads_from_the_index_entry_below_the_first_dirty_offset() {
+    let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(6));
+    let mut sparse = config();
+    sparse.set("index.interval.bytes", "4096").unwrap();
+    let log = open(storage, &dir(), sparse, OpenOptions::default()).unwrap();
+    let txn = |seq: i32, value: &[u8]| {
+        let mut b = BatchBuilder::new(Compression::None)
+            .producer(9, 0, seq)
+            .transactional(true);
+        b.append(NOW, Some(b"x"), Some(value), &[]).unwrap();
+        b.build().unwrap()
+    };
+    let marker = |kind| {
+        BatchBuilder::end_txn_marker(kind, 9, 0, 0, NOW)
+            .unwrap()
+            .build()
+            .unwrap()
+    };
+    use klog_log::format::ControlRecordType::{Abort, Commit};
+    use klog_log::validator::AppendOrigin::Coordinator;
+    // Offsets 0-1: producer 9's aborted transaction, before the first dirty offset 2.
+    log.append_as_leader(&mut txn(0, b"aborted"), 0).unwrap();
+    log.append_as_leader_with_origin(&mut marker(Abort), 0, Coordinator)
+        .unwrap();
+    // 2: x = old; 3-4: producer 9 commits x = new.
+    let mut b = BatchBuilder::new(Compression::None);
+    b.append(NOW, Some(b"x"), Some(b"old"), &[]).unwrap();
+    log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+    log.append_as_leader(&mut txn(1, b"new"), 0).unwrap();
+    log.append_as_leader_with_origin(&mut marker(Commit), 0, Coordinator)
+        .unwrap();
+    log.roll().unwrap();
+    log.update_high_watermark(log.log_end_offset());
+    let report = log
+        .clean(&CleanerConfig::default(), &at(NOW), Some(2))
+        .unwrap();
+    assert_eq!(report.range.first_dirty_offset, 2);
+    let values: Vec<(i64, Option<Vec<u8>>)> = records(&log)
+        .into_iter()
+        .filter(|(_, r)| !r.control)
+        .map(|(o, r)| (o, r.value))
+        .collect();
+    // Read from offset 0, the ABORT marker ends producer 9's aborted transaction, so its committed
+    // batch at 3 is not taken for aborted: x's latest is 3, and x = old goes.
+    assert_eq!(values, vec![(3, Some(b"new".to_vec()))]);
+}

@@ -377,14 +377,9 @@ fn build_offset_map_for_segment(
     txn: &mut CleanedTransactionMetadata,
     budget: &mut DirtyBudget,
 ) -> Result<bool, Error> {
-    let position = if start > segment.base_offset() {
-        match segment.translate_offset(start, 0)? {
-            Some(p) => p.position as u64,
-            None => return Ok(false),
-        }
-    } else {
-        0
-    };
+    // From the index entry at or below `start`, as Kafka reads: the batches before `start` there still
+    // move the transaction metadata, and add no key and no latest offset.
+    let position = segment.index_lookup_position(start)?;
     let mut full = false;
     let mut stream = BatchStream::default();
     segment.scan::<Error>(&mut stream, position, &mut |batch| {
