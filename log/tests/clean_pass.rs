@@ -395,6 +395,17 @@ fn a_read_only_log_is_refused_and_a_delete_policy_log_skipped() {
         .clean(&CleanerConfig::default(), &at(NOW), None)
         .unwrap_err();
     assert!(matches!(err, Error::ReadOnly { .. }), "{err}");
+    // A dry run writes nothing: a reader's open may run one (given the leader's high watermark).
+    reader.update_high_watermark(reader.log_end_offset());
+    let dry = CleanOptions {
+        dry_run: true,
+        ..at(NOW)
+    };
+    let report = reader.clean(&CleanerConfig::default(), &dry, None).unwrap();
+    assert!(
+        report.cleaned && report.bytes_after < report.bytes_before,
+        "{report:?}"
+    );
     let log = open(
         storage,
         &dir(),
