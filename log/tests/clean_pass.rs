@@ -3,6 +3,8 @@
 //! the checkpoint, the dry run, and what it leaves alone.
 
 mod cleaner_common;
+#[path = "../../tests/common/skip.rs"]
+mod skip;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -670,4 +672,43 @@ fn the_map_build_reads_from_the_index_entry_below_the_first_dirty_offset() {
     // Read from offset 0, the ABORT marker ends producer 9's aborted transaction, so its committed
     // batch at 3 is not taken for aborted: x's latest is 3, and x = old goes.
     assert_eq!(values, vec![(3, Some(b"new".to_vec()))]);
+}
+
+#[test]
+fn a_pass_on_the_real_backends_keeps_what_it_keeps_on_the_simulation_and_reopens_so() {
+    let (_sim, reference) = filled();
+    let before = records(&reference);
+    let report = reference
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap();
+    let expected = records(&reference);
+    let mut backends: Vec<(&str, Arc<dyn Storage>)> = vec![("std", Arc::new(StdStorage))];
+    match klog_log::io::open_backend(klog_log::io::IoBackend::Uring) {
+        Ok(uring) => backends.push(("uring", uring)),
+        Err(_) if std::env::var("KLOG_REQUIRE_URING").is_ok_and(|v| v == "1") => {
+            panic!("KLOG_REQUIRE_URING=1 but the io_uring backend is unavailable")
+        }
+        Err(_) => skip::skip("the cleaner's uring run: io_uring is unavailable here"),
+    }
+    for (name, storage) in backends {
+        let root =
+            std::env::temp_dir().join(format!("klog-clean-backend-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = root.join("compacted-0");
+        let log = open(storage.clone(), &dir, config(), OpenOptions::default()).unwrap();
+        fill(&log);
+        assert_eq!(records(&log), before, "{name}");
+        let got = log
+            .clean(&CleanerConfig::default(), &at(NOW), None)
+            .unwrap();
+        assert_eq!(got.groups, report.groups, "{name}");
+        assert_eq!(got.bytes_after, report.bytes_after, "{name}");
+        assert_eq!(records(&log), expected, "{name}");
+        log.close().unwrap();
+        drop(log);
+        let reopened = open(storage, &dir, config(), OpenOptions::default()).unwrap();
+        assert_eq!(records(&reopened), expected, "{name}: reopened");
+        reopened.close().unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
