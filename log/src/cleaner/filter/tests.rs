@@ -896,3 +896,71 @@ proptest::proptest! {
         }
     }
 }
+
+/// §4.4's marker life cycle over three passes of one aborted transaction: the first removes its data and
+/// keeps the ABORT (its data was seen; the `AbortedTxn` goes to the cleaned `.txnindex`), the second finds
+/// no data left and sets the marker's horizon, the third, past the horizon, drops it.
+#[test]
+fn an_abort_marker_outlives_its_data_by_the_delete_retention() {
+    let mut data = BatchBuilder::new(Compression::Lz4)
+        .base_offset(0)
+        .producer(PID, 0, 0)
+        .transactional(true);
+    data.append(1, Some(A), Some(b"aborted"), &[]).unwrap();
+    data.append(2, Some(B), Some(b"aborted"), &[]).unwrap();
+    let data = data.build().unwrap();
+    let abort = BatchBuilder::end_txn_marker(ControlRecordType::Abort, PID, 0, 2, 3)
+        .unwrap()
+        .base_offset(2)
+        .build()
+        .unwrap();
+    let mut live = BatchBuilder::new(Compression::None).base_offset(3);
+    live.append(4, Some(C), Some(b"live"), &[]).unwrap();
+    let live = live.build().unwrap();
+    let txn = AbortedTxn::new(PID, 0, 2, 0);
+    let run = |now: i64, log: &[&[u8]]| {
+        let mut pass = Pass::new(&[(C, 3)]);
+        pass.now_ms = now;
+        pass.txn.add_aborted_transactions(&[txn]);
+        let mut out = Vec::new();
+        let outcomes: Vec<_> = log
+            .iter()
+            .map(|b| pass.try_filter(b, &mut out).unwrap())
+            .collect();
+        (
+            outcomes,
+            out,
+            pass.txn.take_retained_aborted_transactions(),
+            pass.stats,
+        )
+    };
+
+    let (outcomes, first, retained, stats) = run(NOW, &[&data, &abort, &live]);
+    use BatchOutcome::*;
+    assert_eq!(outcomes, vec![Dropped, Whole, Whole]);
+    assert_eq!(
+        retained,
+        vec![txn],
+        "the kept ABORT's entry for the cleaned .txnindex"
+    );
+    assert_eq!(stats.aborted_removed, 2);
+    assert_eq!(first, [&abort[..], &live[..]].concat());
+
+    let (outcomes, second, retained, _) = run(NOW, &[&abort, &live]);
+    assert_eq!(outcomes, vec![Rebuilt, Whole]);
+    assert!(
+        retained.is_empty(),
+        "no data of it left: no .txnindex entry"
+    );
+    let marker = view(&second);
+    assert_eq!(marker.delete_horizon_ms(), Some(NOW + RETENTION));
+    assert!(marker.is_control() && marker.records_count() == 1);
+    let second_marker = second[..marker.size_in_bytes()].to_vec();
+
+    let (outcomes, _, _, _) = run(NOW + RETENTION - 1, &[&second_marker]);
+    assert_eq!(outcomes, vec![Whole], "kept until its horizon");
+    let (outcomes, third, _, stats) = run(NOW + RETENTION, &[&second_marker, &live]);
+    assert_eq!(outcomes, vec![Dropped, Whole]);
+    assert_eq!(third, live);
+    assert_eq!(stats.markers_removed, 1);
+}

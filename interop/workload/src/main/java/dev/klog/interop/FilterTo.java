@@ -54,6 +54,41 @@ final class FilterTo {
         }
     }
 
+    /**
+     * {@code filter-to-bytes DROP HEX}: Kafka's filterTo over the batch whose bytes are HEX (built by the
+     * test, for what Kafka's builder cannot make: header keys that are not UTF-8, a batch that already has
+     * a delete horizon), dropping the records whose offsets are in DROP (comma-separated, or {@code -}),
+     * DELETE_EMPTY. Prints one JSON line: the filtered bytes as hex.
+     */
+    static void runBytes(String drop, String hex) {
+        java.util.Set<Long> dropped = new java.util.HashSet<>();
+        if (!drop.equals("-")) {
+            for (String o : drop.split(",")) {
+                dropped.add(Long.parseLong(o));
+            }
+        }
+        byte[] bytes = new byte[hex.length() / 2];
+        for (int i = 0; i < bytes.length; i++) {
+            bytes[i] = (byte) Integer.parseInt(hex.substring(2 * i, 2 * i + 2), 16);
+        }
+        MemoryRecords source = MemoryRecords.readableRecords(ByteBuffer.wrap(bytes));
+        ByteBuffer out = ByteBuffer.allocate(bytes.length * 2 + 1024);
+        source.filterTo(new MemoryRecords.RecordFilter(NOW, DELETE_RETENTION_MS) {
+            @Override
+            protected BatchRetentionResult checkBatchRetention(RecordBatch batch) {
+                return new BatchRetentionResult(BatchRetention.DELETE_EMPTY, false);
+            }
+
+            @Override
+            protected boolean shouldRetainRecord(RecordBatch batch,
+                                                 org.apache.kafka.common.record.internal.Record record) {
+                return !dropped.contains(record.offset());
+            }
+        }, out, BufferSupplier.NO_CACHING, Integer.MAX_VALUE);
+        out.flip();
+        System.out.println("{\"filtered\":\"" + hex(out) + "\"}");
+    }
+
     private static MemoryRecords batch(String codec, int records, int valueBytes, boolean logAppendTime) {
         ByteBuffer buf = ByteBuffer.allocate(records * (valueBytes + 64) + 1024);
         Compression compression = Compression.of(CompressionType.forName(codec)).build();
