@@ -175,7 +175,10 @@ impl PartitionLog {
         let mut report = OpenReport::default();
         // A cleaner's swap a crash interrupted is finished first: its `.deleted` files may be the only
         // copy of segments a `.swap` has not yet replaced (`cleaner/swap.rs`).
-        complete_swaps(self.storage.as_ref(), &self.dir)?;
+        let swaps = complete_swaps(self.storage.as_ref(), &self.dir)?;
+        if !swaps.completed.is_empty() || !swaps.deleted.is_empty() {
+            tracing::info!(dir = %self.dir.display(), completed = ?swaps.completed, deleted = ?swaps.deleted, "finished a segment swap a crash interrupted");
+        }
         let names = self.storage.list(&self.dir).at(&self.dir)?;
         let mut bases = Vec::new();
         for name in &names {
