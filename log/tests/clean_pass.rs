@@ -534,23 +534,38 @@ fn the_log_dir_reports_every_log_in_order_and_resets_a_checkpoint_outside_the_lo
     );
 }
 
-/// The simulation, truncating the log once, when the pass creates its first `.cleaned` segment (after
-/// it read the group, before it swaps it in): what a follower's truncation may do meanwhile.
-#[derive(Debug)]
-struct TruncateWhileCleaning {
+/// The simulation, calling `hook` on the log once, when the pass creates its first `.cleaned` segment
+/// (after it read the group, before it swaps it in): what another writer may do meanwhile.
+struct HookOnCleaned {
     inner: SimStorage,
     log: std::sync::OnceLock<std::sync::Weak<PartitionLog>>,
-    to: std::sync::atomic::AtomicI64,
+    hook: Box<dyn Fn(&PartitionLog) + Send + Sync>,
     fired: std::sync::atomic::AtomicBool,
 }
 
-impl Storage for TruncateWhileCleaning {
+impl std::fmt::Debug for HookOnCleaned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookOnCleaned").finish_non_exhaustive()
+    }
+}
+
+impl HookOnCleaned {
+    fn new(seed: u64, hook: impl Fn(&PartitionLog) + Send + Sync + 'static) -> Arc<Self> {
+        Arc::new(HookOnCleaned {
+            inner: SimStorage::new(seed),
+            log: std::sync::OnceLock::new(),
+            hook: Box::new(hook),
+            fired: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+}
+
+impl Storage for HookOnCleaned {
     fn create(&self, path: &Path) -> std::io::Result<Arc<dyn klog_log::io::StorageFile>> {
         let cleaned = path.to_string_lossy().ends_with(".log.cleaned");
         if cleaned && !self.fired.swap(true, std::sync::atomic::Ordering::SeqCst) {
             if let Some(log) = self.log.get().and_then(std::sync::Weak::upgrade) {
-                log.truncate_to(self.to.load(std::sync::atomic::Ordering::SeqCst))
-                    .unwrap();
+                (self.hook)(&log);
             }
         }
         self.inner.create(path)
@@ -574,7 +589,7 @@ impl Storage for TruncateWhileCleaning {
         self.inner.create_dir_all(dir)
     }
     fn name(&self) -> &'static str {
-        "sim-truncating"
+        "sim-hooked"
     }
     fn lock_dir(&self, dir: &Path) -> std::io::Result<Option<std::fs::File>> {
         self.inner.lock_dir(dir)
@@ -583,11 +598,11 @@ impl Storage for TruncateWhileCleaning {
 
 #[test]
 fn a_group_truncated_while_it_was_cleaned_is_not_swapped_in() {
-    let storage = Arc::new(TruncateWhileCleaning {
-        inner: SimStorage::new(5),
-        log: std::sync::OnceLock::new(),
-        to: std::sync::atomic::AtomicI64::new(0),
-        fired: std::sync::atomic::AtomicBool::new(false),
+    let to = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let at_hook = to.clone();
+    let storage = HookOnCleaned::new(5, move |log| {
+        log.truncate_to(at_hook.load(std::sync::atomic::Ordering::SeqCst))
+            .unwrap()
     });
     let log = Arc::new(open(storage.clone(), &dir(), config(), OpenOptions::default()).unwrap());
     fill(&log);
@@ -602,9 +617,9 @@ fn a_group_truncated_while_it_was_cleaned_is_not_swapped_in() {
             .next()
             .unwrap()
             .unwrap();
+        to.store(first.last_offset() + 1, std::sync::atomic::Ordering::SeqCst);
         first.last_offset() + 1
     };
-    storage.to.store(to, std::sync::atomic::Ordering::SeqCst);
     storage.log.set(Arc::downgrade(&log)).unwrap();
     let report = log
         .clean(&CleanerConfig::default(), &at(NOW), None)
@@ -624,6 +639,36 @@ fn a_group_truncated_while_it_was_cleaned_is_not_swapped_in() {
     );
     let names = storage.list(&dir()).unwrap();
     assert!(names.iter().all(|n| !n.ends_with(".cleaned")), "{names:?}");
+}
+
+#[test]
+fn a_second_pass_while_one_runs_is_skipped() {
+    let second = Arc::new(std::sync::Mutex::new(None));
+    let seen = second.clone();
+    let storage = HookOnCleaned::new(7, move |log| {
+        let report = log
+            .clean(&CleanerConfig::default(), &at(NOW), None)
+            .unwrap();
+        *seen.lock().unwrap() = Some(report);
+    });
+    let log = Arc::new(open(storage.clone(), &dir(), config(), OpenOptions::default()).unwrap());
+    fill(&log);
+    storage.log.set(Arc::downgrade(&log)).unwrap();
+    let first = log
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap();
+    assert!(first.cleaned, "{first:?}");
+    let second = second.lock().unwrap().take().unwrap();
+    assert!(!second.cleaned);
+    assert_eq!(
+        second.skipped.as_deref(),
+        Some("another cleaner pass is under way")
+    );
+    // The mark goes with the pass: the next one runs.
+    let third = log
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap();
+    assert!(third.cleaned, "{third:?}");
 }
 
 #[test]

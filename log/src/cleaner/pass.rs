@@ -89,6 +89,18 @@ impl PartitionLog {
             ));
             return Ok(report);
         }
+        // Two passes writing `.cleaned` segments at the same base would delete each other's files.
+        let _cleaning = if opts.dry_run {
+            None
+        } else {
+            match self.start_cleaning() {
+                Some(guard) => Some(guard),
+                None => {
+                    report.skipped = Some("another cleaner pass is under way".to_owned());
+                    return Ok(report);
+                }
+            }
+        };
         self.guarded(|| self.do_clean(&segments, cleaner, opts, &mut report))?;
         Ok(report)
     }

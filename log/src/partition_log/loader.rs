@@ -146,6 +146,7 @@ impl PartitionLog {
             read_only,
             claim: Mutex::new(claim),
             closed: std::sync::atomic::AtomicBool::new(false),
+            cleaning: std::sync::atomic::AtomicBool::new(false),
         };
         let report = log.load(options)?;
         let now = log.clock.now_ms();
