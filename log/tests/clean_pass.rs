@@ -757,3 +757,19 @@ fn a_pass_on_the_real_backends_keeps_what_it_keeps_on_the_simulation_and_reopens
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
+
+#[test]
+fn a_log_closed_while_it_was_cleaned_is_left_as_it_was() {
+    let storage = HookOnCleaned::new(8, |log| log.close().unwrap());
+    let log = Arc::new(open(storage.clone(), &dir(), config(), OpenOptions::default()).unwrap());
+    fill(&log);
+    let before = records(&log);
+    storage.log.set(Arc::downgrade(&log)).unwrap();
+    let err = log
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap_err();
+    assert!(err.to_string().contains("the log is closed"), "{err}");
+    drop(log);
+    let reopened = open(storage, &dir(), config(), OpenOptions::default()).unwrap();
+    assert_eq!(records(&reopened), before);
+}

@@ -352,6 +352,8 @@ impl PartitionLog {
         drop(cleaned);
         let (storage, dir, config) = (self.storage(), self.dir(), self.config());
         let _writer = self.writer();
+        // A log closed meanwhile is no longer this writer's: its files are left to the next open.
+        self.writable("cleaning")?;
         let old: Vec<i64> = group.iter().map(|s| s.base_offset()).collect();
         if !self.group_unchanged(group, sizes) {
             tracing::info!(dir = %dir.display(), segments = ?old, "a cleaned group changed while it was cleaned (retention, truncation): not swapped in");
