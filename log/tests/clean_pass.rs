@@ -773,3 +773,47 @@ fn a_log_closed_while_it_was_cleaned_is_left_as_it_was() {
     let reopened = open(storage, &dir(), config(), OpenOptions::default()).unwrap();
     assert_eq!(records(&reopened), before);
 }
+
+#[test]
+fn a_log_whose_bytes_cannot_be_cleaned_is_reported_and_the_others_are_cleaned() {
+    let sim = SimStorage::new(9);
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let root = Path::new("/logs");
+    let mut log_dir = LogDir::open(storage.clone(), root).unwrap();
+    let clock = Arc::new(ManualClock::new(NOW));
+    let open_one = |name: &str| {
+        let (log, _) = log_dir
+            .open_partition_with_clock(name, config(), clock.clone())
+            .unwrap();
+        fill(&log);
+        log
+    };
+    let (bad, good) = (open_one("bad-0"), open_one("good-0"));
+    // One flipped byte in a record of the second segment: its CRC no longer matches.
+    let second = bad.segment_base_offsets()[1];
+    let path = LogSegment::log_path(&root.join("bad-0"), second);
+    let mut bytes = sim.live_bytes(&path).unwrap();
+    bytes[70] ^= 0xff;
+    sim.corrupt(&path, bytes).unwrap();
+    let before = records(&good);
+    let reports = log_dir
+        .clean(&[&bad, &good], &CleanerConfig::default(), &at(NOW))
+        .unwrap();
+    let why = reports[0].skipped.as_deref().unwrap_or_default();
+    assert!(why.starts_with("uncleanable: "), "{why}");
+    assert!(
+        why.contains(&path.display().to_string()),
+        "names the segment: {why}"
+    );
+    assert!(!reports[0].cleaned);
+    assert!(reports[1].cleaned, "{:?}", reports[1]);
+    assert!(records(&good).len() < before.len());
+    let checkpoint = read_cleaner_checkpoint(storage.as_ref(), root).unwrap();
+    assert_eq!(checkpoint.get(&("bad".to_owned(), 0)), None);
+    assert_eq!(
+        checkpoint.get(&("good".to_owned(), 0)),
+        Some(&reports[1].end_offset)
+    );
+    let names = storage.list(&root.join("bad-0")).unwrap();
+    assert!(names.iter().all(|n| !n.ends_with(".cleaned")), "{names:?}");
+}
