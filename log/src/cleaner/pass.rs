@@ -20,7 +20,7 @@ use crate::partition_log::PartitionLog;
 use crate::producer_state as snapshots;
 use crate::segment::LogSegment;
 use crate::txn_index::AbortedTxn;
-use crate::{Error, KafkaError};
+use crate::Error;
 
 use super::filter::{for_each_key_any, FilterContext, LastRecord};
 use super::group::{clean_into, group_segments_by_size, in_segment, CleanedSink, SegmentSizes};
@@ -474,11 +474,7 @@ impl LogDir {
         for log in logs {
             let key = (log.topic().to_owned(), log.partition());
             let checkpoint = entries.get(&key).copied();
-            let report = match clean_if_cleanable(log, cleaner, opts, checkpoint) {
-                Ok(report) => report,
-                Err(e) if is_uncleanable(&e) => uncleanable(log, e),
-                Err(e) => return Err(e),
-            };
+            let report = clean_if_cleanable(log, cleaner, opts, checkpoint)?;
             let compact = log.config().cleanup_policy.compact;
             let moved = report.cleaned || (compact && report.range.force_checkpoint);
             if moved && checkpoint != Some(report.end_offset) {
@@ -490,34 +486,6 @@ impl LogDir {
             reports.push(report);
         }
         Ok(reports)
-    }
-}
-
-/// Whether a pass's error is about the log's bytes (Kafka's `markPartitionUncleanable`: the other logs
-/// are still cleaned), not the storage or the caller (an I/O error, a failed or read-only log).
-fn is_uncleanable(e: &Error) -> bool {
-    !matches!(
-        e,
-        Error::Io { .. }
-            | Error::ReadOnly { .. }
-            | Error::Rejected {
-                error: KafkaError::KafkaStorageError,
-                ..
-            }
-    )
-}
-
-/// The report of a log whose pass failed on its bytes: nothing moved, `skipped` says why.
-fn uncleanable(log: &PartitionLog, e: Error) -> CleanReport {
-    tracing::warn!(dir = %log.dir().display(), error = %e, "the cleaner's pass failed: the log is left as it was");
-    let (bytes, segments) = (log.size_in_bytes(), log.segment_base_offsets().len());
-    CleanReport {
-        skipped: Some(format!("uncleanable: {e}")),
-        segments_before: segments,
-        segments_after: segments,
-        bytes_before: bytes,
-        bytes_after: bytes,
-        ..CleanReport::default()
     }
 }
 
