@@ -773,3 +773,35 @@ fn a_log_closed_while_it_was_cleaned_is_left_as_it_was() {
     let reopened = open(storage, &dir(), config(), OpenOptions::default()).unwrap();
     assert_eq!(records(&reopened), before);
 }
+
+#[test]
+fn a_corrupt_batch_ends_the_pass_naming_its_segment_and_leaves_the_log_as_it_was() {
+    let sim = SimStorage::new(9);
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let root = Path::new("/logs");
+    let mut log_dir = LogDir::open(storage.clone(), root).unwrap();
+    let clock = Arc::new(ManualClock::new(NOW));
+    let (log, _) = log_dir
+        .open_partition_with_clock("bad-0", config(), clock)
+        .unwrap();
+    fill(&log);
+    // One flipped byte in a record of the second segment: its CRC no longer matches.
+    let second = log.segment_base_offsets()[1];
+    let path = LogSegment::log_path(&root.join("bad-0"), second);
+    let mut bytes = sim.live_bytes(&path).unwrap();
+    bytes[70] ^= 0xff;
+    sim.corrupt(&path, bytes).unwrap();
+    let names_before = storage.list(&root.join("bad-0")).unwrap();
+    let err = log_dir
+        .clean(&[&log], &CleanerConfig::default(), &at(NOW))
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("position"), "{message}");
+    assert_eq!(storage.list(&root.join("bad-0")).unwrap(), names_before);
+    assert_eq!(
+        read_cleaner_checkpoint(storage.as_ref(), root).unwrap(),
+        BTreeMap::new()
+    );
+    assert!(!log.is_failed(), "bad bytes are not an I/O failure");
+}
