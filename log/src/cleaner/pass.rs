@@ -259,8 +259,8 @@ impl PartitionLog {
                 return Err(e);
             }
         };
-        let group_bytes: u64 = group.iter().map(|s| s.size()).sum();
-        report.bytes_after = report.bytes_after - group_bytes + bytes;
+        let group_bytes: u64 = sizes.iter().sum();
+        report.bytes_after = report.bytes_after.saturating_sub(group_bytes) + bytes;
         report.segments_after -= group.len() - 1;
         match cleaned {
             Some(cleaned) => {
