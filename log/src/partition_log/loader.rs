@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use crate::checkpoint;
+use crate::cleaner::swap::complete_swaps;
 use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::dir_lock::{DirLock, PartitionClaim};
@@ -145,6 +146,7 @@ impl PartitionLog {
             read_only,
             claim: Mutex::new(claim),
             closed: std::sync::atomic::AtomicBool::new(false),
+            cleaning: std::sync::atomic::AtomicBool::new(false),
         };
         let report = log.load(options)?;
         let now = log.clock.now_ms();
@@ -172,6 +174,12 @@ impl PartitionLog {
     /// The leader-epoch cache is then derived from the batches those scans read.
     pub(super) fn load(&self, options: OpenOptions) -> Result<OpenReport, Error> {
         let mut report = OpenReport::default();
+        // A cleaner's swap a crash interrupted is finished first: its `.deleted` files may be the only
+        // copy of segments a `.swap` has not yet replaced (`cleaner/swap.rs`).
+        let swaps = complete_swaps(self.storage.as_ref(), &self.dir)?;
+        if !swaps.completed.is_empty() || !swaps.deleted.is_empty() {
+            tracing::info!(dir = %self.dir.display(), completed = ?swaps.completed, deleted = ?swaps.deleted, "finished a segment swap a crash interrupted");
+        }
         let names = self.storage.list(&self.dir).at(&self.dir)?;
         let mut bases = Vec::new();
         for name in &names {
