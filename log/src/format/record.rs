@@ -603,11 +603,13 @@ mod tests {
 
     /// `n` records without headers, all of one size (what the walk's layout check takes), with
     /// timestamps `step` ms apart (a step of 2 or more makes two-byte deltas after a while).
-    fn same_size_records(n: i64, value_bytes: usize, step: i64) -> Vec<u8> {
+    /// Keys of 70 bytes make, past the 64th record, a layout whose key length lies past the first
+    /// eight bytes (two-byte length, timestamp and offset deltas).
+    fn same_size_records(n: i64, key_bytes: usize, value_bytes: usize, step: i64) -> Vec<u8> {
         let mut b = BatchBuilder::new(Compression::None);
         let value = vec![7u8; value_bytes];
         for i in 0..n {
-            let key = format!("k{i:07}");
+            let key = format!("k{i:0width$}", width = key_bytes - 1);
             b.append(1000 + i * step, Some(key.as_bytes()), Some(&value), &[])
                 .unwrap();
         }
@@ -621,13 +623,14 @@ mod tests {
         #[test]
         fn the_walk_of_same_sized_records_agrees_with_the_precise_path(
             n in 60i64..70,
+            key_bytes in prop_oneof![Just(8usize), Just(70)],
             value_bytes in prop_oneof![Just(0usize), Just(5), Just(100), Just(200)],
             step in 0i64..3,
             flips in proptest::collection::vec((0usize..20_000, any::<u8>()), 0..3),
             cut in 0usize..3,
             declared_off in -2i32..3,
         ) {
-            let mut data = same_size_records(n, value_bytes, step);
+            let mut data = same_size_records(n, key_bytes, value_bytes, step);
             for (at, byte) in flips {
                 let at = at % data.len();
                 data[at] = byte;
