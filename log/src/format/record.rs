@@ -201,43 +201,47 @@ pub fn walk_records(
     // The layout of the last record the full walk took, while it keeps paying: a batch whose records
     // vary in size stops learning after LAYOUTS_LEARNED records.
     let (mut layout, mut learned) = (None::<RecordLayout>, 0u32);
-    for index in 0..declared as u32 {
+    let mut index = 0u32;
+    while index < declared as u32 {
+        if let Some(layout) = &layout {
+            (position, index) = walk_layout_run(
+                layout,
+                data,
+                (position, index),
+                declared as u32,
+                base_timestamp,
+                (&mut earliest, &mut latest),
+            );
+            if index == declared as u32 {
+                break;
+            }
+        }
         if position == data.len() {
             return Err(Corruption::MissingRecords {
                 declared,
                 found: index,
             });
         }
-        let same_layout = layout
-            .as_ref()
-            .and_then(|l| l.matches(data, position, index));
-        let (end, offset_delta, timestamp_delta) = match same_layout {
-            Some((end, timestamp_delta)) => (end, index as i32, timestamp_delta),
-            None => {
-                let record = match skip_record_fast(data, position) {
-                    Some(record) => record,
-                    None => skip_record_precise(data, position, index)?,
-                };
-                layout = (learned < LAYOUTS_LEARNED)
-                    .then(|| {
-                        learned += 1;
-                        RecordLayout::learn(&data[position..record.0])
-                    })
-                    .flatten();
-                record
-            }
+        let record = match skip_record_fast(data, position) {
+            Some(record) => record,
+            None => skip_record_precise(data, position, index)?,
         };
+        layout = (learned < LAYOUTS_LEARNED)
+            .then(|| {
+                learned += 1;
+                RecordLayout::learn(&data[position..record.0])
+            })
+            .flatten();
+        let (end, offset_delta, timestamp_delta) = record;
         position = end;
         if offset_delta != index as i32 {
             note_gap(&mut walk.offset_delta_gap, index, offset_delta);
         }
         let timestamp = base_timestamp.wrapping_add(timestamp_delta);
-        // Most records change neither bound: one test for them, the bookkeeping out of line.
-        if timestamp != super::NO_TIMESTAMP
-            && (timestamp < earliest.1 || timestamp > latest.1 || earliest.0 == u32::MAX)
-        {
+        if timestamp != super::NO_TIMESTAMP {
             note_timestamp(&mut earliest, &mut latest, index, timestamp);
         }
+        index += 1;
     }
     let seen = |(index, t): (u32, i64)| (index != u32::MAX).then_some((index, t));
     walk.earliest = seen(earliest);
@@ -265,6 +269,39 @@ fn skip_record_precise(
     let (offset_delta, timestamp_delta) =
         skip_record(&mut cursor).map_err(|reason| Corruption::Record { index, reason })?;
     Ok((position + cursor.position(), offset_delta, timestamp_delta))
+}
+
+/// The records from `(position, index)` on that have `layout`, walked in a loop of their own, whose
+/// few locals stay in registers (inside the walk's loop the layout's fields lived on the stack): returns
+/// where the first record that does not match starts, and its index (`declared` after the last record).
+/// A record of the layout has the offset delta of its index, so no gap is noted here.
+#[inline(never)]
+fn walk_layout_run(
+    layout: &RecordLayout,
+    data: &[u8],
+    (mut position, mut index): (usize, u32),
+    declared: u32,
+    base_timestamp: i64,
+    (earliest, latest): (&mut (u32, i64), &mut (u32, i64)),
+) -> (usize, u32) {
+    let layout = *layout;
+    let (mut first, mut last) = (*earliest, *latest);
+    while index < declared {
+        let Some((end, timestamp_delta)) = layout.matches(data, position, index) else {
+            break;
+        };
+        let timestamp = base_timestamp.wrapping_add(timestamp_delta);
+        // Most records change neither bound: one test for them.
+        if timestamp != super::NO_TIMESTAMP
+            && (timestamp < first.1 || timestamp > last.1 || first.0 == u32::MAX)
+        {
+            note_timestamp(&mut first, &mut last, index, timestamp);
+        }
+        position = end;
+        index += 1;
+    }
+    (*earliest, *latest) = (first, last);
+    (position, index)
 }
 
 /// The first gap in the offset deltas is the one reported.
