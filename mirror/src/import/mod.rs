@@ -32,7 +32,7 @@ use klog_log::clock::Clock;
 use klog_log::config::LogConfig;
 use klog_log::coordinator::CONSUMER_OFFSETS_TOPIC;
 use klog_log::dir_lock::DirLock;
-use klog_log::io::{read_file, write_atomic, Storage};
+use klog_log::io::{read_file, write_atomic, Storage, AUTO_DECISION_FILE, LOCK_FILE};
 use klog_log::kraft::{
     load_metadata_log, ConfigResourceType, MetadataImage, MetadataLog, TopicImage,
     METADATA_PARTITION_DIR,
@@ -315,8 +315,16 @@ fn refuse_inside_broker(source: &Path, meta_dir: &Path, into: &Path) -> Result<(
     Ok(())
 }
 
+/// `into` must be missing or empty; the files a klog writer puts down at its open before writing
+/// anything (the `.lock`, `io_backend=auto`'s recorded decision) hold no data and do not count.
 fn refuse_non_empty(storage: &dyn Storage, into: &Path) -> Result<(), Error> {
-    match storage.list(into) {
+    let data = |names: Vec<String>| -> Vec<String> {
+        names
+            .into_iter()
+            .filter(|n| n != LOCK_FILE && n != AUTO_DECISION_FILE)
+            .collect()
+    };
+    match storage.list(into).map(data) {
         Ok(names) if names.is_empty() => Ok(()),
         Ok(names) => Err(Error::ImportRefused {
             path: into.to_owned(),
