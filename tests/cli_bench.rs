@@ -280,12 +280,36 @@ fn bench_runs_every_workload_beside_its_baseline() {
         "{text}"
     );
     assert!(text.contains("goals (issues #8, #17, #18):"), "{text}");
-    // io_backend=auto: the choice this run measured for each workload, beside the built-in one.
-    assert!(text.contains("io_backend=auto:"), "{text}");
+    // io_backend=auto: the decision a writer of the scratch directory takes (probed and recorded at
+    // the run's start), beside the choice this run's own figures make, per workload.
+    assert!(
+        text.contains("io_backend=auto: the decision every writer of this file system takes"),
+        "{text}"
+    );
+    let decision = &doc["auto_decision"];
+    assert_eq!(decision["source"], "measured", "{decision}");
+    assert!(
+        decision["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("/klog-io-backend")),
+        "{decision}"
+    );
     let auto = doc["auto"].as_array().expect("auto");
     assert_eq!(auto.len(), 3, "{auto:?}");
     for a in auto {
-        assert!(a["built_in_choice"].is_string(), "{a}");
+        let decided = a["decided_choice"].as_str().unwrap_or_default();
+        assert!(decided == "std" || decided == "uring", "{a}");
+        assert!(
+            a["decided_std_ns"].as_u64().is_some_and(|n| n > 0),
+            "std is probed first for every class: {a}"
+        );
+        assert!(
+            text.contains(&format!(
+                "{:<28} decided {decided} (probe: std ",
+                a["workload"].as_str().unwrap()
+            )),
+            "{text}"
+        );
     }
     check_workloads(&doc);
     for key in ["append", "recover", "psm"] {
