@@ -5,6 +5,9 @@
 //! it by rescanning every segment; each time Java consumers read exactly the expected records with
 //! read_uncommitted and read_committed. Kafka's `--index-sanity-check` passes on klog's indexes, and the
 //! indexes Kafka rebuilds while recovering (klog's removed before it starts) are byte-identical to klog's.
+//! The broker's root holds `klog-io-backend`, the `io_backend=auto` decision a klog writer of that root
+//! records at its open (issue #28): the broker starts and serves with it there, logs no error, and
+//! leaves it as it was.
 //!
 //! Skips with one line without Java, unless `KLOG_REQUIRE_KAFKA=1` (CI), where it fails.
 
@@ -22,7 +25,7 @@ use klog::log::checkpoint::{
 };
 use klog::log::config::LogConfig;
 use klog::log::format::{BatchBuilder, Compression, ControlRecordType, Header};
-use klog::log::io::{StdStorage, Storage};
+use klog::log::io::{IoBackend, IoWorkload, StdStorage, Storage, AUTO_DECISION_FILE};
 use klog::log::log_dir::LogDir;
 use klog::log::partition_log::PartitionLog;
 use klog::log::validator::AppendOrigin;
@@ -343,6 +346,13 @@ fn klog_partition_loads_and_recovers_in_kafka_and_consumers_read_it() {
     );
     set_checkpoint(&cluster.data, LOG_START_OFFSET_CHECKPOINT, None);
     assert!(cluster.data.join(CLEAN_SHUTDOWN_FILE).exists());
+    // A klog writer's open of the broker's root records its io_backend decision there (klog's code,
+    // as `klog recover` or `klog append` on this root would run it).
+    let (_, choice) =
+        LogDir::backend_for(IoBackend::Auto, &cluster.data, IoWorkload::Buffered).unwrap();
+    assert!(choice.decision.is_some(), "{choice:?}");
+    let decision_file = cluster.data.join(AUTO_DECISION_FILE);
+    let decision = std::fs::read(&decision_file).expect("klog-io-backend in the broker's root");
 
     // A clean load: nothing rescanned.
     let broker = cluster.start();
@@ -350,6 +360,16 @@ fn klog_partition_loads_and_recovers_in_kafka_and_consumers_read_it() {
     let errors = broker.error_lines();
     assert!(errors.is_empty(), "the broker logged errors: {errors:#?}");
     broker.stop();
+    assert_eq!(
+        std::fs::read(&decision_file).ok().as_deref(),
+        Some(decision.as_slice()),
+        "Kafka left klog-io-backend as it was"
+    );
+    let broker_log = std::fs::read_to_string(root.join("kafka/broker.log")).unwrap();
+    assert!(
+        !broker_log.contains(AUTO_DECISION_FILE),
+        "Kafka said nothing of klog-io-backend"
+    );
     assert_index_sanity(&target);
 
     // An unclean load from offset 0: Kafka rescans every segment klog wrote and rebuilds its indexes.
@@ -365,6 +385,11 @@ fn klog_partition_loads_and_recovers_in_kafka_and_consumers_read_it() {
     let errors = broker.error_lines();
     assert!(errors.is_empty(), "the broker logged errors: {errors:#?}");
     broker.stop();
+    assert_eq!(
+        std::fs::read(&decision_file).ok().as_deref(),
+        Some(decision.as_slice()),
+        "an unclean start left klog-io-backend too"
+    );
     let log = std::fs::read_to_string(root.join("kafka/broker.log")).unwrap();
     let rescanned = log
         .lines()

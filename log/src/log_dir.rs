@@ -35,7 +35,9 @@ use crate::checkpoint::{
 use crate::config::LogConfig;
 use crate::dir_lock::{Claim, DirLock};
 use crate::error::IoContext;
-use crate::io::{decide, storage_for, AutoDecision, IoBackend, IoWorkload, StdStorage, Storage};
+use crate::io::{
+    choose, decide, AutoDecision, BackendChoice, IoBackend, IoWorkload, StdStorage, Storage,
+};
 use crate::partition_log::{
     parse_dir_name, partition_dir_name, read_only_view, OpenOptions, OpenReport, PartitionLog,
 };
@@ -78,8 +80,8 @@ pub struct LogDir {
     written: BTreeSet<(String, i32)>,
     /// Opened by recovery: lines that do not parse were reported once and are dropped on rewrite.
     salvaging: bool,
-    /// `io_backend=auto`'s decision for this directory ([`LogDir::open_backend`]).
-    auto: Option<AutoDecision>,
+    /// The backend the directory's storage is and why ([`LogDir::open_backend_for`]).
+    choice: Option<BackendChoice>,
     /// The storage of partitions flushed after every append (`flush.messages=1`) when `auto` gives
     /// durable appends another backend than buffered ones.
     durable_storage: Option<Arc<dyn Storage>>,
@@ -99,54 +101,77 @@ impl LogDir {
         Ok(log_dir)
     }
 
-    /// Opens `root` as its writer on the backend `backend` names. A forced one (`std`, `uring`) is taken as
-    /// it is. `Auto` takes the directory's `.lock` first (through std), then `io_backend=auto`'s decision
-    /// for the directory ([`crate::io::decide`]: recorded, or probed and recorded): its buffered choice
-    /// is the directory's storage, its durable choice that of partitions opened with `flush.messages=1`.
+    /// Opens `root` as its writer on the backend `backend` names, for buffered appends
+    /// ([`LogDir::open_backend_for`]).
     pub fn open_backend(backend: IoBackend, root: &Path) -> Result<Self, Error> {
+        Self::open_backend_for(backend, root, IoWorkload::Buffered)
+    }
+
+    /// Opens `root` as its writer on the backend `backend` names, for a writer that does `workload`
+    /// most. A forced one (`std`, `uring`) is taken as it is. `Auto` takes the directory's `.lock` first
+    /// (through std), then `io_backend=auto`'s decision for the directory ([`crate::io::decide`]:
+    /// recorded, or probed and recorded): its choice for `workload` is the directory's storage, its
+    /// durable choice that of partitions opened with `flush.messages=1`. The choice is logged at info
+    /// (`-v`) and kept ([`LogDir::backend_choice`]).
+    pub fn open_backend_for(
+        backend: IoBackend,
+        root: &Path,
+        workload: IoWorkload,
+    ) -> Result<Self, Error> {
         if backend != IoBackend::Auto {
             let storage = crate::io::open_backend(backend).at(root)?;
-            tracing::debug!(dir = %root.display(), backend = storage.name(), "io_backend forced");
-            return Self::open(storage, root);
+            let mut log_dir = Self::open(storage, root)?;
+            let choice = BackendChoice::forced(backend, workload);
+            choice.log(root);
+            log_dir.choice = Some(choice);
+            return Ok(log_dir);
         }
         let mut log_dir = Self::open(Arc::new(StdStorage), root)?;
         let decision = decide(log_dir.storage.as_ref(), root);
-        log_dir.storage = storage_for(&decision, IoWorkload::Buffered);
-        if decision.durable.backend != decision.buffered.backend {
-            log_dir.durable_storage = Some(storage_for(&decision, IoWorkload::Durable));
+        let (storage, choice) = choose(&decision, workload);
+        log_dir.storage = storage;
+        if decision.durable.backend != decision.backend(workload) {
+            log_dir.durable_storage = Some(choose(&decision, IoWorkload::Durable).0);
         }
-        tracing::info!(dir = %root.display(), buffered = log_dir.storage.name(),
-            durable = log_dir.durable_storage.as_ref().map_or(log_dir.storage.name(), |s| s.name()),
-            source = ?decision.source, "io_backend=auto");
-        log_dir.auto = Some(decision);
+        choice.log(root);
+        log_dir.choice = Some(choice);
         Ok(log_dir)
     }
 
-    /// The storage a writer of `root` that opens it through another type (the cluster node) takes for
-    /// `workload`: a forced backend as it is, `Auto` through the decision, measured under the
-    /// directory's `.lock` (refused while another process holds it). The decision is returned for reports.
+    /// The storage a writer of `root` that opens it through another type (the cluster node, recovery)
+    /// takes for `workload`, with the choice (logged at info, `-v`): a forced backend as it is, `Auto`
+    /// through the decision, measured under the directory's `.lock` (refused while another process
+    /// holds it).
     pub fn backend_for(
         backend: IoBackend,
         root: &Path,
         workload: IoWorkload,
-    ) -> Result<(Arc<dyn Storage>, Option<AutoDecision>), Error> {
+    ) -> Result<(Arc<dyn Storage>, BackendChoice), Error> {
         if backend != IoBackend::Auto {
-            return Ok((crate::io::open_backend(backend).at(root)?, None));
+            let storage = crate::io::open_backend(backend).at(root)?;
+            let choice = BackendChoice::forced(backend, workload);
+            choice.log(root);
+            return Ok((storage, choice));
         }
         StdStorage.create_dir_all(root).at(root)?;
         let lock = DirLock::acquire(&StdStorage, root)?;
         let decision = decide(&StdStorage, root);
         drop(lock);
-        let storage = storage_for(&decision, workload);
-        tracing::info!(dir = %root.display(), workload = workload.name(), backend = storage.name(),
-            source = ?decision.source, "io_backend=auto");
-        Ok((storage, Some(decision)))
+        let (storage, choice) = choose(&decision, workload);
+        choice.log(root);
+        Ok((storage, choice))
     }
 
     /// `io_backend=auto`'s decision for this directory, when it was opened with [`LogDir::open_backend`]
     /// and `Auto`.
     pub fn io_decision(&self) -> Option<&AutoDecision> {
-        self.auto.as_ref()
+        self.choice.as_ref().and_then(|c| c.decision.as_ref())
+    }
+
+    /// The backend this directory's storage is and why, when it was opened with
+    /// [`LogDir::open_backend`] or [`LogDir::open_backend_for`].
+    pub fn backend_choice(&self) -> Option<&BackendChoice> {
+        self.choice.as_ref()
     }
 
     /// For recovery: as [`open`](Self::open), but checkpoint lines that do not parse are returned (each a
@@ -213,7 +238,7 @@ impl LogDir {
             had_clean_shutdown,
             written: BTreeSet::new(),
             salvaging,
-            auto: None,
+            choice: None,
             durable_storage: None,
         };
         Ok((log_dir, problems))

@@ -146,3 +146,123 @@ fn the_record_round_trips_and_bad_lines_are_named() {
     assert!(err.contains("buffered") && err.contains("floppy"), "{err}");
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn a_writer_takes_the_recorded_choice_for_the_workload_it_does_most() {
+    use klog_log::io::{backend_name, ChoiceReason};
+    let root = fresh("workload");
+    let log_dir = LogDir::open_backend_for(IoBackend::Auto, &root, IoWorkload::Durable).unwrap();
+    let choice = log_dir
+        .backend_choice()
+        .expect("the choice is kept")
+        .clone();
+    log_dir.close().unwrap();
+    let on_disk = recorded(&root);
+    assert_eq!(choice.workload, IoWorkload::Durable);
+    assert_eq!(
+        choice.decision.as_ref().map(|d| &d.durable),
+        Some(&on_disk.durable)
+    );
+    match &choice.reason {
+        ChoiceReason::Measured => assert_eq!(choice.backend, on_disk.durable.backend),
+        // Only io_uring that the decision chose but cannot open, or cannot be used at all, gives std.
+        ChoiceReason::Unavailable(_) => assert_eq!(choice.backend, IoBackend::Std),
+        other => panic!("a first open measures: {other:?}"),
+    }
+
+    // The next writer, another workload: read back, and the directory's storage is that class's choice.
+    let log_dir =
+        LogDir::open_backend_for(IoBackend::Auto, &root, IoWorkload::ManyPartitions).unwrap();
+    let choice = log_dir.backend_choice().unwrap().clone();
+    assert_eq!(
+        choice.decision.as_ref().map(|d| d.source.clone()),
+        Some(DecisionSource::Cached)
+    );
+    assert_eq!(log_dir.storage().name(), backend_name(choice.backend));
+    if choice.reason == ChoiceReason::Cached {
+        assert_eq!(choice.backend, on_disk.many_partitions.backend);
+    }
+    log_dir.close().unwrap();
+
+    // Forced: the choice says so and carries no decision.
+    let log_dir = LogDir::open_backend_for(IoBackend::Std, &root, IoWorkload::Durable).unwrap();
+    let forced = log_dir.backend_choice().unwrap();
+    assert_eq!(
+        (
+            forced.reason.clone(),
+            forced.backend,
+            forced.decision.is_none()
+        ),
+        (ChoiceReason::Forced, IoBackend::Std, true)
+    );
+    log_dir.close().unwrap();
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn backend_for_records_then_reads_back_and_names_its_choice() {
+    let root = fresh("backend-for");
+    let (storage, choice) =
+        LogDir::backend_for(IoBackend::Auto, &root, IoWorkload::Durable).unwrap();
+    assert_eq!(storage.name(), klog_log::io::backend_name(choice.backend));
+    let decision = choice.decision.expect("Auto consults the decision");
+    assert_eq!(decision.source, DecisionSource::Measured);
+    assert_eq!(recorded(&root).durable, decision.durable);
+    let (_, again) = LogDir::backend_for(IoBackend::Auto, &root, IoWorkload::Buffered).unwrap();
+    assert_eq!(
+        again.decision.map(|d| d.source),
+        Some(DecisionSource::Cached)
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn the_reason_says_when_io_uring_is_unavailable() {
+    use klog_log::io::{choose, ChoiceReason};
+    let text = "version=1\ndevice=7\nuring=io_uring_setup: EPERM (seccomp)\n\
+                buffered=std std_ns=10 uring_ns=-\ndurable=std std_ns=10 uring_ns=-\n\
+                many_partitions=std std_ns=10 uring_ns=-\n";
+    let decision = AutoDecision::decode(text).unwrap();
+    let (storage, choice) = choose(&decision, IoWorkload::Durable);
+    assert_eq!(storage.name(), "std");
+    assert_eq!(
+        choice.reason,
+        ChoiceReason::Unavailable("io_uring_setup: EPERM (seccomp)".into())
+    );
+    assert_eq!(
+        choice.reason.to_string(),
+        "unavailable (io_uring_setup: EPERM (seccomp))"
+    );
+    // A recorded uring choice where this process cannot open io_uring: std, saying why.
+    let uring_text = text
+        .replace("uring=io_uring_setup: EPERM (seccomp)", "uring=available")
+        .replace(
+            "durable=std std_ns=10 uring_ns=-",
+            "durable=uring std_ns=10 uring_ns=5",
+        );
+    let decision = AutoDecision::decode(&uring_text).unwrap();
+    let (storage, choice) = choose(&decision, IoWorkload::Durable);
+    match klog_log::io::uring_available() {
+        Ok(()) => {
+            assert_eq!(storage.name(), "uring");
+            assert_eq!(choice.reason, ChoiceReason::Cached);
+        }
+        Err(_) => {
+            assert_eq!(storage.name(), "std");
+            assert!(
+                matches!(choice.reason, ChoiceReason::Unavailable(_)),
+                "{choice:?}"
+            );
+        }
+    }
+    // Unprobed (a read-only directory): std, and the reason is why.
+    let root = fresh("unprobed-reason");
+    std::fs::create_dir_all(&root).unwrap();
+    let view = ReadOnlyStorage::new(Arc::new(StdStorage));
+    let (_, choice) = choose(&decide(&view, &root), IoWorkload::Buffered);
+    assert_eq!(
+        choice.reason,
+        ChoiceReason::Unprobed("read-only storage".into())
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}

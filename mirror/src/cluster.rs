@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use klog_log::checkpoint::TopicId;
 use klog_log::clock::Clock;
-use klog_log::io::Storage;
+use klog_log::io::{BackendChoice, IoBackend, IoWorkload, StdStorage, Storage};
+use klog_log::log_dir::LogDir;
 use klog_log::partition_log::{LogAppendInfo, PartitionLog};
 use klog_recovery::loader::RecoveryReport;
 
@@ -38,6 +39,8 @@ pub use crate::node::{partition_dir_name, random_bytes, ClusterOptions};
 pub struct Cluster {
     node: Arc<Node>,
     manager: Manager,
+    /// The backend its storage is and why, when opened through [`Cluster::open_backend`].
+    choice: Option<BackendChoice>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -82,11 +85,54 @@ impl Cluster {
         Ok(Cluster::of(node))
     }
 
+    /// [`Cluster::init`] on the backend `backend` names, chosen as [`Cluster::open_backend`] does.
+    pub fn init_backend(
+        backend: IoBackend,
+        clock: Arc<dyn Clock>,
+        root: &Path,
+        options: ClusterOptions,
+    ) -> Result<Cluster, Error> {
+        if Cluster::exists(&StdStorage, root) {
+            // Refused as `init` refuses it, before anything is measured or recorded.
+            return Cluster::init(Arc::new(StdStorage), clock, root, options);
+        }
+        let (storage, choice) = LogDir::backend_for(backend, root, IoWorkload::Durable)?;
+        let mut cluster = Cluster::init(storage, clock, root, options)?;
+        cluster.choice = Some(choice);
+        Ok(cluster)
+    }
+
+    /// [`Cluster::open`] on the backend `backend` names, for the workload a cluster does most: durable
+    /// appends (`__mirror_state` and mirrored batches are synced as they are written). `Auto` is the
+    /// directory's measured decision ([`LogDir::backend_for`]: recorded in the root, or probed and
+    /// recorded); the choice is logged at info and kept ([`Cluster::backend_choice`]). A root that
+    /// holds no cluster is refused as `open` refuses it, with nothing measured or written there.
+    pub fn open_backend(
+        backend: IoBackend,
+        clock: Arc<dyn Clock>,
+        root: &Path,
+    ) -> Result<Cluster, Error> {
+        if !Cluster::exists(&StdStorage, root) {
+            return Cluster::open(Arc::new(StdStorage), clock, root);
+        }
+        let (storage, choice) = LogDir::backend_for(backend, root, IoWorkload::Durable)?;
+        let mut cluster = Cluster::open(storage, clock, root)?;
+        cluster.choice = Some(choice);
+        Ok(cluster)
+    }
+
+    /// The backend its storage is and why, when opened through [`Cluster::open_backend`] or
+    /// [`Cluster::init_backend`].
+    pub fn backend_choice(&self) -> Option<&BackendChoice> {
+        self.choice.as_ref()
+    }
+
     fn of(node: Node) -> Cluster {
         let node = Arc::new(node);
         Cluster {
             manager: Manager::new(Arc::clone(&node)),
             node,
+            choice: None,
         }
     }
 

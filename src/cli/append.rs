@@ -18,7 +18,7 @@ use clap::{Args, ValueEnum};
 use klog::log::clock::SystemClock;
 use klog::log::config::LogConfig;
 use klog::log::format::{AnyBatch, BatchStream};
-use klog::log::io::open_backend;
+use klog::log::io::{IoWorkload, StdStorage};
 use klog::log::log_dir::LogDir;
 use klog::log::partition_log::{parse_dir_name, partition_dir_name, LogAppendInfo, PartitionLog};
 use klog::log::validator::AppendOrigin;
@@ -79,9 +79,8 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("reading {}", args.file.display()))?
         .len();
     let (root, name) = split_partition_dir(&args.dir)?;
-    let storage = open_backend(config.io_backend)?;
-    let mut target = if Cluster::exists(storage.as_ref(), &root) {
-        let cluster = Cluster::open(Arc::clone(&storage), Arc::new(SystemClock), &root)?;
+    let mut target = if Cluster::exists(&StdStorage, &root) {
+        let cluster = Cluster::open_backend(config.io_backend, Arc::new(SystemClock), &root)?;
         let (topic, partition) = parse_dir_name(&args.dir)
             .with_context(|| format!("{}: not a partition directory", args.dir.display()))?;
         if cluster.log(&topic, partition).is_none() {
@@ -97,7 +96,13 @@ pub fn run(args: &AppendArgs) -> anyhow::Result<ExitCode> {
             partition,
         }
     } else {
-        let log_dir = LogDir::open(Arc::clone(&storage), &root)?;
+        // Each batch flushed as it is appended (`flush.messages=1`) is a durable append; else buffered.
+        let workload = if config.flush_messages == 1 {
+            IoWorkload::Durable
+        } else {
+            IoWorkload::Buffered
+        };
+        let log_dir = LogDir::open_backend_for(config.io_backend, &root, workload)?;
         let (log, _) = log_dir.open_partition(&name, config)?;
         Target::Plain {
             log_dir,

@@ -1,7 +1,8 @@
 //! The mirroring benchmark's kernels, shared by `klog bench mirror` and `benches/mirror.rs`:
 //! mirror throughput from a source cluster to a destination on the same disk beside the destination's
-//! append of the same fetches read beforehand (the bound: the mirror without its fetches), klog's plain
-//! leader append of the same batches, and failover time per partition.
+//! append of the same fetches read beforehand (the bound: the mirror without its fetches; at cluster
+//! scale a follower append of every partition's fetched sets), klog's plain leader append of the same
+//! batches, and failover time per partition.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -256,6 +257,95 @@ fn produce_round_robin(
         }
     }
     Ok(())
+}
+
+/// One partition's fetched sets, as the mirror's fetcher reads them from the source: its first batch
+/// alone (the untimed first tick's fetch, see `first_batches`), then `fetch_max_bytes` sets from there
+/// to the log end.
+pub struct PartitionSets {
+    pub first: Vec<u8>,
+    pub rest: Vec<Vec<u8>>,
+}
+
+/// Every partition's fetched sets of `layout` in `source`, in layout order (read beforehand: the bound
+/// of `mirror_many_run` is the appends without the fetches).
+pub fn many_fetch_sets(
+    source: &Cluster,
+    layout: &[(String, i32)],
+) -> anyhow::Result<Vec<PartitionSets>> {
+    let max_bytes = MirrorSettings::default().fetch_max_bytes;
+    let mut sets = Vec::new();
+    for (topic, partitions) in layout {
+        for p in 0..*partitions {
+            let log = source
+                .log(topic, p)
+                .ok_or_else(|| anyhow::anyhow!("no partition {topic}-{p} in the source"))?;
+            // A limit of 1 byte returns the first batch whole (Kafka's rule: one oversized batch).
+            let first = log.read(0, 1, None, true)?;
+            let (mut offset, leo) = (first.next_offset, log.log_end_offset());
+            let mut rest = Vec::new();
+            while offset < leo {
+                let info = log.read(offset, max_bytes, None, true)?;
+                anyhow::ensure!(
+                    info.next_offset > offset,
+                    "the read of {topic}-{p} at {offset} returned nothing before the log end {leo}"
+                );
+                rest.push(info.records.as_slice().to_vec());
+                offset = info.next_offset;
+            }
+            sets.push(PartitionSets {
+                first: first.records.as_slice().to_vec(),
+                rest,
+            });
+        }
+    }
+    Ok(sets)
+}
+
+/// The bound of `mirror_many_run`: a new cluster at `root` with `layout`'s topics, each partition's first
+/// set appended by `append_as_follower` before the clock (as the mirror's first tick is), then the other
+/// sets timed, round-robin over the partitions (set k of every partition, then k+1: a fetch round's
+/// order), by `append_as_follower`: the batches kept as they are, no record walk, no producer checks
+/// beyond the follower's, and no flush (Kafka's `flush.messages` default, as the mirror's round).
+/// Returns the cluster and the time the timed appends took.
+pub fn follower_many_run(
+    storage: &Arc<dyn Storage>,
+    root: &Path,
+    layout: &[(String, i32)],
+    sets: &[PartitionSets],
+) -> anyhow::Result<(Arc<Cluster>, Duration)> {
+    let c = new_cluster(storage, root, true)?;
+    let mut logs = Vec::with_capacity(sets.len());
+    for (topic, partitions) in layout {
+        c.create_topic(topic, *partitions, None, &[])?;
+        for p in 0..*partitions {
+            logs.push(
+                c.log(topic, p)
+                    .ok_or_else(|| anyhow::anyhow!("no partition {topic}-{p} after creating it"))?,
+            );
+        }
+    }
+    anyhow::ensure!(
+        logs.len() == sets.len(),
+        "{} partitions, {} sets",
+        logs.len(),
+        sets.len()
+    );
+    for (log, s) in logs.iter().zip(sets) {
+        log.append_as_follower(&s.first)?;
+    }
+    let rounds = sets.iter().map(|s| s.rest.len()).max().unwrap_or(0);
+    let started = Instant::now();
+    for k in 0..rounds {
+        for (log, s) in logs.iter().zip(sets) {
+            if let Some(set) = s.rest.get(k) {
+                log.append_as_follower(set)?;
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    drop(logs);
+    Ok((Arc::new(c), elapsed))
 }
 
 /// What one cluster-scale mirror run measured.

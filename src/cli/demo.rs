@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{ensure, Context};
 use klog::log::clock::SystemClock;
 use klog::log::format::{BatchBuilder, Compression, ControlRecordType, Header};
-use klog::log::io::{open_backend, IoBackend, Storage};
+use klog::log::io::{open_backend, BackendChoice, IoBackend, IoWorkload, Storage};
 use klog::mirror::{Cluster, ClusterOptions, MirrorState};
 
 use super::dump;
@@ -77,8 +77,14 @@ impl Drop for Scratch {
 }
 
 fn story(dir: &Path) -> anyhow::Result<ExitCode> {
+    // Forced std, not `io_backend=auto`: the story compares the two clusters' segment files through
+    // std::fs while their logs are open, and io_uring's direct write path keeps an active segment's
+    // unaligned tail in memory until a flush, so the files would differ while the logs do not.
     let storage = open_backend(IoBackend::Std)?;
     let (a_root, b_root) = (dir.join("primary"), dir.join("dr"));
+    for root in [&a_root, &b_root] {
+        BackendChoice::forced(IoBackend::Std, IoWorkload::Durable).log(root);
+    }
     outln!("klog demo in {}", dir.display());
     let total = Instant::now();
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use klog::log::clock::SystemClock;
-use klog::log::io::{open_backend, IoBackend};
+use klog::log::io::{IoBackend, IoWorkload};
 use klog::mirror::export::{export, ExportOptions};
 
 /// What the export step shows: the broker configuration to start Kafka with, and what it checked.
@@ -21,7 +21,7 @@ pub struct ExportStep {
 pub fn run(dir: &Path, root: &Path) -> anyhow::Result<ExportStep> {
     let out = dir.join("kafka");
     let report = export(
-        open_backend(IoBackend::Std)?,
+        super::cluster_open::writer_storage(IoBackend::Auto, root, IoWorkload::Buffered)?,
         Arc::new(SystemClock),
         root,
         &ExportOptions::new(&out),

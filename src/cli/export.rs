@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use klog::log::clock::SystemClock;
-use klog::log::io::{open_backend, IoBackend};
+use klog::log::io::{IoBackend, IoWorkload};
 use klog::mirror::export::{export, ExportOptions, ExportReport};
 
 /// `klog cluster export`'s arguments.
@@ -57,7 +57,8 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let report = export(
-        open_backend(IoBackend::Std)?,
+        // The export's own writes (copies, then one sync each) are buffered ones.
+        super::cluster_open::writer_storage(IoBackend::Auto, &args.root, IoWorkload::Buffered)?,
         Arc::new(SystemClock),
         &args.root,
         &options,

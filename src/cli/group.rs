@@ -10,7 +10,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Subcommand;
 use klog::log::clock::SystemClock;
-use klog::log::io::{open_backend, IoBackend};
+use klog::log::io::IoBackend;
 use klog::mirror::groups::GroupOffsetDescription;
 use klog::mirror::Cluster;
 use serde_json::json;
@@ -57,7 +57,7 @@ fn commit(
     offset: i64,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let cluster = Cluster::open(open_backend(IoBackend::Std)?, Arc::new(SystemClock), root)
+    let cluster = Cluster::open_backend(IoBackend::Auto, Arc::new(SystemClock), root)
         .with_context(|| format!("opening cluster {}", root.display()))?;
     let result = cluster.commit_offset(group, topic, partition, offset);
     let closed = cluster.close();

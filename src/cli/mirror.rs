@@ -11,11 +11,12 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use klog::log::checkpoint::TopicId;
 use klog::log::clock::{Clock, SystemClock};
+use klog::log::io::IoBackend;
 use klog::mirror::cluster::TopicResults;
 use klog::mirror::{Cluster, ClusterOptions};
 use serde_json::json;
 
-use super::cluster_open::{open, storage, with_cluster, with_reader};
+use super::cluster_open::{open, with_cluster, with_reader};
 
 /// A line of output (`outln!`: a closed pipe drops it, the command goes on).
 macro_rules! say {
@@ -227,8 +228,8 @@ pub fn cluster(cmd: &ClusterCommand) -> anyhow::Result<ExitCode> {
             mirror_state_partitions,
             json,
         } => {
-            let c = Cluster::init(
-                storage()?,
+            let c = Cluster::init_backend(
+                IoBackend::Auto,
                 Arc::new(SystemClock),
                 root,
                 ClusterOptions {
@@ -257,9 +258,11 @@ pub fn cluster(cmd: &ClusterCommand) -> anyhow::Result<ExitCode> {
                 metadata_log_dir: metadata_log_dir.clone(),
                 copy: *copy,
                 mirror_state_partitions: *mirror_state_partitions,
+                io_backend: Some(IoBackend::Auto),
             };
             let report = klog::mirror::import::import(
-                storage()?,
+                // `into`'s backend is chosen once nothing can refuse the import (`io_backend`).
+                super::cluster_open::storage(),
                 Arc::new(SystemClock),
                 kafka_log_dir,
                 into,

@@ -12,7 +12,7 @@ use klog::log::checkpoint::{
     REPLICATION_OFFSET_CHECKPOINT,
 };
 use klog::log::config::LogConfig;
-use klog::log::io::{ReadOnlyStorage, StdStorage, Storage};
+use klog::log::io::{IoBackend, IoWorkload, ReadOnlyStorage, StdStorage, Storage};
 use klog::log::kraft::TopicConfig;
 use klog::log::log_dir::partition_dir_names;
 use klog::log::log_dir::LogDir;
@@ -116,7 +116,8 @@ pub fn recover(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
         let storage: Arc<dyn Storage> = if args.dry_run {
             Arc::new(ReadOnlyStorage::new(Arc::new(StdStorage)))
         } else {
-            Arc::new(StdStorage)
+            // Recovery reads each segment and rewrites indexes and snapshots: buffered writes.
+            super::cluster_open::writer_storage(IoBackend::Auto, &root, IoWorkload::Buffered)?
         };
         let loader = LogLoader::new(storage.clone(), LogConfig::default());
         let configs = TopicConfigs::load(&args.config, &root)?;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use klog::log::config::LogConfig;
 use klog::log::format::{BatchBuilder, Compression};
-use klog::log::io::{open_backend, IoBackend};
+use klog::log::io::{IoBackend, IoWorkload};
 use klog::log::log_dir::LogDir;
 
 use super::append::split_partition_dir;
@@ -37,7 +37,8 @@ pub fn run(args: &TortureArgs) -> anyhow::Result<ExitCode> {
             args.io_backend
         )
     })?;
-    let mut log_dir = LogDir::open(open_backend(backend)?, &root)?;
+    // Every batch is flushed as it is appended: durable appends.
+    let mut log_dir = LogDir::open_backend_for(backend, &root, IoWorkload::Durable)?;
     let config = LogConfig::from_pairs(["segment.bytes=262144", "index.interval.bytes=1024"])?;
     let (log, _) = log_dir.open_partition(&name, config)?;
     let mut rng = args.seed | 1;

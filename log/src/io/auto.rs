@@ -49,6 +49,17 @@ pub enum DecisionSource {
     Unprobed(String),
 }
 
+impl DecisionSource {
+    /// `measured`, `cached` or `unprobed`, as the `-v` line names it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DecisionSource::Measured => "measured",
+            DecisionSource::Cached => "cached",
+            DecisionSource::Unprobed(_) => "unprobed",
+        }
+    }
+}
+
 /// One workload class's choice and the figures it was made from (nanoseconds per probe, `None` when
 /// that backend was not measured).
 #[derive(Debug, Clone, PartialEq)]
@@ -136,7 +147,8 @@ impl AutoDecision {
             "uring={}",
             self.uring_unavailable.as_deref().unwrap_or("available")
         );
-        for (name, c) in self.classes() {
+        for (workload, c) in self.classes() {
+            let name = workload.key();
             let ns = |v: Option<u64>| v.map_or("-".to_string(), |n| n.to_string());
             let _ = writeln!(
                 s,
@@ -149,11 +161,12 @@ impl AutoDecision {
         s
     }
 
-    fn classes(&self) -> [(&'static str, &ClassChoice); 3] {
+    /// Each workload class with its choice.
+    pub fn classes(&self) -> [(IoWorkload, &ClassChoice); 3] {
         [
-            ("buffered", &self.buffered),
-            ("durable", &self.durable),
-            ("many_partitions", &self.many_partitions),
+            (IoWorkload::Buffered, &self.buffered),
+            (IoWorkload::Durable, &self.durable),
+            (IoWorkload::ManyPartitions, &self.many_partitions),
         ]
     }
 
@@ -181,9 +194,9 @@ impl AutoDecision {
         Ok(AutoDecision {
             device,
             uring_unavailable: (uring != "available").then(|| uring.to_string()),
-            buffered: class("buffered")?,
-            durable: class("durable")?,
-            many_partitions: class("many_partitions")?,
+            buffered: class(IoWorkload::Buffered.key())?,
+            durable: class(IoWorkload::Durable.key())?,
+            many_partitions: class(IoWorkload::ManyPartitions.key())?,
             source: DecisionSource::Cached,
         })
     }
@@ -372,16 +385,110 @@ fn probe_many(storage: &dyn Storage, path: &Path) -> io::Result<u64> {
     Ok(ns)
 }
 
-/// The storage `decision` gives `workload`: std when io_uring cannot be opened after all.
-pub fn storage_for(decision: &AutoDecision, workload: IoWorkload) -> Arc<dyn Storage> {
+/// Why a writer took the backend it took (its `-v` line names it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChoiceReason {
+    /// `io_backend=std` or `io_backend=uring`: no decision consulted.
+    Forced,
+    /// `Auto`: the decision measured at this open (and recorded in [`AUTO_DECISION_FILE`]).
+    Measured,
+    /// `Auto`: the decision recorded in [`AUTO_DECISION_FILE`] by an earlier open.
+    Cached,
+    /// `Auto`: std because io_uring is unavailable to this process (why).
+    Unavailable(String),
+    /// `Auto`: std with no probe (why: a read-only directory, a probe that failed).
+    Unprobed(String),
+}
+
+impl ChoiceReason {
+    /// The reason's one-word name, as `-v` prints it: `forced`, `measured`, `cached`, `unavailable`,
+    /// `unprobed`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ChoiceReason::Forced => "forced",
+            ChoiceReason::Measured => "measured",
+            ChoiceReason::Cached => "cached",
+            ChoiceReason::Unavailable(_) => "unavailable",
+            ChoiceReason::Unprobed(_) => "unprobed",
+        }
+    }
+}
+
+impl std::fmt::Display for ChoiceReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChoiceReason::Unavailable(why) | ChoiceReason::Unprobed(why) => {
+                write!(f, "{} ({why})", self.name())
+            }
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
+/// The backend a writer took for its workload, why, and the decision it came from (`None` when forced).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendChoice {
+    /// The workload class the writer does most.
+    pub workload: IoWorkload,
+    /// The backend taken: `Std` or `Uring`, never `Auto`.
+    pub backend: IoBackend,
+    /// Why.
+    pub reason: ChoiceReason,
+    /// `Auto`'s decision for the directory.
+    pub decision: Option<AutoDecision>,
+}
+
+impl BackendChoice {
+    /// A forced backend's choice.
+    pub fn forced(backend: IoBackend, workload: IoWorkload) -> Self {
+        BackendChoice {
+            workload,
+            backend,
+            reason: ChoiceReason::Forced,
+            decision: None,
+        }
+    }
+
+    /// The `-v` line (info): which backend the writer of `dir` took for which workload, why, and where
+    /// the decision came from (`decision=measured|cached|unprobed`, `none` when forced).
+    pub fn log(&self, dir: &Path) {
+        let decision = self.decision.as_ref().map_or("none", |d| d.source.name());
+        tracing::info!(dir = %dir.display(), workload = %self.workload.key(),
+            backend = %backend_name(self.backend), reason = %self.reason, decision = %decision,
+            "io_backend chosen");
+    }
+}
+
+/// The storage `decision` gives `workload`, with why: std when io_uring is unavailable or cannot be
+/// opened after all.
+pub fn choose(decision: &AutoDecision, workload: IoWorkload) -> (Arc<dyn Storage>, BackendChoice) {
+    let choice = |backend, reason| BackendChoice {
+        workload,
+        backend,
+        reason,
+        decision: Some(decision.clone()),
+    };
+    let decided = match &decision.source {
+        DecisionSource::Measured => ChoiceReason::Measured,
+        DecisionSource::Cached => ChoiceReason::Cached,
+        DecisionSource::Unprobed(why) => ChoiceReason::Unprobed(why.clone()),
+    };
     match decision.backend(workload) {
         IoBackend::Uring => match super::open_backend(IoBackend::Uring) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e, "io_backend=auto chose uring, which cannot open: std");
-                Arc::new(StdStorage)
-            }
+            Ok(s) => (s, choice(IoBackend::Uring, decided)),
+            Err(e) => (
+                Arc::new(StdStorage),
+                choice(IoBackend::Std, ChoiceReason::Unavailable(e.to_string())),
+            ),
         },
-        _ => Arc::new(StdStorage),
+        _ => {
+            let reason = match (&decision.uring_unavailable, decided) {
+                (Some(why), ChoiceReason::Measured | ChoiceReason::Cached) => {
+                    ChoiceReason::Unavailable(why.clone())
+                }
+                (_, decided) => decided,
+            };
+            (Arc::new(StdStorage), choice(IoBackend::Std, reason))
+        }
     }
 }

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use auto::{
-    backend_name, decide, storage_for, AutoDecision, ClassChoice, DecisionSource,
-    AUTO_DECISION_FILE, PROBE_BUDGET, URING_MARGIN,
+    backend_name, choose, decide, AutoDecision, BackendChoice, ChoiceReason, ClassChoice,
+    DecisionSource, AUTO_DECISION_FILE, PROBE_BUDGET, URING_MARGIN,
 };
 #[cfg(target_os = "linux")]
 pub use counting::{file_kind, CountingStorage, IoOp};
@@ -161,9 +161,10 @@ pub fn direct_io_supported(_dir: &Path) -> io::Result<bool> {
 /// Which backend to use (`io_backend` in the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoBackend {
-    /// The backend `klog bench` measured faster on this machine kind for the log's workload
-    /// ([`IoBackend::resolve`], BENCHMARKS.md): buffered appends stay on std (on ext4 a buffered write
-    /// through io_uring is handed to a kernel worker thread, `shared/spec/field-notes.md` §2.5, §6).
+    /// The backend measured faster on the log directory's file system for the writer's workload: a
+    /// short probe at a writer's first open, recorded in the directory ([`decide`], [`choose`]). On ext4
+    /// a buffered write through io_uring is handed to a kernel worker thread
+    /// (`shared/spec/field-notes.md` §2.5, §6), so buffered appends mostly measure std.
     #[default]
     Auto,
     /// pread/pwrite/fdatasync.
@@ -197,6 +198,15 @@ pub enum IoWorkload {
 }
 
 impl IoWorkload {
+    /// The workload's key, as [`AUTO_DECISION_FILE`] and the `-v` line name it.
+    pub fn key(self) -> &'static str {
+        match self {
+            IoWorkload::Buffered => "buffered",
+            IoWorkload::Durable => "durable",
+            IoWorkload::ManyPartitions => "many_partitions",
+        }
+    }
+
     /// The workload as reports name it.
     pub fn name(self) -> &'static str {
         match self {
@@ -207,46 +217,13 @@ impl IoWorkload {
     }
 }
 
-/// `Auto`'s choice per workload, from `klog bench` on this machine kind (BENCHMARKS.md, issue #18):
-/// `klog bench` prints the choice its own figures make beside these, so a machine where they differ shows.
-pub const AUTO_BUFFERED: IoBackend = IoBackend::Std;
-/// See [`AUTO_BUFFERED`]. io_uring won the one appender (1.0-3.9x) but not the group commit of 8
-/// (0.3-0.95x) in the runs of issue #18, so std stays.
-pub const AUTO_DURABLE: IoBackend = IoBackend::Std;
-/// See [`AUTO_BUFFERED`]: one submission for every partition won 4-11x in every run of issue #18.
-pub const AUTO_MANY_PARTITIONS: IoBackend = IoBackend::Uring;
-
-impl IoBackend {
-    /// The concrete backend for `workload`: `Auto` becomes the measured choice, the others stay.
-    pub fn resolve(self, workload: IoWorkload) -> IoBackend {
-        match (self, workload) {
-            (IoBackend::Auto, IoWorkload::Buffered) => AUTO_BUFFERED,
-            (IoBackend::Auto, IoWorkload::Durable) => AUTO_DURABLE,
-            (IoBackend::Auto, IoWorkload::ManyPartitions) => AUTO_MANY_PARTITIONS,
-            (chosen, _) => chosen,
-        }
-    }
-}
-
-/// [`open_backend`] of the backend `backend` resolves to for `workload`; an `Auto` that resolves to
-/// uring falls back to std where this process may not use io_uring.
-pub fn open_backend_for(backend: IoBackend, workload: IoWorkload) -> io::Result<Arc<dyn Storage>> {
-    match backend.resolve(workload) {
-        IoBackend::Uring if backend == IoBackend::Auto && uring_available().is_err() => {
-            Ok(Arc::new(StdStorage))
-        }
-        resolved => open_backend(resolved),
-    }
-}
-
 /// Opens the storage for a backend choice. `Uring` fails, saying why, when this process may not use
-/// io_uring (see [`uring_available`]); `Auto` without a log directory to measure takes the built-in
-/// choice for buffered appends (std, see [`open_backend_for`]): a writer with a log directory resolves
-/// `Auto` through the measured decision instead ([`decide`], `LogDir::open_backend`).
+/// io_uring (see [`uring_available`]); `Auto` with no log directory to measure is std (the backend that
+/// always works): a writer resolves `Auto` through its directory's measured decision instead
+/// ([`decide`], [`choose`], `LogDir::open_backend`, `LogDir::backend_for`).
 pub fn open_backend(backend: IoBackend) -> io::Result<Arc<dyn Storage>> {
     match backend {
-        IoBackend::Auto => open_backend_for(IoBackend::Auto, IoWorkload::Buffered),
-        IoBackend::Std => Ok(Arc::new(StdStorage)),
+        IoBackend::Auto | IoBackend::Std => Ok(Arc::new(StdStorage)),
         #[cfg(target_os = "linux")]
         IoBackend::Uring => Ok(Arc::new(UringStorage::new()?)),
         #[cfg(not(target_os = "linux"))]

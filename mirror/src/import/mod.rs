@@ -32,11 +32,14 @@ use klog_log::clock::Clock;
 use klog_log::config::LogConfig;
 use klog_log::coordinator::CONSUMER_OFFSETS_TOPIC;
 use klog_log::dir_lock::DirLock;
-use klog_log::io::{read_file, write_atomic, Storage};
+use klog_log::io::{
+    read_file, write_atomic, IoBackend, IoWorkload, Storage, AUTO_DECISION_FILE, LOCK_FILE,
+};
 use klog_log::kraft::{
     load_metadata_log, ConfigResourceType, MetadataImage, MetadataLog, TopicImage,
     METADATA_PARTITION_DIR,
 };
+use klog_log::log_dir::LogDir;
 use klog_log::topic_partition::{parse_partition_dir_name, PartitionDirName};
 
 use crate::cluster::Cluster;
@@ -60,6 +63,11 @@ pub struct ImportOptions {
     pub copy: bool,
     /// `mirror.state.topic.num.partitions` of the new cluster.
     pub mirror_state_partitions: u32,
+    /// `None`: every file through the storage given. `Some(backend)`: once nothing can refuse the
+    /// import, the storage `backend` resolves to for `into`'s buffered writes
+    /// ([`LogDir::backend_for`]: `Auto` probes and records its decision in `into`), so a refused
+    /// import writes nothing there.
+    pub io_backend: Option<IoBackend>,
 }
 
 impl Default for ImportOptions {
@@ -68,6 +76,7 @@ impl Default for ImportOptions {
             metadata_log_dir: None,
             copy: false,
             mirror_state_partitions: 3,
+            io_backend: None,
         }
     }
 }
@@ -136,6 +145,10 @@ pub fn import_with_steps(
         read_file(storage.as_ref(), &source.join(CLEAN_SHUTDOWN_FILE)),
         Ok(Some(_))
     );
+    let storage = match options.io_backend {
+        Some(backend) => LogDir::backend_for(backend, into, IoWorkload::Buffered)?.0,
+        None => storage,
+    };
     storage
         .create_dir_all(into)
         .map_err(|e| Error::io(into, e))?;
@@ -315,8 +328,16 @@ fn refuse_inside_broker(source: &Path, meta_dir: &Path, into: &Path) -> Result<(
     Ok(())
 }
 
+/// `into` must be missing or empty; the files a klog writer puts down at its open before writing
+/// anything (the `.lock`, `io_backend=auto`'s recorded decision) hold no data and do not count.
 fn refuse_non_empty(storage: &dyn Storage, into: &Path) -> Result<(), Error> {
-    match storage.list(into) {
+    let data = |names: Vec<String>| -> Vec<String> {
+        names
+            .into_iter()
+            .filter(|n| n != LOCK_FILE && n != AUTO_DECISION_FILE)
+            .collect()
+    };
+    match storage.list(into).map(data) {
         Ok(names) if names.is_empty() => Ok(()),
         Ok(names) => Err(Error::ImportRefused {
             path: into.to_owned(),

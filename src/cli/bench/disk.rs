@@ -22,6 +22,9 @@ pub(super) const READ_COPY_ROW: &str = "read + copy out";
 pub(super) const RANDOM_READ_ROW: &str = "read one batch + copy out";
 pub(super) const SINGLE_ROW: &str = "append + flush, single";
 pub(super) const PARTITIONS_ROW: &str = "flush of 64 partitions together";
+/// The bound of io_uring's flush of the `durable/partitions` partitions in one submission.
+const PARALLEL_BOUND: &str =
+    "pwrite to 64 files + fdatasync of each, all in flight at once (a thread per file)";
 /// Partitions of the `durable/partitions` log directory.
 const PARTITIONS: usize = 64;
 /// Rounds of (one batch to each partition, one flush of all) per `durable/partitions` measurement, at
@@ -595,6 +598,54 @@ fn pwrite_partitions_run(ctx: &Ctx, batch: &[u8], rounds: u64) -> anyhow::Result
     Ok(elapsed)
 }
 
+/// The bound of the flush of many partitions in one submission: one batch written to each of
+/// `PARTITIONS` files and every file's fdatasync in flight at once (a thread per file, a barrier per
+/// round), the cheapest way std can have the device flush them together. The sequential baseline bounds
+/// only a flush that syncs one file after another (std's); io_uring's one submission can beat it.
+fn pwrite_partitions_parallel_run(
+    ctx: &Ctx,
+    batch: &[u8],
+    rounds: u64,
+) -> anyhow::Result<Duration> {
+    let dir = ctx.scratch.join("baseline-partitions-parallel");
+    std::fs::create_dir_all(&dir)?;
+    let files: Vec<File> = (0..PARTITIONS)
+        .map(|p| fresh_file(&dir.join(format!("{p}.bin"))))
+        .collect::<anyhow::Result<_>>()?;
+    let start_line = std::sync::Barrier::new(PARTITIONS + 1);
+    let round_line = std::sync::Barrier::new(PARTITIONS);
+    let elapsed = std::thread::scope(|scope| -> anyhow::Result<Duration> {
+        let handles: Vec<_> = files
+            .iter()
+            .map(|f| {
+                let (start_line, round_line) = (&start_line, &round_line);
+                scope.spawn(move || -> std::io::Result<()> {
+                    start_line.wait();
+                    for r in 0..rounds {
+                        let written = f
+                            .write_all_at(batch, r * batch.len() as u64)
+                            .and_then(|()| f.sync_data());
+                        // Every thread reaches each round's line, failed or not, so none waits forever.
+                        round_line.wait();
+                        written?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        start_line.wait();
+        let start = Instant::now();
+        for h in handles {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("a flushing thread panicked"))??;
+        }
+        Ok(start.elapsed())
+    })?;
+    drop(files);
+    std::fs::remove_dir_all(&dir)?;
+    Ok(elapsed)
+}
+
 /// `PARTITIONS` partitions of one log directory: each round appends one batch to every partition and
 /// flushes them all with `LogDir::flush_partitions` (io_uring: one submission; std: one flush after
 /// another).
@@ -644,8 +695,10 @@ fn partitions(ctx: &Ctx, batch: &[u8]) -> anyhow::Result<Report> {
         (durable_appends(ctx, batch.len()) / PARTITIONS as u64).clamp(1, PARTITION_FLUSHES);
     let flushes = rounds * PARTITIONS as u64;
     let mut baseline = Series::default();
+    let mut parallel = Series::default();
     let mut series = vec![Series::default(); ctx.backends.len()];
-    let slots: Vec<usize> = (0..=ctx.backends.len()).collect();
+    let nb = ctx.backends.len();
+    let slots: Vec<usize> = (0..=nb + 1).collect();
     for round in 0..ctx.rounds() {
         for &slot in alternate(round, &slots) {
             if slot == 0 {
@@ -654,6 +707,17 @@ fn partitions(ctx: &Ctx, batch: &[u8]) -> anyhow::Result<Report> {
                     round + 1
                 ));
                 baseline.push(per_s(flushes, pwrite_partitions_run(ctx, batch, rounds)?));
+                continue;
+            }
+            if slot == nb + 1 {
+                if ctx.backends.iter().any(|b| b.name == "uring") {
+                    ctx.progress.say(&format!(
+                        "pwrite + fdatasync of {PARTITIONS} files all in flight, round {}",
+                        round + 1
+                    ));
+                    let d = pwrite_partitions_parallel_run(ctx, batch, rounds)?;
+                    parallel.push(per_s(flushes, d));
+                }
                 continue;
             }
             let b = &ctx.backends[slot - 1];
@@ -680,7 +744,13 @@ fn partitions(ctx: &Ctx, batch: &[u8]) -> anyhow::Result<Report> {
     report.baseline_name = format!("pwrite to {PARTITIONS} files + fdatasync of each");
     report.baseline = baseline;
     for (b, s) in ctx.backends.iter().zip(series) {
-        report.rows.push(Row::new(PARTITIONS_ROW, b.name, s));
+        let row = Row::new(PARTITIONS_ROW, b.name, s);
+        // std flushes one partition after another, which the sequential loop bounds; io_uring submits
+        // them together, which only every fdatasync in flight at once bounds.
+        report.rows.push(match b.name {
+            "uring" => row.bounded(PARALLEL_BOUND, parallel.clone()),
+            _ => row,
+        });
     }
     report.add_uring_vs_std(&[PARTITIONS_ROW]);
     report.extra =

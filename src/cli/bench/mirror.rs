@@ -5,10 +5,12 @@
 //! `benches/mirror.rs`.
 //!
 //! `mirror/partitions` is the same at cluster scale (issue #17): `--partitions` partitions mirrored by
-//! `Cluster` ticks until idle beside the leader append of the same bytes into the same partitions, the
-//! failover of all of them at once, and the mirror's peak RSS at two partition counts, each measured in
-//! a child process (this binary re-run with a hidden flag) so that neither the batches built here nor
-//! the other runs' allocations count.
+//! `Cluster` ticks until idle beside its bound (issue #28: the follower append, `append_as_follower`,
+//! of the same fetched multi-batch sets into the same partitions, read beforehand, measured in the same
+//! run) and klog's leader append of the same batches one per call (a comparison: it walks records and
+//! checks producers, which the mirror does not), the failover of all of them at once, and the mirror's
+//! peak RSS at two partition counts, each measured in a child process (this binary re-run with a hidden
+//! flag) so that neither the batches built here nor the other runs' allocations count.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -26,8 +28,12 @@ pub(super) const MIRROR_ROW: &str = "mirror (fetch + append_as_mirror)";
 const MANY_ROUNDS: usize = 2;
 /// The cluster-scale row (its partition count is in the report's title and details).
 pub(super) const MANY_ROW: &str = "mirror of every partition (Cluster ticks until idle)";
-/// The cluster-scale row's bound: the same bytes produced into the same partitions.
-const MANY_BOUND: &str = "leader append of the same batches into the same partitions";
+/// The cluster-scale row's bound: the mirror's appends without its fetches.
+pub(super) const MANY_BOUND: &str =
+    "append_as_follower of the same fetched sets into the same partitions, read beforehand";
+/// The cluster-scale comparison: what a producer's batches cost the same partitions.
+const MANY_LEADER: &str =
+    "leader append of the same batches into the same partitions, one per call";
 /// The mirror's bound: its appends without its fetches.
 const BOUND: &str = "append_as_mirror of the same 1 MiB fetches, read beforehand";
 
@@ -158,9 +164,11 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     Ok(vec![report, many])
 }
 
-/// Per backend: the leader append into the N partitions, the mirror of them, the failover of all.
+/// Per backend: the follower append of the fetched sets (the bound), the leader append into the N
+/// partitions (a comparison), the mirror of them, the failover of all.
 #[derive(Default, Clone)]
 struct ManySeries {
+    bound: Series,
     leader: Series,
     mirror: Series,
     failover_s: Series,
@@ -191,15 +199,27 @@ fn partitions(ctx: &Ctx) -> anyhow::Result<Report> {
         let root = dir.join(format!("source-{}", b.name));
         sources.push(bench_mirror::append_many_run(&b.storage, &root, &layout, batches, 0)?.0);
     }
+    // The sets the mirror fetches, read once: every backend's source holds the same bytes.
+    ctx.progress.say("reading the fetched sets of the bound");
+    let sets = bench_mirror::many_fetch_sets(&sources[0], &layout)?;
+    let set_bytes: u64 = sets
+        .iter()
+        .flat_map(|s| &s.rest)
+        .map(|r| r.len() as u64)
+        .sum();
+    anyhow::ensure!(
+        set_bytes == bytes,
+        "the bound's sets hold {set_bytes} of {bytes} bytes"
+    );
     let mut series = vec![ManySeries::default(); nb];
     let mut runs = 0;
     let rounds = ctx.rounds().min(MANY_ROUNDS);
     for round in 0..rounds {
-        let slots: Vec<usize> = (0..2 * nb).collect();
+        let slots: Vec<usize> = (0..3 * nb).collect();
         for &slot in alternate(round, &slots) {
             runs += 1;
             let root = dir.join(format!("run-{runs}"));
-            let (i, b) = (slot / 2, &ctx.backends[slot / 2]);
+            let (i, b) = (slot / 3, &ctx.backends[slot / 3]);
             let step = |what: &str| {
                 ctx.progress.say(&format!(
                     "round {}: {what} {n} partitions ({})",
@@ -207,7 +227,14 @@ fn partitions(ctx: &Ctx) -> anyhow::Result<Report> {
                     b.name
                 ))
             };
-            if slot % 2 == 0 {
+            if slot % 3 == 0 {
+                step("follower append of the fetched sets into");
+                let (c, t) = bench_mirror::follower_many_run(&b.storage, &root, &layout, &sets)?;
+                drop(c);
+                series[i].bound.push(mb_per_s(bytes, t));
+                continue;
+            }
+            if slot % 3 == 1 {
                 step("leader append into");
                 let (c, t) = bench_mirror::append_many_run(&b.storage, &root, &layout, batches, 1)?;
                 drop(c);
@@ -237,7 +264,7 @@ fn partitions(ctx: &Ctx) -> anyhow::Result<Report> {
     }
     // No cluster of this part is closed: closing rewrites the log directory's checkpoints once per
     // partition, which at a thousand partitions takes far longer than anything measured here.
-    drop(sources);
+    drop((sources, sets));
     ctx.progress.say(&format!(
         "peak RSS of the mirror ({})",
         ctx.backends[0].name
@@ -275,8 +302,9 @@ fn many_report(
             "{:.1} MiB timed in {n} partitions ({} topics, {per_partition} 16 KiB batches each, the first \
              appended before the clock on both sides) mirrored from a source cluster on the same disk \
              by Cluster ticks until idle (PREPARING done beforehand), \
-             beside klog's leader append of the same batches into the same partitions, round-robin, \
-             one per call; failover of all {n} at once (RemoveTopicsFromMirror to every partition \
+             beside its bound: append_as_follower of the same fetched sets (read beforehand, \
+             fetch_max_bytes each) into the same partitions, round-robin as a fetch round, no record \
+             walk; klog's leader append of the same batches, one per call, is a comparison line; failover of all {n} at once (RemoveTopicsFromMirror to every partition \
              STOPPED, barrier written and flushed): {}; peak RSS per partition: {}",
             bytes as f64 / (1 << 20) as f64,
             layout.len(),
@@ -288,11 +316,15 @@ fn many_report(
         "MB/s",
     );
     report.baseline_name = format!("{MANY_BOUND} ({})", ctx.backends[0].name);
-    report.baseline = series[0].leader.clone();
+    report.baseline = series[0].bound.clone();
     for (b, s) in ctx.backends.iter().zip(series) {
         report.rows.push(
-            Row::new(MANY_ROW, b.name, s.mirror.clone()).bounded(MANY_BOUND, s.leader.clone()),
+            Row::new(MANY_ROW, b.name, s.mirror.clone()).bounded(MANY_BOUND, s.bound.clone()),
         );
+        report.comparisons.push((
+            format!("{MANY_ROW} / {MANY_LEADER}, {}", b.name),
+            super::ratios(&s.mirror, &s.leader),
+        ));
     }
     report.extra = json!({
         "partitions": n,
@@ -307,6 +339,9 @@ fn many_report(
             "runs": s.failover_s.runs,
         })).collect::<Vec<_>>(),
         "rss": rss,
+        "leader_append_mb_per_s": ctx.backends.iter().zip(series)
+            .map(|(b, s)| (b.name.to_owned(), json!({"value": s.leader.median(), "runs": s.leader.runs})))
+            .collect::<serde_json::Map<_, _>>(),
     });
     report
 }

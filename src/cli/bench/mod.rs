@@ -25,14 +25,17 @@ mod mirror;
 mod recover;
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use klog::log::io::{open_backend, IoBackend, IoWorkload, Storage};
+use klog::log::io::{
+    backend_name, decide, open_backend, AutoDecision, ClassChoice, DecisionSource, IoBackend,
+    IoWorkload, StdStorage, Storage, AUTO_DECISION_FILE,
+};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -789,8 +792,8 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
     goals
 }
 
-/// Issue #17's goals, from `mirror/partitions` when it ran: the mirror of every partition beside the
-/// leader append of the same bytes, the failover of all of them (lower is better), and the peak RSS
+/// Issue #17's goals, from `mirror/partitions` when it ran: the mirror of every partition beside its
+/// bound (the follower append of the same fetched sets into the same partitions, issue #28), the failover of all of them (lower is better), and the peak RSS
 /// per partition (reported: whether it is state or buffers is for the reader of both counts).
 fn cluster_scale_goals(report: Option<&Report>) -> Vec<Goal> {
     let Some(report) = report else {
@@ -804,8 +807,8 @@ fn cluster_scale_goals(report: Option<&Report>) -> Vec<Goal> {
     let m = mirror::MANY_ROW;
     vec![
         Goal {
-            name: "mirroring at cluster scale >= 0.8x leader append",
-            figure: format!("{key}: {m}, {n} partitions, std / leader append"),
+            name: "mirror at cluster scale >= 0.8x follower append",
+            figure: format!("{key}: {m}, {n} partitions, std / limit"),
             value: report.ratio(m, "std"),
             target: 0.8,
             better: Better::Higher,
@@ -907,6 +910,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&scratch.0)
         .with_context(|| format!("creating {}", scratch.0.display()))?;
 
+    // `io_backend=auto`'s decision for the scratch log directory, as a writer's first open makes it
+    // (probed before the workloads, so they do not share the disk with it).
+    let decision = decide(&StdStorage, &scratch.0);
+    let decision_file = scratch.0.join(AUTO_DECISION_FILE);
     let (backends, skipped) = backends(args)?;
     let ctx = Ctx {
         args,
@@ -960,13 +967,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     ctx.progress.done();
     let goals = goals(&reports);
     print_goals(&mut out, &goals)?;
-    let auto = auto_choices(&reports);
-    print_auto(&mut out, &auto)?;
+    let auto = auto_choices(&reports, &decision);
+    print_auto(&mut out, &auto, &decision, &decision_file)?;
     let elapsed = started.elapsed();
     writeln!(out, "total time: {:.1} s", elapsed.as_secs_f64())?;
 
     let mut doc = document(&ctx, &reports, &goals, &skipped, elapsed);
     doc["auto"] = auto.iter().map(AutoChoice::to_json).collect();
+    doc["auto_decision"] = decision_json(&decision, &decision_file);
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&doc)? + "\n";
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -1005,11 +1013,14 @@ fn backends(args: &BenchArgs) -> anyhow::Result<(Vec<Backend>, Vec<Value>)> {
     Ok((backends, skipped))
 }
 
-/// `io_backend=auto` for one workload: the backend this run measured faster beside the built-in choice.
+/// `io_backend=auto` for one workload: the backend this run measured faster beside the choice the
+/// scratch log directory's decision made (its probe, recorded in the directory as every writer's is).
 struct AutoChoice {
     workload: IoWorkload,
     /// uring / std of each figure the choice rests on (per-round medians).
     figures: Vec<(String, f64)>,
+    /// The decision's choice for the workload, with its probe figures.
+    decided: ClassChoice,
 }
 
 impl AutoChoice {
@@ -1031,22 +1042,46 @@ impl AutoChoice {
             "workload": self.workload.name(),
             "figures": self.figures.iter().map(|(n, v)| json!({"figure": n, "uring_over_std": v})).collect::<Vec<_>>(),
             "measured_choice": self.measured().map(backend_name),
-            "built_in_choice": backend_name(IoBackend::Auto.resolve(self.workload)),
+            "decided_choice": backend_name(self.decided.backend),
+            "decided_std_ns": self.decided.std_ns,
+            "decided_uring_ns": self.decided.uring_ns,
         })
+    }
+
+    /// The decision's choice and the probe figures it rests on.
+    fn decided_text(&self) -> String {
+        let ns = |v: Option<u64>| {
+            v.map_or("not measured".into(), |n| {
+                format!("{:.2} ms", n as f64 / 1e6)
+            })
+        };
+        format!(
+            "{} (probe: std {}, uring {})",
+            backend_name(self.decided.backend),
+            ns(self.decided.std_ns),
+            ns(self.decided.uring_ns)
+        )
     }
 }
 
-fn backend_name(b: IoBackend) -> &'static str {
-    match b {
-        IoBackend::Auto => "auto",
-        IoBackend::Std => "std",
-        IoBackend::Uring => "uring",
-    }
+/// The scratch log directory's decision as the JSON's `auto_decision`: where it came from and its file.
+fn decision_json(decision: &AutoDecision, file: &Path) -> Value {
+    let source = match &decision.source {
+        DecisionSource::Measured => "measured".to_owned(),
+        DecisionSource::Cached => "cached".to_owned(),
+        DecisionSource::Unprobed(why) => format!("unprobed: {why}"),
+    };
+    json!({
+        "file": file.display().to_string(),
+        "source": source,
+        "device": decision.device,
+        "uring_unavailable": decision.uring_unavailable,
+    })
 }
 
 /// The figures `io_backend=auto` chooses by: buffered appends by the leader append, durable appends
 /// by the one appender and the group commit of 8, partitions flushed together by the 64-partition flush.
-fn auto_choices(reports: &[Report]) -> Vec<AutoChoice> {
+fn auto_choices(reports: &[Report], decision: &AutoDecision) -> Vec<AutoChoice> {
     let c = |key: &str, name: String| {
         reports
             .iter()
@@ -1067,26 +1102,47 @@ fn auto_choices(reports: &[Report]) -> Vec<AutoChoice> {
         AutoChoice {
             workload: IoWorkload::Buffered,
             figures: buffered.into_iter().flatten().collect(),
+            decided: decision.buffered.clone(),
         },
         AutoChoice {
             workload: IoWorkload::Durable,
             figures: durable.into_iter().flatten().collect(),
+            decided: decision.durable.clone(),
         },
         AutoChoice {
             workload: IoWorkload::ManyPartitions,
             figures: partitions.into_iter().flatten().collect(),
+            decided: decision.many_partitions.clone(),
         },
     ]
 }
 
-fn print_auto(out: &mut impl Write, choices: &[AutoChoice]) -> std::io::Result<()> {
-    writeln!(out, "io_backend=auto:")?;
+fn print_auto(
+    out: &mut impl Write,
+    choices: &[AutoChoice],
+    decision: &AutoDecision,
+    file: &Path,
+) -> std::io::Result<()> {
+    let source = match &decision.source {
+        DecisionSource::Measured => "measured at this run's start".to_owned(),
+        DecisionSource::Cached => "read back".to_owned(),
+        DecisionSource::Unprobed(why) => format!("not probed: {why}"),
+    };
+    writeln!(
+        out,
+        "io_backend=auto: the decision every writer of this file system takes ({}, {source}{}) beside this run:",
+        file.display(),
+        decision
+            .uring_unavailable
+            .as_deref()
+            .map_or(String::new(), |why| format!("; io_uring unavailable: {why}"))
+    )?;
     for a in choices {
-        let built_in = backend_name(IoBackend::Auto.resolve(a.workload));
+        let decided = a.decided_text();
         let Some(measured) = a.measured() else {
             writeln!(
                 out,
-                "  {:<28} {built_in} (built in; this run measured no uring / std figure for it)",
+                "  {:<28} decided {decided}; this run measured no uring / std figure for it",
                 a.workload.name()
             )?;
             continue;
@@ -1096,14 +1152,14 @@ fn print_auto(out: &mut impl Write, choices: &[AutoChoice]) -> std::io::Result<(
             .iter()
             .map(|(n, v)| format!("{n} = {v:.2}"))
             .collect();
-        let agree = if backend_name(measured) == built_in {
-            "agrees with the built-in choice".to_owned()
+        let agree = if measured == a.decided.backend {
+            "agrees"
         } else {
-            format!("DIFFERS from the built-in choice ({built_in})")
+            "DIFFERS"
         };
         writeln!(
             out,
-            "  {:<28} {} by this run ({agree}): {}",
+            "  {:<28} decided {decided}; {} by this run ({agree}): {}",
             a.workload.name(),
             backend_name(measured),
             figures.join(", ")

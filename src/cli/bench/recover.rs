@@ -139,6 +139,30 @@ fn read_all(logs: &[PathBuf], buf: &mut [u8]) -> anyhow::Result<u64> {
     Ok(total)
 }
 
+/// [`read_all`] of `logs` on `threads` threads (file i on thread i mod threads, each with its own 1 MiB
+/// buffer): the plain read of the same files with the same parallelism, the bound of a recovery on as
+/// many threads (one thread's read is none: a warm page cache copies out on every core).
+fn read_all_on(logs: &[PathBuf], threads: usize) -> anyhow::Result<u64> {
+    if threads <= 1 {
+        return read_all(logs, &mut vec![0u8; 1 << 20]);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let mine: Vec<PathBuf> = logs.iter().skip(t).step_by(threads).cloned().collect();
+                scope.spawn(move || read_all(&mine, &mut vec![0u8; 1 << 20]))
+            })
+            .collect();
+        let mut total = 0;
+        for h in handles {
+            total += h
+                .join()
+                .map_err(|_| anyhow::anyhow!("a reading thread panicked"))??;
+        }
+        Ok(total)
+    })
+}
+
 /// Removes the producer snapshots of `dir`, so that an unclean open replays every batch and writes its
 /// snapshot anew (Kafka's side does the same before each of its rounds).
 fn delete_snapshots(dir: &Path) -> anyhow::Result<()> {
@@ -277,6 +301,11 @@ fn kafka_recover(ctx: &Ctx, w: &Written) -> anyhow::Result<super::Kafka> {
 // a log directory of many partitions
 
 /// The row of `threads` recovery threads.
+/// The bound of the `threads`-thread row of `recover/dir`.
+fn parallel_read_name(threads: usize) -> String {
+    format!("read of every .log file, 1 MiB reads, on {threads} threads")
+}
+
 pub(super) fn dir_row(threads: usize) -> String {
     format!(
         "log directory, {threads} thread{}",
@@ -370,7 +399,9 @@ fn unclean_dir(ctx: &Ctx) -> anyhow::Result<Report> {
     unclean_load_dir(storage, &root, &partitions, &cfg, cores)?;
     let mut baseline = Series::default();
     let mut series: Vec<Series> = vec![Series::default(); counts.len()];
-    let slots: Vec<usize> = (0..=counts.len()).collect();
+    // Per thread count above 1, its bound: the plain read on as many threads.
+    let mut bounds: Vec<Series> = vec![Series::default(); counts.len()];
+    let slots: Vec<usize> = (0..=2 * counts.len()).collect();
     for round in 0..ctx.rounds() {
         for &slot in alternate(round, &slots) {
             if slot == 0 {
@@ -379,6 +410,20 @@ fn unclean_dir(ctx: &Ctx) -> anyhow::Result<Report> {
                 let start = Instant::now();
                 let n = read_all(&logs, &mut buf)?;
                 baseline.push(mb_per_s(n, start.elapsed()));
+                continue;
+            }
+            if slot > counts.len() {
+                let i = slot - counts.len() - 1;
+                if counts[i] > 1 {
+                    ctx.progress.say(&format!(
+                        "log directory: plain read on {} threads, round {}",
+                        counts[i],
+                        round + 1
+                    ));
+                    let start = Instant::now();
+                    let n = read_all_on(&logs, counts[i])?;
+                    bounds[i].push(mb_per_s(n, start.elapsed()));
+                }
                 continue;
             }
             let threads = counts[slot - 1];
@@ -407,7 +452,11 @@ fn unclean_dir(ctx: &Ctx) -> anyhow::Result<Report> {
     report.rows = counts
         .iter()
         .zip(series)
-        .map(|(&t, s)| Row::new(dir_row(t), backend, s))
+        .zip(bounds)
+        .map(|((&t, s), bound)| match t {
+            1 => Row::new(dir_row(t), backend, s),
+            _ => Row::new(dir_row(t), backend, s).bounded(parallel_read_name(t), bound),
+        })
         .collect();
     report.extra = json!({
         "partitions": DIR_PARTITIONS,
