@@ -18,6 +18,7 @@
 //! of the JSON's `workloads` object.
 
 mod charts;
+mod clean;
 mod cpu;
 mod disk;
 mod kafka;
@@ -59,11 +60,15 @@ pub enum Workload {
     /// fsync; then --partitions partitions mirrored beside the leader append of the same bytes into
     /// them, the failover of all of them, and the mirror's peak RSS per partition.
     Mirror,
+    /// One compaction pass over a compacted partition (tombstones, transactions, 1 KiB values)
+    /// beside a plain read of the same segment bytes and Kafka's own Cleaner on the same segments;
+    /// the pass's peak memory beside the dedupe buffer.
+    Clean,
 }
 
 impl Workload {
     /// The default run, in order.
-    const DEFAULT: [Workload; 7] = [
+    const DEFAULT: [Workload; 8] = [
         Workload::Append,
         Workload::Durable,
         Workload::Read,
@@ -71,6 +76,7 @@ impl Workload {
         Workload::Psm,
         Workload::Parse,
         Workload::Mirror,
+        Workload::Clean,
     ];
 
     fn name(self) -> &'static str {
@@ -82,6 +88,7 @@ impl Workload {
             Workload::Psm => "psm",
             Workload::Parse => "parse",
             Workload::Mirror => "mirror",
+            Workload::Clean => "clean",
         }
     }
 
@@ -94,6 +101,7 @@ impl Workload {
             Workload::Psm => cpu::psm(ctx),
             Workload::Parse => cpu::parse(ctx),
             Workload::Mirror => mirror::run(ctx),
+            Workload::Clean => clean::run(ctx),
         }
     }
 }
@@ -110,7 +118,7 @@ pub enum BackendChoice {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Workloads to run, in the order given (default: append durable read recover psm parse).
+    /// Workloads to run, in the order given (default: append durable read recover psm parse mirror clean).
     #[arg(value_enum)]
     workloads: Vec<Workload>,
     /// The I/O backends klog is measured with (workloads that touch the disk).
@@ -169,6 +177,12 @@ pub struct BenchArgs {
     /// How many topics the memory measurement's child mirrors.
     #[arg(long, hide = true, default_value_t = 1)]
     mirror_rss_topics: usize,
+    /// Size of the compacted partition `clean` cleans (its sealed segments).
+    #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
+    clean_bytes: u64,
+    /// `log.cleaner.dedupe.buffer.size` of both cleaners in `clean` (Kafka's default).
+    #[arg(long, default_value = "128MiB", value_parser = parse_bytes)]
+    dedupe_buffer_size: u64,
     /// Do not run Kafka's side (interop/bench/kafka-bench.sh); the Kafka column then says so.
     #[arg(long)]
     no_kafka: bool,
@@ -1163,6 +1177,8 @@ fn document(
             "parse_bytes": args.parse_bytes,
             "mirror_bytes": args.mirror_bytes,
             "partitions": args.partitions,
+            "clean_bytes": args.clean_bytes,
+            "dedupe_buffer_size": args.dedupe_buffer_size,
             "random_reads": args.random_reads,
             "backends": ctx.backends.iter().map(|b| b.name).collect::<Vec<_>>(),
             "skipped_backends": skipped,
