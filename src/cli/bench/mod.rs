@@ -68,7 +68,7 @@ pub enum Workload {
 
 impl Workload {
     /// The default run, in order.
-    const DEFAULT: [Workload; 8] = [
+    const DEFAULT: [Workload; 7] = [
         Workload::Append,
         Workload::Durable,
         Workload::Read,
@@ -76,7 +76,6 @@ impl Workload {
         Workload::Psm,
         Workload::Parse,
         Workload::Mirror,
-        Workload::Clean,
     ];
 
     fn name(self) -> &'static str {
@@ -118,7 +117,7 @@ pub enum BackendChoice {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Workloads to run, in the order given (default: append durable read recover psm parse mirror clean).
+    /// Workloads to run, in the order given (default: append durable read recover psm parse mirror).
     #[arg(value_enum)]
     workloads: Vec<Workload>,
     /// The I/O backends klog is measured with (workloads that touch the disk).
