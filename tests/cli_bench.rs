@@ -45,7 +45,7 @@ const TINY: [&str; 26] = [
     "4MiB",
 ];
 
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 16] = [
     "append",
     "append/100B",
     "append/1MiB",
@@ -61,6 +61,7 @@ const KEYS: [&str; 15] = [
     "parse",
     "mirror",
     "mirror/partitions",
+    "clean",
 ];
 
 /// Runs `klog bench` with `extra` arguments at tiny sizes; returns stdout and the JSON document.
@@ -426,6 +427,43 @@ fn bench_cleans_beside_a_plain_read_and_kafka() {
     };
     assert_eq!(d["bound"], expected.0, "{d}");
     assert!(name.contains(expected.1), "{name}");
+    // klog's pass, on every backend, cleaned the same range; its peak RSS was measured in a child.
+    let rows = clean["results"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["backend"] == "std"), "{clean}");
+    for r in rows {
+        assert_eq!(r["name"], "PartitionLog::clean, one pass", "{r}");
+        positive(&r["value"], "klog pass");
+        positive(&r["ratio"], "klog pass / bound");
+    }
+    let passes = d["klog"].as_array().unwrap();
+    assert_eq!(passes.len(), rows.len(), "{d}");
+    for p in passes {
+        assert_eq!(p["bytes"], d["dirty_bytes"], "{p}");
+        assert_eq!(p["end_offset"], d["first_uncleanable_offset"], "{p}");
+        assert!(p["log_bytes_after"].as_u64() < p["bytes"].as_u64(), "{p}");
+        assert!(
+            p["records_retained"].as_u64() < p["records_read"].as_u64(),
+            "{p}"
+        );
+    }
+    let rss = &d["rss"];
+    assert!(
+        rss["peak_rss_kib"].as_u64() >= rss["rss_before_kib"].as_u64(),
+        "{rss}"
+    );
+    positive(&rss["growth_over_budget"], "clean RSS growth / budget");
+    let goals = doc["goals"].as_array().unwrap();
+    for name in [
+        "cleaning >= 2x Kafka's Cleaner on the same bytes",
+        "cleaning >= 0.5x a plain read of the same bytes",
+        "clean peak RSS growth / (dedupe buffer + 32 MiB)",
+    ] {
+        let g = goals
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("no goal {name}: {goals:?}"));
+        check_goal(g);
+    }
     if !java {
         return;
     }

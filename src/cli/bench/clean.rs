@@ -13,17 +13,28 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context};
+use klog::log::cleaner::{CleanOptions, CleanReport, CleanerConfig};
 use klog::log::format::{BatchBuilder, Compression, ControlRecordType};
-use klog::log::io::{open_backend, IoBackend};
+use klog::log::io::{open_backend, IoBackend, Storage};
 use klog::log::partition_log::{OpenOptions, PartitionLog};
 use klog::log::validator::AppendOrigin;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::disk::{mmap_copy_pass, now_ms, pread_pass, Map, Rng};
-use super::{mb_per_s, Ctx, Kafka, Report, Series};
+use super::{alternate, mb_per_s, BackendChoice, BenchArgs, Ctx, Kafka, Report, Row, Series};
+
+/// The row of klog's pass.
+pub(super) const CLEAN_ROW: &str = "PartitionLog::clean, one pass";
+/// What the pass's peak RSS may exceed the dedupe buffer by: the process and the opened log before the
+/// pass (measured, `rss_before_kib`) plus this, for the pass's read and write buffers (each grown to at
+/// most `max.message.bytes`), one decompressed batch, the cleaned segment's index buffers and the
+/// allocator's slack.
+pub(super) const FIXED_COST_BYTES: u64 = 32 << 20;
 
 const RECORDS_PER_BATCH: usize = 16;
 const VALUE_BYTES: usize = 1024;
@@ -59,6 +70,40 @@ pub(super) struct Compacted {
     pub aborted: u64,
     /// The clean time both sides are given (`Cleaner.doClean`'s `currentTime`).
     pub now_ms: i64,
+}
+
+impl Compacted {
+    /// What the memory measurement's child needs to clean the same partition.
+    fn summary(&self) -> Value {
+        json!({
+            "dir": self.dir, "sealed": self.sealed, "dirty_bytes": self.dirty_bytes,
+            "segment_bytes": self.segment_bytes, "log_end_offset": self.log_end_offset,
+            "active_base": self.active_base, "now_ms": self.now_ms,
+        })
+    }
+
+    fn from_summary(v: &Value) -> anyhow::Result<Compacted> {
+        let u = |k: &str| v[k].as_u64().with_context(|| format!("no {k} in {v}"));
+        let i = |k: &str| v[k].as_i64().with_context(|| format!("no {k} in {v}"));
+        let path = |p: &Value| p.as_str().map(PathBuf::from);
+        Ok(Compacted {
+            dir: path(&v["dir"]).with_context(|| format!("no dir in {v}"))?,
+            sealed: v["sealed"]
+                .as_array()
+                .and_then(|a| a.iter().map(path).collect())
+                .with_context(|| format!("no sealed in {v}"))?,
+            dirty_bytes: u("dirty_bytes")?,
+            segment_bytes: u("segment_bytes")?,
+            log_end_offset: i("log_end_offset")?,
+            active_base: i("active_base")?,
+            records: 0,
+            keys: 0,
+            tombstones: 0,
+            committed: 0,
+            aborted: 0,
+            now_ms: i("now_ms")?,
+        })
+    }
 }
 
 /// `cleanup.policy=compact` and `segment.bytes` (Kafka refuses less than 1 MiB; the sizes here never are).
@@ -233,6 +278,103 @@ fn fingerprint(logs: &[PathBuf]) -> anyhow::Result<Vec<(u64, SystemTime)>> {
         .collect()
 }
 
+/// A fresh copy of `from` in `to`: every `.log` hard-linked, every other file copied.
+fn copy_partition(from: &Path, to: &Path) -> anyhow::Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        if !entry.file_type()?.is_file() {
+            continue;
+        }
+        let target = to.join(entry.file_name());
+        if entry.path().extension().is_some_and(|e| e == "log") {
+            std::fs::hard_link(entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    File::open(to)?.sync_all()?;
+    Ok(())
+}
+
+/// The cleaner's settings on both sides: Kafka's defaults for one thread, the run's dedupe buffer.
+fn cleaner_config(args: &BenchArgs) -> CleanerConfig {
+    CleanerConfig {
+        dedupe_buffer_size: usize::try_from(args.dedupe_buffer_size.min(i32::MAX as u64))
+            .unwrap_or(i32::MAX as usize),
+        ..CleanerConfig::default()
+    }
+}
+
+/// The copy in `work` opened as a broker would after a clean shutdown, its high watermark at the log end
+/// (every batch replicated, so the whole sealed range is cleanable).
+fn open_copy(
+    storage: &Arc<dyn Storage>,
+    c: &Compacted,
+    work: &Path,
+) -> anyhow::Result<PartitionLog> {
+    copy_partition(&c.dir, work)?;
+    let (log, _) = PartitionLog::open(
+        storage.clone(),
+        work,
+        compact_config(c.segment_bytes)?,
+        OpenOptions {
+            recovery_point: c.log_end_offset,
+            log_start_offset: 0,
+            clean_shutdown: true,
+        },
+    )?;
+    log.update_high_watermark(log.log_end_offset());
+    Ok(log)
+}
+
+/// Checks that a pass cleaned exactly the sealed segments, as Kafka's side does.
+fn check_pass(c: &Compacted, report: &CleanReport) -> anyhow::Result<()> {
+    if !report.cleaned
+        || report.end_offset != c.active_base
+        || report.range.total_bytes() != c.dirty_bytes
+    {
+        bail!(
+            "klog's pass cleaned {} bytes to offset {} (cleaned: {}, skipped: {:?}); the bench expected \
+             the {} bytes of the sealed segments, to offset {}",
+            report.range.total_bytes(),
+            report.end_offset,
+            report.cleaned,
+            report.skipped,
+            c.dirty_bytes,
+            c.active_base
+        );
+    }
+    Ok(())
+}
+
+/// One pass of klog's cleaner over a fresh copy in `work`: its time and report.
+fn klog_pass(
+    storage: &Arc<dyn Storage>,
+    c: &Compacted,
+    work: &Path,
+    cleaner: &CleanerConfig,
+) -> anyhow::Result<(Duration, CleanReport)> {
+    let log = open_copy(storage, c, work)?;
+    let opts = CleanOptions {
+        now_ms: c.now_ms,
+        dry_run: false,
+        force: true,
+        max_dirty_bytes: None,
+    };
+    let start = Instant::now();
+    let report = log.clean(cleaner, &opts, None)?;
+    let elapsed = start.elapsed();
+    log.close()?;
+    drop(log);
+    check_pass(c, &report)?;
+    std::fs::remove_dir_all(work)?;
+    Ok((elapsed, report))
+}
+
 /// The bound, both ways a cleaner may read a segment: each sealed `.log` read start to end in 1 MiB
 /// `pread`s into one buffer, and each mapped for the pass, copied out in 1 MiB chunks and unmapped.
 fn read_bounds(c: &Compacted, buf: &mut Vec<u8>) -> anyhow::Result<(f64, f64)> {
@@ -257,13 +399,37 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     let pristine = fingerprint(&c.sealed)?;
     let mut buf = vec![0u8; 1 << 20];
     read_bounds(&c, &mut buf)?; // warm the page cache: every side reads cached bytes
+    let cleaner = cleaner_config(ctx.args);
+    let work = ctx.scratch.join("klog").join("clean-0");
+    for b in &ctx.backends {
+        ctx.progress.say(&format!("clean: klog {} warm-up", b.name));
+        klog_pass(&b.storage, &c, &work, &cleaner)?;
+    }
+    let nb = ctx.backends.len();
     let (mut pread, mut mmap) = (Series::default(), Series::default());
+    let mut series: Vec<Series> = vec![Series::default(); nb];
+    let mut last: Vec<Option<CleanReport>> = vec![None; nb];
+    let slots: Vec<usize> = (0..=nb).collect();
     for round in 0..ctx.rounds() {
-        ctx.progress
-            .say(&format!("clean: plain reads, round {}", round + 1));
-        let (p, m) = read_bounds(&c, &mut buf)?;
-        pread.push(p);
-        mmap.push(m);
+        for &slot in alternate(round, &slots) {
+            if slot == 0 {
+                ctx.progress
+                    .say(&format!("clean: plain reads, round {}", round + 1));
+                let (p, m) = read_bounds(&c, &mut buf)?;
+                pread.push(p);
+                mmap.push(m);
+                continue;
+            }
+            let b = &ctx.backends[slot - 1];
+            ctx.progress
+                .say(&format!("clean: klog {}, round {}", b.name, round + 1));
+            let (elapsed, report) = klog_pass(&b.storage, &c, &work, &cleaner)?;
+            series[slot - 1].push(mb_per_s(c.dirty_bytes, elapsed));
+            last[slot - 1] = Some(report);
+        }
+        if fingerprint(&c.sealed)? != pristine {
+            bail!("klog's pass wrote a pristine .log through its hard link");
+        }
     }
     let pread_is_bound = pread.median() >= mmap.median();
     let mut report = Report::new(
@@ -295,6 +461,12 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
         "mmap + memcpy of the sealed .log files, 1 MiB chunks (faster than preads here)".into()
     };
     report.baseline = bound;
+    for (i, b) in ctx.backends.iter().enumerate() {
+        report
+            .rows
+            .push(Row::new(CLEAN_ROW, b.name, series[i].clone()));
+    }
+    report.add_uring_vs_std(&[CLEAN_ROW]);
     report.extra = json!({
         "dirty_bytes": c.dirty_bytes,
         "segments": c.sealed.len(),
@@ -312,6 +484,9 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
         "pread_mb_per_s": pread.median(),
         "mmap_mb_per_s": mmap.median(),
         "other_read_mb_per_s": other.median(),
+        "klog": ctx.backends.iter().zip(&last).map(|(b, r)| pass_json(b.name, r.as_ref())).collect::<Vec<_>>(),
+        "rss": rss(ctx, &c)?,
+        "fixed_cost_bytes": FIXED_COST_BYTES,
     });
     report.kafka = kafka_clean(ctx, &c)?;
     if fingerprint(&c.sealed)? != pristine {
@@ -319,6 +494,124 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     }
     std::fs::remove_dir_all(&c.dir)?;
     Ok(vec![report])
+}
+
+/// What klog's last pass on one backend did.
+fn pass_json(backend: &str, r: Option<&CleanReport>) -> Value {
+    let Some(r) = r else {
+        return json!({"backend": backend});
+    };
+    json!({
+        "backend": backend,
+        "bytes": r.range.total_bytes(),
+        "end_offset": r.end_offset,
+        "map_entries": r.map_entries,
+        "groups": r.groups.len(),
+        "segments_before": r.segments_before,
+        "segments_after": r.segments_after,
+        "log_bytes_after": r.bytes_after,
+        "records_read": r.stats.records_read,
+        "records_retained": r.stats.records_retained,
+        "batches_rebuilt": r.stats.batches_rebuilt,
+        "batches_emptied": r.stats.batches_emptied,
+        "aborted_removed": r.stats.aborted_removed,
+        "bytes_written": r.stats.bytes_written,
+    })
+}
+
+/// The pass's peak RSS in a child process (this binary re-run with a hidden flag, first backend), and
+/// its growth over the RSS before the pass beside the dedupe buffer plus `FIXED_COST_BYTES`.
+fn rss(ctx: &Ctx, c: &Compacted) -> anyhow::Result<Value> {
+    ctx.progress.say("clean: peak RSS of a pass, in a child");
+    let exe = std::env::current_exe().context("finding this binary to re-run it")?;
+    let work = ctx.scratch.join("rss");
+    let summary = ctx.scratch.join("clean-0.json");
+    std::fs::write(&summary, c.summary().to_string())?;
+    let out = std::process::Command::new(&exe)
+        .arg("bench")
+        .arg("clean")
+        .args(["--backend", ctx.backends[0].name])
+        .args([
+            "--dedupe-buffer-size",
+            &ctx.args.dedupe_buffer_size.to_string(),
+        ])
+        .arg("--clean-rss-child")
+        .arg(&summary)
+        .arg("--dir")
+        .arg(&work)
+        .output()
+        .with_context(|| format!("running {}", exe.display()))?;
+    let _ = std::fs::remove_dir_all(&work);
+    let _ = std::fs::remove_file(&summary);
+    anyhow::ensure!(
+        out.status.success(),
+        "the clean memory measurement's child failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    let mut v: Value = serde_json::from_str(line).with_context(|| {
+        format!("the clean memory measurement's child printed `{line}`, not JSON")
+    })?;
+    let kib = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    let growth = (kib("peak_rss_kib") - kib("rss_before_kib")) * 1024.0;
+    let budget = (ctx.args.dedupe_buffer_size + FIXED_COST_BYTES) as f64;
+    v["backend"] = json!(ctx.backends[0].name);
+    v["growth_bytes"] = json!(growth.is_finite().then_some(growth));
+    v["growth_over_budget"] = json!((growth / budget).is_finite().then_some(growth / budget));
+    Ok(v)
+}
+
+/// `kB` figures of `/proc/self/status`.
+fn status_kib(field: &str) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no {field} line in /proc/self/status"))
+}
+
+/// The memory measurement's child: copies the partition its summary (`--clean-rss-child FILE`) names
+/// into `--dir`, opens it, resets the peak
+/// RSS (`/proc/self/clear_refs`, 5), runs one pass, and prints the RSS before it, its peak, and the
+/// anonymous and file-backed parts at its end.
+pub(super) fn rss_child(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let dir = args.dir.as_ref().context("--clean-rss-child needs --dir")?;
+    let source = args
+        .clean_rss_child
+        .as_ref()
+        .context("the clean memory measurement's child needs its partition's summary")?;
+    let backend = match args.backend {
+        BackendChoice::Uring => IoBackend::Uring,
+        _ => IoBackend::Std,
+    };
+    let storage = open_backend(backend)?;
+    let text =
+        std::fs::read_to_string(source).with_context(|| format!("reading {}", source.display()))?;
+    let c = Compacted::from_summary(&serde_json::from_str(&text)?)?;
+    let work = dir.join("clean-0");
+    let log = open_copy(&storage, &c, &work)?;
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let before = status_kib("VmRSS:")?;
+    let opts = CleanOptions {
+        now_ms: c.now_ms,
+        dry_run: false,
+        force: true,
+        max_dirty_bytes: None,
+    };
+    let report = log.clean(&cleaner_config(args), &opts, None)?;
+    let peak = status_kib("VmHWM:")?;
+    let (anon, file) = (status_kib("RssAnon:")?, status_kib("RssFile:")?);
+    log.close()?;
+    check_pass(&c, &report)?;
+    outln!(
+        "{}",
+        json!({"rss_before_kib": before, "peak_rss_kib": peak, "rss_anon_kib_after": anon,
+               "rss_file_kib_after": file, "peak_reset": reset, "bytes": c.dirty_bytes})
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Kafka's `Cleaner.doClean` on fresh copies of the partition (its rounds in one JVM, after warm-up).

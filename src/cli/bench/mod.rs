@@ -68,7 +68,7 @@ pub enum Workload {
 
 impl Workload {
     /// The default run, in order.
-    const DEFAULT: [Workload; 7] = [
+    const DEFAULT: [Workload; 8] = [
         Workload::Append,
         Workload::Durable,
         Workload::Read,
@@ -76,6 +76,7 @@ impl Workload {
         Workload::Psm,
         Workload::Parse,
         Workload::Mirror,
+        Workload::Clean,
     ];
 
     fn name(self) -> &'static str {
@@ -117,7 +118,7 @@ pub enum BackendChoice {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Workloads to run, in the order given (default: append durable read recover psm parse mirror).
+    /// Workloads to run, in the order given (default: append durable read recover psm parse mirror clean).
     #[arg(value_enum)]
     workloads: Vec<Workload>,
     /// The I/O backends klog is measured with (workloads that touch the disk).
@@ -182,6 +183,10 @@ pub struct BenchArgs {
     /// `log.cleaner.dedupe.buffer.size` of both cleaners in `clean` (Kafka's default).
     #[arg(long, default_value = "128MiB", value_parser = parse_bytes)]
     dedupe_buffer_size: u64,
+    /// The clean memory measurement's child: cleans a copy of the partition this summary names, then
+    /// prints its peak RSS as JSON.
+    #[arg(long, hide = true, value_name = "FILE")]
+    clean_rss_child: Option<PathBuf>,
     /// Do not run Kafka's side (interop/bench/kafka-bench.sh); the Kafka column then says so.
     #[arg(long)]
     no_kafka: bool,
@@ -799,6 +804,7 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
         0.8,
     );
     goals.extend(cluster_scale_goals(find("mirror/partitions")));
+    goals.extend(clean_goals(find("clean")));
     goals
 }
 
@@ -836,6 +842,41 @@ fn cluster_scale_goals(report: Option<&Report>) -> Vec<Goal> {
             value: report.extra["rss"]["per_partition_kib"].as_f64(),
             target: 0.0,
             better: Better::Reported,
+        },
+    ]
+}
+
+/// Issue #27's goals, from `clean` when it ran: klog's pass beside Kafka's `Cleaner` on the same bytes
+/// and beside a plain read of them, and the pass's peak RSS growth over the dedupe buffer plus the fixed
+/// cost (`clean::FIXED_COST_BYTES`), met below 1.
+fn clean_goals(report: Option<&Report>) -> Vec<Goal> {
+    const _: () = assert!(clean::FIXED_COST_BYTES == 32 << 20);
+    let Some(report) = report else {
+        return Vec::new();
+    };
+    let row = clean::CLEAN_ROW;
+    vec![
+        Goal {
+            name: "cleaning >= 2x Kafka's Cleaner on the same bytes",
+            figure: format!("clean: {row} std / Kafka"),
+            value: report.kafka_ratio(row, "std"),
+            target: 2.0,
+            better: Better::Higher,
+        },
+        Goal {
+            name: "cleaning >= 0.5x a plain read of the same bytes",
+            figure: format!("clean: {row} std / limit"),
+            value: report.ratio(row, "std"),
+            target: 0.5,
+            better: Better::Higher,
+        },
+        Goal {
+            // The name states clean::FIXED_COST_BYTES (asserted below).
+            name: "clean peak RSS growth / (dedupe buffer + 32 MiB)",
+            figure: "clean: details.rss.growth_over_budget".into(),
+            value: report.extra["rss"]["growth_over_budget"].as_f64(),
+            target: 1.0,
+            better: Better::Lower,
         },
     ]
 }
@@ -906,6 +947,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if args.mirror_rss_child {
         return mirror::rss_child(args);
+    }
+    if args.clean_rss_child.is_some() {
+        return clean::rss_child(args);
     }
     let workloads = if args.workloads.is_empty() {
         Workload::DEFAULT.to_vec()
