@@ -282,7 +282,10 @@ fn bench_runs_every_workload_beside_its_baseline() {
         text.contains("Kafka column: not measured (--no-kafka)"),
         "{text}"
     );
-    assert!(text.contains("goals (issues #8, #17, #18):"), "{text}");
+    assert!(
+        text.contains("goals (issues #8, #17, #18, #27, #28):"),
+        "{text}"
+    );
     // io_backend=auto: the choice this run measured for each workload, beside the built-in one.
     assert!(text.contains("io_backend=auto:"), "{text}");
     let auto = doc["auto"].as_array().expect("auto");

@@ -583,7 +583,7 @@ impl Report {
     }
 }
 
-/// A goal of issues #8, #17 and #18, checked against this run's figures.
+/// A goal of issues #8, #17, #18, #27 and #28, checked against this run's figures.
 struct Goal {
     name: &'static str,
     /// Which figure: `report key: row / what`.
@@ -1173,7 +1173,7 @@ fn print_goals(out: &mut impl Write, goals: &[Goal]) -> std::io::Result<()> {
     if goals.is_empty() {
         return Ok(());
     }
-    writeln!(out, "goals (issues #8, #17, #18):")?;
+    writeln!(out, "goals (issues #8, #17, #18, #27, #28):")?;
     for g in goals {
         let verdict = match g.verdict() {
             "missed" => "MISSED",
