@@ -351,13 +351,84 @@ fn check_pass(c: &Compacted, report: &CleanReport) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One pass of klog's cleaner over a fresh copy in `work`: its time and report.
+/// This thread's time on a CPU and waiting for one so far (`/proc/thread-self/schedstat`, ns): what
+/// of a pass's time is neither was spent blocked (I/O, fsync).
+fn schedstat() -> Option<(Duration, Duration)> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let (on_cpu, waiting) = (fields.next()??, fields.next()??);
+    Some((Duration::from_nanos(on_cpu), Duration::from_nanos(waiting)))
+}
+
+/// This process's CPU time so far (user + system, every thread): `getrusage(RUSAGE_SELF)`, as Kafka's
+/// side reads its JVM's (`getProcessCpuTime`).
+fn process_cpu() -> Option<Duration> {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
+    #[allow(unsafe_code)]
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage; RUSAGE_SELF needs nothing else.
+    #[allow(unsafe_code)]
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).ok()?)
+            .checked_add(Duration::from_micros(u64::try_from(t.tv_usec).ok()?))
+    };
+    tv(usage.ru_utime)?.checked_add(tv(usage.ru_stime)?)
+}
+
+/// A pass's clock readings before it: the thread's schedstat and the process's CPU time.
+type Before = (Option<(Duration, Duration)>, Option<Duration>);
+
+fn before_pass() -> Before {
+    (schedstat(), process_cpu())
+}
+
+/// Where a pass's time went: on a CPU, waiting for one, blocked (shares of its wall time), and its
+/// bytes per second of the process's CPU time (MB/s), which the machine's load moves far less than
+/// its wall time.
+#[derive(Clone, Default)]
+struct TimeShares {
+    on_cpu: Series,
+    runqueue: Series,
+    blocked: Series,
+    cpu_mb_per_s: Series,
+}
+
+impl TimeShares {
+    fn push(&mut self, bytes: u64, elapsed: Duration, before: Before) {
+        if let (Some(c0), Some(c1)) = (before.1, process_cpu()) {
+            self.cpu_mb_per_s
+                .push(mb_per_s(bytes, c1.saturating_sub(c0)));
+        }
+        let (Some((c0, w0)), Some((c1, w1))) = (before.0, schedstat()) else {
+            return;
+        };
+        let wall = elapsed.as_secs_f64();
+        let (cpu, wait) = (
+            (c1 - c0).as_secs_f64() / wall,
+            (w1 - w0).as_secs_f64() / wall,
+        );
+        self.on_cpu.push(cpu);
+        self.runqueue.push(wait);
+        self.blocked.push((1.0 - cpu - wait).max(0.0));
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"on_cpu": self.on_cpu.median(), "runqueue": self.runqueue.median(),
+               "blocked": self.blocked.median(), "cpu_mb_per_s": self.cpu_mb_per_s.median()})
+    }
+}
+
+/// One pass of klog's cleaner over a fresh copy in `work`: its time, the clocks read before it (read
+/// again right after it returns), and its report.
 fn klog_pass(
     storage: &Arc<dyn Storage>,
     c: &Compacted,
     work: &Path,
     cleaner: &CleanerConfig,
-) -> anyhow::Result<(Duration, CleanReport)> {
+) -> anyhow::Result<(Duration, Before, CleanReport)> {
     let log = open_copy(storage, c, work)?;
     let opts = CleanOptions {
         now_ms: c.now_ms,
@@ -365,14 +436,14 @@ fn klog_pass(
         force: true,
         max_dirty_bytes: None,
     };
-    let start = Instant::now();
+    let (start, before) = (Instant::now(), before_pass());
     let report = log.clean(cleaner, &opts, None)?;
     let elapsed = start.elapsed();
     log.close()?;
     drop(log);
     check_pass(c, &report)?;
     std::fs::remove_dir_all(work)?;
-    Ok((elapsed, report))
+    Ok((elapsed, before, report))
 }
 
 /// The bound, both ways a cleaner may read a segment: each sealed `.log` read start to end in 1 MiB
@@ -409,6 +480,7 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     let (mut pread, mut mmap) = (Series::default(), Series::default());
     let mut series: Vec<Series> = vec![Series::default(); nb];
     let mut last: Vec<Option<CleanReport>> = vec![None; nb];
+    let mut shares: Vec<TimeShares> = vec![TimeShares::default(); nb];
     let slots: Vec<usize> = (0..=nb).collect();
     for round in 0..ctx.rounds() {
         for &slot in alternate(round, &slots) {
@@ -423,8 +495,9 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
             let b = &ctx.backends[slot - 1];
             ctx.progress
                 .say(&format!("clean: klog {}, round {}", b.name, round + 1));
-            let (elapsed, report) = klog_pass(&b.storage, &c, &work, &cleaner)?;
+            let (elapsed, before, report) = klog_pass(&b.storage, &c, &work, &cleaner)?;
             series[slot - 1].push(mb_per_s(c.dirty_bytes, elapsed));
+            shares[slot - 1].push(c.dirty_bytes, elapsed, before);
             last[slot - 1] = Some(report);
         }
         if fingerprint(&c.sealed)? != pristine {
@@ -484,11 +557,13 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
         "pread_mb_per_s": pread.median(),
         "mmap_mb_per_s": mmap.median(),
         "other_read_mb_per_s": other.median(),
-        "klog": ctx.backends.iter().zip(&last).map(|(b, r)| pass_json(b.name, r.as_ref())).collect::<Vec<_>>(),
+        "klog": ctx.backends.iter().zip(&last).zip(&shares)
+            .map(|((b, r), t)| pass_json(b.name, r.as_ref(), t)).collect::<Vec<_>>(),
         "rss": rss(ctx, &c)?,
         "fixed_cost_bytes": FIXED_COST_BYTES,
     });
     report.kafka = kafka_clean(ctx, &c)?;
+    cpu_comparison(&mut report, &shares);
     if fingerprint(&c.sealed)? != pristine {
         bail!("a pass wrote a pristine .log through its hard link");
     }
@@ -496,13 +571,36 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     Ok(vec![report])
 }
 
-/// What klog's last pass on one backend did.
-fn pass_json(backend: &str, r: Option<&CleanReport>) -> Value {
+/// `klog / Kafka per CPU second`: the first backend's bytes per second of process CPU time over Kafka's
+/// (its JVM's, every thread's: GC and JIT included), a ratio of medians that the machine's load moves
+/// far less than the wall-time one.
+fn cpu_comparison(report: &mut Report, shares: &[TimeShares]) {
+    let Kafka::Measured { details, .. } = &report.kafka else {
+        return;
+    };
+    let kafka: Vec<f64> = details["cpu_mb_per_s"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    let (Some(klog), false) = (shares.first(), kafka.is_empty()) else {
+        return;
+    };
+    let ratio = klog.cpu_mb_per_s.median() / super::median(&kafka);
+    if ratio.is_finite() {
+        report
+            .comparisons
+            .push((format!("{CLEAN_ROW} / Kafka, per CPU second"), vec![ratio]));
+    }
+}
+
+/// What klog's last pass on one backend did, and where its passes' time went (medians).
+fn pass_json(backend: &str, r: Option<&CleanReport>, shares: &TimeShares) -> Value {
     let Some(r) = r else {
         return json!({"backend": backend});
     };
     json!({
         "backend": backend,
+        "time_shares": shares.to_json(),
         "bytes": r.range.total_bytes(),
         "end_offset": r.end_offset,
         "map_entries": r.map_entries,

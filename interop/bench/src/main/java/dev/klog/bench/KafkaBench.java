@@ -1,6 +1,7 @@
 package dev.klog.bench;
 
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -464,6 +465,11 @@ public final class KafkaBench {
         Map<String, Object> props = Map.of("segment.bytes", segmentBytes, "cleanup.policy", "compact");
         Path copy = workDir.resolve(partitionDir.getFileName());
         List<Double> runs = new ArrayList<>();
+        List<Double> onCpu = new ArrayList<>();
+        List<Double> runqueue = new ArrayList<>();
+        List<Double> cpuRates = new ArrayList<>();
+        com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         String details = "";
         try {
             for (int round = 0; round < warmup + rounds; round++) {
@@ -474,8 +480,12 @@ public final class KafkaBench {
                 LogToClean toClean = new LogToClean(log, log.logStartOffset(), log.activeSegment().baseOffset(), false);
                 int segmentsBefore = log.numberOfSegments();
                 long start = System.nanoTime();
+                long[] sched = schedstat();
+                long processCpu = os.getProcessCpuTime();
                 Map.Entry<Long, CleanerStats> done = cleaner.doClean(toClean, nowMs);
                 long elapsed = System.nanoTime() - start;
+                long[] after = schedstat();
+                processCpu = os.getProcessCpuTime() - processCpu;
                 CleanerStats s = done.getValue();
                 details = "\"bytes\":" + toClean.totalBytes() + ",\"end_offset\":" + done.getKey()
                         + ",\"segments_before\":" + segmentsBefore + ",\"segments_after\":" + log.numberOfSegments()
@@ -486,13 +496,30 @@ public final class KafkaBench {
                 log.close();
                 if (round >= warmup) {
                     runs.add(toClean.totalBytes() / (elapsed / 1e9) / 1e6);
+                    cpuRates.add(toClean.totalBytes() / (processCpu / 1e9) / 1e6);
+                    if (sched != null && after != null) {
+                        onCpu.add((double) (after[0] - sched[0]) / elapsed);
+                        runqueue.add((double) (after[1] - sched[1]) / elapsed);
+                    }
                 }
             }
         } finally {
             deleteRecursively(copy);
             scheduler.shutdown();
         }
-        return json("clean", "MB/s", runs, warmup, details);
+        return json("clean", "MB/s", runs, warmup,
+                details + ",\"on_cpu_shares\":" + onCpu + ",\"runqueue_shares\":" + runqueue
+                        + ",\"cpu_mb_per_s\":" + cpuRates);
+    }
+
+    /** This thread's time on a CPU and waiting for one so far, in ns (/proc/thread-self/schedstat), or null. */
+    private static long[] schedstat() {
+        try {
+            String[] f = Files.readString(Path.of("/proc/thread-self/schedstat")).trim().split("\\s+");
+            return new long[] {Long.parseLong(f[0]), Long.parseLong(f[1])};
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
     }
 
     /** A fresh copy of a partition directory: each .log hard-linked (no cleaner writes an old .log), the rest copied. */
