@@ -16,7 +16,7 @@ fn positive(v: &Value, what: &str) -> f64 {
 }
 
 /// Tiny sizes for every workload: a few seconds in a debug build.
-const TINY: [&str; 24] = [
+const TINY: [&str; 26] = [
     "--bytes",
     "4194304",
     "--recover-bytes",
@@ -41,9 +41,11 @@ const TINY: [&str; 24] = [
     "1MiB",
     "--partitions",
     "20",
+    "--clean-bytes",
+    "4MiB",
 ];
 
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 16] = [
     "append",
     "append/100B",
     "append/1MiB",
@@ -59,6 +61,7 @@ const KEYS: [&str; 15] = [
     "parse",
     "mirror",
     "mirror/partitions",
+    "clean",
 ];
 
 /// Runs `klog bench` with `extra` arguments at tiny sizes; returns stdout and the JSON document.
@@ -279,7 +282,7 @@ fn bench_runs_every_workload_beside_its_baseline() {
         text.contains("Kafka column: not measured (--no-kafka)"),
         "{text}"
     );
-    assert!(text.contains("goals (issues #8, #17, #18):"), "{text}");
+    assert!(text.contains("goals (issues #8, #17, #18, #27, #28):"), "{text}");
     // io_backend=auto: the decision a writer of the scratch directory takes (probed and recorded at
     // the run's start), beside the choice this run's own figures make, per workload.
     assert!(
@@ -394,6 +397,113 @@ fn bench_measures_kafka_beside_klog() {
     assert_eq!(
         psm["kafka"]["details"]["producers"], psm["details"]["live_producers"],
         "{psm}"
+    );
+}
+
+/// `clean` at the smallest size: the generated partition has every shape it promises (repeated keys,
+/// tombstones, committed and aborted transactions, several sealed segments), the bound is the faster of
+/// the two plain reads and says which, and Kafka's own `Cleaner` cleaned the same bytes to the same end
+/// offset, removing records. Kafka's side skips without Java unless KLOG_REQUIRE_KAFKA=1.
+#[test]
+fn bench_cleans_beside_a_plain_read_and_kafka() {
+    let java = have_java();
+    if !java {
+        assert!(
+            !required("KLOG_REQUIRE_KAFKA"),
+            "KLOG_REQUIRE_KAFKA=1 but java is not installed"
+        );
+        common::skip("java is not installed, so Kafka's Cleaner in klog bench clean cannot run");
+    }
+    let mut extra = vec!["clean", "--dedupe-buffer-size", "16MiB"];
+    if !java {
+        extra.push("--no-kafka");
+    }
+    let (text, doc, _) = run_bench("cli-bench-clean", &extra);
+    assert!(text.contains("clean: one compaction pass"), "{text}");
+    let clean = &doc["workloads"]["clean"];
+    let d = &clean["details"];
+    for key in [
+        "records",
+        "keys",
+        "tombstones",
+        "committed_transactions",
+        "aborted_transactions",
+        "dirty_bytes",
+    ] {
+        positive(&d[key], key);
+    }
+    assert!(d["keys"].as_u64() < d["records"].as_u64(), "{d}");
+    assert!(d["segments"].as_u64().unwrap() >= 2, "{d}");
+    assert!(d["dirty_bytes"].as_u64().unwrap() >= 4 << 20, "{d}");
+    assert_eq!(doc["conditions"]["dedupe_buffer_size"], 16 << 20);
+    // The bound is the faster plain read, and its name says which one it is.
+    let (pread, mmap) = (
+        positive(&d["pread_mb_per_s"], "pread"),
+        positive(&d["mmap_mb_per_s"], "mmap"),
+    );
+    let bound = positive(&clean["baseline"]["value"], "clean baseline");
+    assert_eq!(bound, pread.max(mmap), "{d}");
+    let name = clean["baseline"]["name"].as_str().unwrap();
+    let expected = if pread >= mmap {
+        ("pread", "preads (")
+    } else {
+        ("mmap", "mmap + memcpy of")
+    };
+    assert_eq!(d["bound"], expected.0, "{d}");
+    assert!(name.contains(expected.1), "{name}");
+    // klog's pass, on every backend, cleaned the same range; its peak RSS was measured in a child.
+    let rows = clean["results"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["backend"] == "std"), "{clean}");
+    for r in rows {
+        assert_eq!(r["name"], "PartitionLog::clean, one pass", "{r}");
+        positive(&r["value"], "klog pass");
+        positive(&r["ratio"], "klog pass / bound");
+    }
+    let passes = d["klog"].as_array().unwrap();
+    assert_eq!(passes.len(), rows.len(), "{d}");
+    for p in passes {
+        assert_eq!(p["bytes"], d["dirty_bytes"], "{p}");
+        assert_eq!(p["end_offset"], d["first_uncleanable_offset"], "{p}");
+        assert!(p["log_bytes_after"].as_u64() < p["bytes"].as_u64(), "{p}");
+        assert!(
+            p["records_retained"].as_u64() < p["records_read"].as_u64(),
+            "{p}"
+        );
+    }
+    let rss = &d["rss"];
+    assert!(
+        rss["peak_rss_kib"].as_u64() >= rss["rss_before_kib"].as_u64(),
+        "{rss}"
+    );
+    positive(&rss["growth_over_budget"], "clean RSS growth / budget");
+    let goals = doc["goals"].as_array().unwrap();
+    for name in [
+        "cleaning >= 2x Kafka's Cleaner on the same bytes",
+        "cleaning >= 0.5x a plain read of the same bytes",
+        "clean peak RSS growth / (dedupe buffer + 32 MiB)",
+    ] {
+        let g = goals
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("no goal {name}: {goals:?}"));
+        check_goal(g);
+    }
+    if !java {
+        return;
+    }
+    let k = &clean["kafka"];
+    assert_eq!(k["status"], "measured", "{k}\n{text}");
+    assert_eq!(k["kafka_version"], "4.4.0", "{k}");
+    positive(&k["value"], "Kafka Cleaner");
+    let kd = &k["details"];
+    // Kafka cleaned exactly the sealed segments, up to the active segment, and removed records.
+    assert_eq!(kd["bytes"], d["dirty_bytes"], "{k}");
+    assert_eq!(kd["end_offset"], d["first_uncleanable_offset"], "{k}");
+    assert_eq!(kd["dedupe_buffer_size"], 16 << 20, "{k}");
+    assert!(kd["log_bytes_after"].as_u64() < kd["bytes"].as_u64(), "{k}");
+    assert!(
+        kd["messages_written"].as_u64() < kd["messages_read"].as_u64(),
+        "{k}"
     );
 }
 

@@ -834,7 +834,7 @@ fn write_read_log(ctx: &Ctx, dir: &Path) -> anyhow::Result<ReadLog> {
     })
 }
 
-fn pread_pass(logs: &[PathBuf], buf: &mut [u8]) -> anyhow::Result<u64> {
+pub(super) fn pread_pass(logs: &[PathBuf], buf: &mut [u8]) -> anyhow::Result<u64> {
     let mut total = 0u64;
     for path in logs {
         let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
@@ -853,13 +853,13 @@ fn pread_pass(logs: &[PathBuf], buf: &mut [u8]) -> anyhow::Result<u64> {
 }
 
 /// A read-only shared map of a whole file: the mechanism klog reads sealed segments with.
-struct Map {
+pub(super) struct Map {
     ptr: *mut libc::c_void,
     len: usize,
 }
 
 impl Map {
-    fn open(path: &Path) -> anyhow::Result<Map> {
+    pub(super) fn open(path: &Path) -> anyhow::Result<Map> {
         use std::os::fd::AsRawFd;
         let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
         let len = usize::try_from(file.metadata()?.len())?;
@@ -907,7 +907,7 @@ impl Drop for Map {
 
 /// The bound of `read + copy out`: every byte of the mapped `.log` files copied out in `READ_BYTES`
 /// chunks (the files mapped once, as klog keeps its maps of sealed segments).
-fn mmap_copy_pass(maps: &[Map], buf: &mut Vec<u8>) -> u64 {
+pub(super) fn mmap_copy_pass(maps: &[Map], buf: &mut Vec<u8>) -> u64 {
     let mut total = 0u64;
     for map in maps {
         for chunk in map.bytes().chunks(READ_BYTES) {

@@ -18,6 +18,7 @@
 //! of the JSON's `workloads` object.
 
 mod charts;
+mod clean;
 mod cpu;
 mod disk;
 mod kafka;
@@ -62,11 +63,15 @@ pub enum Workload {
     /// fsync; then --partitions partitions mirrored beside the leader append of the same bytes into
     /// them, the failover of all of them, and the mirror's peak RSS per partition.
     Mirror,
+    /// One compaction pass over a compacted partition (tombstones, transactions, 1 KiB values)
+    /// beside a plain read of the same segment bytes and Kafka's own Cleaner on the same segments;
+    /// the pass's peak memory beside the dedupe buffer.
+    Clean,
 }
 
 impl Workload {
     /// The default run, in order.
-    const DEFAULT: [Workload; 7] = [
+    const DEFAULT: [Workload; 8] = [
         Workload::Append,
         Workload::Durable,
         Workload::Read,
@@ -74,6 +79,7 @@ impl Workload {
         Workload::Psm,
         Workload::Parse,
         Workload::Mirror,
+        Workload::Clean,
     ];
 
     fn name(self) -> &'static str {
@@ -85,6 +91,7 @@ impl Workload {
             Workload::Psm => "psm",
             Workload::Parse => "parse",
             Workload::Mirror => "mirror",
+            Workload::Clean => "clean",
         }
     }
 
@@ -97,6 +104,7 @@ impl Workload {
             Workload::Psm => cpu::psm(ctx),
             Workload::Parse => cpu::parse(ctx),
             Workload::Mirror => mirror::run(ctx),
+            Workload::Clean => clean::run(ctx),
         }
     }
 }
@@ -113,7 +121,7 @@ pub enum BackendChoice {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Workloads to run, in the order given (default: append durable read recover psm parse).
+    /// Workloads to run, in the order given (default: append durable read recover psm parse mirror clean).
     #[arg(value_enum)]
     workloads: Vec<Workload>,
     /// The I/O backends klog is measured with (workloads that touch the disk).
@@ -172,6 +180,16 @@ pub struct BenchArgs {
     /// How many topics the memory measurement's child mirrors.
     #[arg(long, hide = true, default_value_t = 1)]
     mirror_rss_topics: usize,
+    /// Size of the compacted partition `clean` cleans (its sealed segments).
+    #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
+    clean_bytes: u64,
+    /// `log.cleaner.dedupe.buffer.size` of both cleaners in `clean` (Kafka's default).
+    #[arg(long, default_value = "128MiB", value_parser = parse_bytes)]
+    dedupe_buffer_size: u64,
+    /// The clean memory measurement's child: cleans a copy of the partition this summary names, then
+    /// prints its peak RSS as JSON.
+    #[arg(long, hide = true, value_name = "FILE")]
+    clean_rss_child: Option<PathBuf>,
     /// Do not run Kafka's side (interop/bench/kafka-bench.sh); the Kafka column then says so.
     #[arg(long)]
     no_kafka: bool,
@@ -568,7 +586,7 @@ impl Report {
     }
 }
 
-/// A goal of issues #8, #17 and #18, checked against this run's figures.
+/// A goal of issues #8, #17, #18, #27 and #28, checked against this run's figures.
 struct Goal {
     name: &'static str,
     /// Which figure: `report key: row / what`.
@@ -789,6 +807,7 @@ fn goals(reports: &[Report]) -> Vec<Goal> {
         0.8,
     );
     goals.extend(cluster_scale_goals(find("mirror/partitions")));
+    goals.extend(clean_goals(find("clean")));
     goals
 }
 
@@ -826,6 +845,41 @@ fn cluster_scale_goals(report: Option<&Report>) -> Vec<Goal> {
             value: report.extra["rss"]["per_partition_kib"].as_f64(),
             target: 0.0,
             better: Better::Reported,
+        },
+    ]
+}
+
+/// Issue #27's goals, from `clean` when it ran: klog's pass beside Kafka's `Cleaner` on the same bytes
+/// and beside a plain read of them, and the pass's peak RSS growth over the dedupe buffer plus the fixed
+/// cost (`clean::FIXED_COST_BYTES`), met below 1.
+fn clean_goals(report: Option<&Report>) -> Vec<Goal> {
+    const _: () = assert!(clean::FIXED_COST_BYTES == 32 << 20);
+    let Some(report) = report else {
+        return Vec::new();
+    };
+    let row = clean::CLEAN_ROW;
+    vec![
+        Goal {
+            name: "cleaning >= 2x Kafka's Cleaner on the same bytes",
+            figure: format!("clean: {row} std / Kafka"),
+            value: report.kafka_ratio(row, "std"),
+            target: 2.0,
+            better: Better::Higher,
+        },
+        Goal {
+            name: "cleaning >= 0.5x a plain read of the same bytes",
+            figure: format!("clean: {row} std / limit"),
+            value: report.ratio(row, "std"),
+            target: 0.5,
+            better: Better::Higher,
+        },
+        Goal {
+            // The name states clean::FIXED_COST_BYTES (asserted below).
+            name: "clean peak RSS growth / (dedupe buffer + 32 MiB)",
+            figure: "clean: details.rss.growth_over_budget".into(),
+            value: report.extra["rss"]["growth_over_budget"].as_f64(),
+            target: 1.0,
+            better: Better::Lower,
         },
     ]
 }
@@ -896,6 +950,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if args.mirror_rss_child {
         return mirror::rss_child(args);
+    }
+    if args.clean_rss_child.is_some() {
+        return clean::rss_child(args);
     }
     let workloads = if args.workloads.is_empty() {
         Workload::DEFAULT.to_vec()
@@ -1172,7 +1229,7 @@ fn print_goals(out: &mut impl Write, goals: &[Goal]) -> std::io::Result<()> {
     if goals.is_empty() {
         return Ok(());
     }
-    writeln!(out, "goals (issues #8, #17, #18):")?;
+    writeln!(out, "goals (issues #8, #17, #18, #27, #28):")?;
     for g in goals {
         let verdict = match g.verdict() {
             "missed" => "MISSED",
@@ -1219,6 +1276,8 @@ fn document(
             "parse_bytes": args.parse_bytes,
             "mirror_bytes": args.mirror_bytes,
             "partitions": args.partitions,
+            "clean_bytes": args.clean_bytes,
+            "dedupe_buffer_size": args.dedupe_buffer_size,
             "random_reads": args.random_reads,
             "backends": ctx.backends.iter().map(|b| b.name).collect::<Vec<_>>(),
             "skipped_backends": skipped,

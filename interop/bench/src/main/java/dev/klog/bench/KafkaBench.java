@@ -1,9 +1,11 @@
 package dev.klog.bench;
 
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -25,14 +27,19 @@ import org.apache.kafka.common.utils.internals.AppInfoParser;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.server.util.KafkaScheduler;
 import org.apache.kafka.storage.internals.log.AppendOrigin;
+import org.apache.kafka.storage.internals.log.Cleaner;
+import org.apache.kafka.storage.internals.log.CleanerStats;
 import org.apache.kafka.storage.internals.log.CompletedTxn;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
+import org.apache.kafka.storage.internals.log.LogToClean;
 import org.apache.kafka.storage.internals.log.LogOffsetMetadata;
 import org.apache.kafka.storage.internals.log.ProducerAppendInfo;
 import org.apache.kafka.storage.internals.log.ProducerStateManager;
 import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
+import org.apache.kafka.storage.internals.log.SkimpyOffsetMap;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
+import org.apache.kafka.storage.internals.utils.Throttler;
 import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
 
 /**
@@ -60,6 +67,13 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
  *           ProducerStateManager replay: per batch prepareUpdate(REPLICATION), appendDataBatch or
  *           appendEndTxnMarker, update, completeTxn, updateMapEndOffset. The batches come from the same
  *           generator as klog's (xorshift64*, every 10th producer transactional, COMMIT after 4 batches).
+ *   clean   PARTITION_DIR WORK_DIR ROUNDS WARMUP SEGMENT_BYTES DEDUPE_BYTES NOW_MS
+ *           per round a fresh copy of PARTITION_DIR in WORK_DIR (.log files hard-linked, the rest copied),
+ *           opened with cleanup.policy=compact (clean shutdown, high watermark at the log end), then one
+ *           Cleaner.doClean from the log start to the active segment at clean time NOW_MS, as LogCleaner's
+ *           one cleaner thread runs it: a SkimpyOffsetMap of DEDUPE_BYTES (MD5), I/O buffers of
+ *           log.cleaner.io.buffer.size / 2 growing to message.max.bytes, load factor 0.9, an unthrottled
+ *           Throttler; MB/s of the segments' bytes (LogToClean.totalBytes).
  * </pre>
  */
 public final class KafkaBench {
@@ -93,6 +107,11 @@ public final class KafkaBench {
                 out = recoverDir(Path.of(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]),
                         Integer.parseInt(args[4]), Integer.parseInt(args[5]));
             }
+            case "clean" -> {
+                need(args, 8);
+                out = clean(Path.of(args[1]), Path.of(args[2]), Integer.parseInt(args[3]), Integer.parseInt(args[4]),
+                        Integer.parseInt(args[5]), Integer.parseInt(args[6]), Long.parseLong(args[7]));
+            }
             case "psm" -> {
                 need(args, 6);
                 out = psm(Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]),
@@ -114,7 +133,8 @@ public final class KafkaBench {
                 + "       KafkaBench recover PARTITION_DIR ROUNDS WARMUP SEGMENT_BYTES\n"
                 + "       KafkaBench durable BATCH_FILE COUNT ROUNDS WARMUP DIR SEGMENT_BYTES THREADS[,THREADS...]\n"
                 + "       KafkaBench recoverdir LOG_DIR THREADS ROUNDS WARMUP SEGMENT_BYTES\n"
-                + "       KafkaBench psm BATCHES PRODUCERS ROUNDS WARMUP DIR");
+                + "       KafkaBench psm BATCHES PRODUCERS ROUNDS WARMUP DIR\n"
+                + "       KafkaBench clean PARTITION_DIR WORK_DIR ROUNDS WARMUP SEGMENT_BYTES DEDUPE_BYTES NOW_MS");
         System.exit(2);
     }
 
@@ -129,8 +149,11 @@ public final class KafkaBench {
 
     private static UnifiedLog openLog(Path dir, int segmentBytes, boolean clean, KafkaScheduler scheduler,
                                       BrokerTopicStats stats) throws IOException {
-        Map<String, Object> props = new HashMap<>();
-        props.put("segment.bytes", segmentBytes);
+        return openLog(dir, Map.of("segment.bytes", segmentBytes), clean, scheduler, stats);
+    }
+
+    private static UnifiedLog openLog(Path dir, Map<String, Object> props, boolean clean, KafkaScheduler scheduler,
+                                      BrokerTopicStats stats) throws IOException {
         LogConfig config = new LogConfig(props);
         return UnifiedLog.create(dir.toFile(), config, 0L, 0L, scheduler, stats, Time.SYSTEM, MAX_TXN_TIMEOUT_MS,
                 new ProducerStateManagerConfig(PRODUCER_ID_EXPIRATION_MS, false), PRODUCER_ID_EXPIRATION_CHECK_MS,
@@ -420,6 +443,98 @@ public final class KafkaBench {
         }
         return json("psm", "batches/s", runs, warmup,
                 "\"batches\":" + batches + ",\"producers\":" + count + ",\"completed_transactions\":" + completed);
+    }
+
+    // ----------------------------------------------------------------------------------------------
+    // Cleaner
+
+    /** CleanerConfig's defaults for one thread: log.cleaner.io.buffer.size / threads / 2, message.max.bytes. */
+    private static final int CLEANER_IO_BUFFER_SIZE = 512 * 1024 / 2;
+    private static final int MESSAGE_MAX_BYTES = 1048588;
+    private static final double DEDUPE_LOAD_FACTOR = 0.9;
+
+    private static String clean(Path partitionDir, Path workDir, int rounds, int warmup, int segmentBytes,
+                                int dedupeBytes, long nowMs) throws Exception {
+        KafkaScheduler scheduler = new KafkaScheduler(1);
+        scheduler.startup();
+        BrokerTopicStats stats = new BrokerTopicStats(false);
+        // LogCleaner's: one map for the cleaner thread's whole life, cleared by each pass.
+        Cleaner cleaner = new Cleaner(0, new SkimpyOffsetMap(dedupeBytes, "MD5"), CLEANER_IO_BUFFER_SIZE,
+                MESSAGE_MAX_BYTES, DEDUPE_LOAD_FACTOR,
+                new Throttler(Double.MAX_VALUE, 300L, "cleaner-io", "bytes", Time.SYSTEM), Time.SYSTEM, tp -> { });
+        Map<String, Object> props = Map.of("segment.bytes", segmentBytes, "cleanup.policy", "compact");
+        Path copy = workDir.resolve(partitionDir.getFileName());
+        List<Double> runs = new ArrayList<>();
+        List<Double> onCpu = new ArrayList<>();
+        List<Double> runqueue = new ArrayList<>();
+        List<Double> cpuRates = new ArrayList<>();
+        com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        String details = "";
+        try {
+            for (int round = 0; round < warmup + rounds; round++) {
+                deleteRecursively(copy);
+                linkCopy(partitionDir, copy);
+                UnifiedLog log = openLog(copy, props, true, scheduler, stats);
+                log.updateHighWatermark(log.logEndOffset());
+                LogToClean toClean = new LogToClean(log, log.logStartOffset(), log.activeSegment().baseOffset(), false);
+                int segmentsBefore = log.numberOfSegments();
+                long start = System.nanoTime();
+                long[] sched = schedstat();
+                long processCpu = os.getProcessCpuTime();
+                Map.Entry<Long, CleanerStats> done = cleaner.doClean(toClean, nowMs);
+                long elapsed = System.nanoTime() - start;
+                long[] after = schedstat();
+                processCpu = os.getProcessCpuTime() - processCpu;
+                CleanerStats s = done.getValue();
+                details = "\"bytes\":" + toClean.totalBytes() + ",\"end_offset\":" + done.getKey()
+                        + ",\"segments_before\":" + segmentsBefore + ",\"segments_after\":" + log.numberOfSegments()
+                        + ",\"log_bytes_after\":" + log.size() + ",\"bytes_read\":" + s.bytesRead()
+                        + ",\"bytes_written\":" + s.bytesWritten() + ",\"map_messages_read\":" + s.mapMessagesRead()
+                        + ",\"messages_read\":" + s.messagesRead() + ",\"messages_written\":" + s.messagesWritten()
+                        + ",\"dedupe_buffer_size\":" + dedupeBytes;
+                log.close();
+                if (round >= warmup) {
+                    runs.add(toClean.totalBytes() / (elapsed / 1e9) / 1e6);
+                    cpuRates.add(toClean.totalBytes() / (processCpu / 1e9) / 1e6);
+                    if (sched != null && after != null) {
+                        onCpu.add((double) (after[0] - sched[0]) / elapsed);
+                        runqueue.add((double) (after[1] - sched[1]) / elapsed);
+                    }
+                }
+            }
+        } finally {
+            deleteRecursively(copy);
+            scheduler.shutdown();
+        }
+        return json("clean", "MB/s", runs, warmup,
+                details + ",\"on_cpu_shares\":" + onCpu + ",\"runqueue_shares\":" + runqueue
+                        + ",\"cpu_mb_per_s\":" + cpuRates);
+    }
+
+    /** This thread's time on a CPU and waiting for one so far, in ns (/proc/thread-self/schedstat), or null. */
+    private static long[] schedstat() {
+        try {
+            String[] f = Files.readString(Path.of("/proc/thread-self/schedstat")).trim().split("\\s+");
+            return new long[] {Long.parseLong(f[0]), Long.parseLong(f[1])};
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** A fresh copy of a partition directory: each .log hard-linked (no cleaner writes an old .log), the rest copied. */
+    private static void linkCopy(Path from, Path to) throws IOException {
+        Files.createDirectories(to);
+        try (Stream<Path> s = Files.list(from)) {
+            for (Path p : s.filter(Files::isRegularFile).toList()) {
+                Path target = to.resolve(p.getFileName());
+                if (p.toString().endsWith(".log")) {
+                    Files.createLink(target, p);
+                } else {
+                    Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
+                }
+            }
+        }
     }
 
     // ----------------------------------------------------------------------------------------------
