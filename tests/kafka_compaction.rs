@@ -11,27 +11,11 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::time::{Duration, Instant};
 
-use common::kafka::{copy_dir, kafka_available, workload, Cluster};
-use common::scratch_dir;
+use common::cleaned::{compare, kafka_indexes, segments};
+use common::compaction::{cleaner_checkpoint, CompactedTopic, PARTITION, TOPIC};
+use common::kafka::kafka_available;
 use serde_json::Value;
-
-const TOPIC: &str = "compacted";
-const PARTITION: &str = "compacted-0";
-
-/// The broker's `cleaner-offset-checkpoint` entry for partition 0 of TOPIC, if it has one.
-fn cleaner_checkpoint(data: &Path) -> Option<i64> {
-    let text = std::fs::read_to_string(data.join("cleaner-offset-checkpoint")).ok()?;
-    text.lines().skip(2).find_map(|line| {
-        let mut fields = line.split_whitespace();
-        match (fields.next(), fields.next(), fields.next()) {
-            (Some(TOPIC), Some("0"), Some(offset)) => offset.parse().ok(),
-            _ => None,
-        }
-    })
-}
 
 /// A record's content as the workload prints it: everything but the producer's name and outcome.
 fn content(record: &Value) -> Value {
@@ -48,71 +32,30 @@ fn broker_compaction_keeps_each_keys_last_record() {
     if !kafka_available() {
         return;
     }
-    let root = scratch_dir("kafka-compaction");
-    let cluster = Cluster::format_with(&root, "log.cleaner.backoff.ms=300\n");
-    let broker = cluster.start();
-    let bootstrap = broker.bootstrap.clone();
-    workload(&[
-        "create-topic",
-        &bootstrap,
-        TOPIC,
-        "cleanup.policy=compact",
-        "internal.segment.bytes=16384",
-        "min.cleanable.dirty.ratio=1",
-        "delete.retention.ms=86400000",
-    ]);
-    let produced = workload(&["compact-produce", &bootstrap, TOPIC, "200", "40"]);
-    assert!(
-        produced.len() > 1000,
-        "the workload wrote {} records",
-        produced.len()
-    );
+    let (topic, broker) = CompactedTopic::create("kafka-compaction", 200, 40, &[]);
     broker.stop();
     assert_eq!(
-        cleaner_checkpoint(&cluster.data),
+        cleaner_checkpoint(&topic.cluster.data),
         None,
         "the broker cleaned before the ratio was lowered"
     );
-
     // The pre-clean copy: the partition and the root checkpoints, as the broker left them.
-    let pre_clean = root.join("pre-clean");
-    copy_dir(&cluster.data.join(PARTITION), &pre_clean.join(PARTITION));
-    for name in [
-        "recovery-point-offset-checkpoint",
-        "log-start-offset-checkpoint",
-        "replication-offset-checkpoint",
-    ] {
-        if cluster.data.join(name).exists() {
-            std::fs::copy(cluster.data.join(name), pre_clean.join(name))
-                .expect("copy a checkpoint");
-        }
-    }
+    let pre_clean = topic.root.join("pre-clean");
+    topic.copy_data(&pre_clean);
 
-    let broker = cluster.start();
-    workload(&[
-        "alter-topic-config",
-        &bootstrap,
-        TOPIC,
-        "min.cleanable.dirty.ratio=0.01",
-    ]);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let checkpoint = loop {
-        if let Some(offset) = cleaner_checkpoint(&cluster.data) {
-            break offset;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the broker's cleaner did not checkpoint {PARTITION}:\n{}",
-            broker.tail()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    };
-    let consumed: Vec<Value> = workload(&["consume", &bootstrap, TOPIC, "read_committed"])
-        .into_iter()
-        .filter(|line| line.get("end_offset").is_none())
-        .collect();
+    let broker = topic.cluster.start();
+    topic.alter(&broker, &["min.cleanable.dirty.ratio=0.01"]);
+    let checkpoint = topic.await_clean(&broker, None);
+    let consumed: Vec<Value> =
+        common::kafka::workload(&["consume", &broker.bootstrap, TOPIC, "read_committed"])
+            .into_iter()
+            .filter(|line| line.get("end_offset").is_none())
+            .collect();
     broker.stop();
+    broker_segments_follow_the_index_rule(&topic, checkpoint);
+    the_comparison_tells_cleaned_from_pre_clean(&topic, &pre_clean);
 
+    let produced = &topic.produced;
     let by_offset: BTreeMap<i64, &Value> = produced
         .iter()
         .map(|r| (r["offset"].as_i64().expect("an offset"), r))
@@ -167,5 +110,53 @@ fn broker_compaction_keeps_each_keys_last_record() {
         "the broker kept {} of {} records",
         kept.len(),
         produced.len()
+    );
+}
+
+/// Kafka's index rule as `common::cleaned` states it reproduces the broker's own `.index` and
+/// `.timeindex` of every segment it cleaned (below the checkpoint), so judging klog's indexes by it
+/// where klog's `.log` differs (recompressed batches of another size) judges them by Kafka's.
+fn broker_segments_follow_the_index_rule(topic: &CompactedTopic, checkpoint: i64) {
+    let cleaned: Vec<_> = segments(&topic.partition_dir())
+        .into_iter()
+        .filter(|(base, _)| *base < checkpoint)
+        .collect();
+    assert!(
+        cleaned.len() > 1,
+        "the broker's pass left {} segments below {checkpoint}: the workload should make groups",
+        cleaned.len()
+    );
+    for (base, files) in cleaned {
+        let (index, timeindex) = kafka_indexes(&files.log, base, 4096);
+        assert_eq!(files.index, index, "{base:020}.index by Kafka's rule");
+        assert_eq!(
+            files.timeindex, timeindex,
+            "{base:020}.timeindex by Kafka's rule"
+        );
+    }
+}
+
+/// The comparison can fail: the pre-clean copy judged as if klog had cleaned it differs from the
+/// broker's cleaned directory, while the broker's directory judged against itself does not.
+fn the_comparison_tells_cleaned_from_pre_clean(
+    topic: &CompactedTopic,
+    pre_clean: &std::path::Path,
+) {
+    let broker = topic.partition_dir();
+    let pre = pre_clean.join(PARTITION);
+    let same = compare(&pre, &broker, &broker, 4096);
+    assert!(
+        same.differences.is_empty(),
+        "the broker's directory against itself: {:#?}",
+        same.differences
+    );
+    assert!(
+        same.byte_identical > 0 && same.record_identical > 0,
+        "{same:?}"
+    );
+    let uncleaned = compare(&pre, &broker, &pre, 4096);
+    assert!(
+        uncleaned.differences.len() > 1,
+        "the pre-clean copy passed for the cleaned one: {uncleaned:?}"
     );
 }

@@ -1,6 +1,8 @@
 //! Shared helpers for the end-to-end tests: the `klog` binary, the fixtures, external tools.
 #![allow(dead_code)]
 
+pub mod cleaned;
+pub mod compaction;
 pub mod kafka;
 mod skip;
 pub mod tree;
