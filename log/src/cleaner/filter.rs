@@ -426,3 +426,6 @@ pub fn for_each_key_any(batch: &AnyBatch<'_>, f: &mut OnKey<'_>) -> Result<(), E
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
