@@ -12,10 +12,11 @@
 //! - a rebuilt batch ([`BatchOutcome::Rebuilt`]): the source's base offset, last offset delta, producer
 //!   fields, leader epoch, flags, timestamp type and codec at its default level; the base timestamp is
 //!   the delete horizon (attributes bit 6) or the first kept record's timestamp; records re-encoded with
-//!   attributes 0. Uncompressed, it is Kafka's bytes exactly; compressed, the records are Kafka's and the
-//!   bytes are those of klog's codecs (gzip through flate2, snappy in xerial framing, zstd at level 3 are
-//!   valid streams of the same records; LZ4 through lz4_flex is a valid Kafka LZ4 frame but never the
-//!   bytes lz4-java writes);
+//!   attributes 0. Uncompressed and zstd, it is Kafka 4.4.0's bytes exactly (checked against Kafka's own
+//!   `MemoryRecords.filterTo`); compressed otherwise, the header and records are Kafka's and the stream is
+//!   klog's codec's: snappy (the `snap` crate in xerial framing) is mostly snappy-java's bytes but not
+//!   always, gzip (flate2's deflate, not zlib's) is a valid stream of other bytes, and LZ4 (lz4_flex) is
+//!   a valid Kafka LZ4 frame but never the bytes lz4-java writes;
 //! - Kafka's 61-byte empty header ([`BatchOutcome::Empty`]).
 //!
 //! v0/v1 entries ([`filter_legacy_entry`]) follow the legacy rules (`retain_legacy_deletes_and_txn_markers`
