@@ -46,10 +46,32 @@ impl CompactedTopic {
         keys: usize,
         overrides: &[&str],
     ) -> (CompactedTopic, Broker) {
+        CompactedTopic::create_partitions(name, records, keys, overrides, 1)
+    }
+
+    /// [`CompactedTopic::create`] with `partitions` partitions, all on the one broker; the workload still
+    /// writes partition 0 only (the others start empty).
+    pub fn create_partitions(
+        name: &str,
+        records: usize,
+        keys: usize,
+        overrides: &[&str],
+        partitions: usize,
+    ) -> (CompactedTopic, Broker) {
         let root = scratch_dir(name);
         let cluster = Cluster::format_with(&root, "log.cleaner.backoff.ms=300\n");
         let broker = cluster.start();
-        let mut args = vec!["create-topic", &broker.bootstrap, TOPIC];
+        let assignment = vec!["1"; partitions].join("/");
+        let mut args = if partitions == 1 {
+            vec!["create-topic", &broker.bootstrap, TOPIC]
+        } else {
+            vec![
+                "create-topic-assigned",
+                &broker.bootstrap,
+                TOPIC,
+                &assignment,
+            ]
+        };
         let key_of = |config: &str| config.split('=').next().unwrap_or("").to_owned();
         let overridden: Vec<String> = overrides.iter().map(|c| key_of(c)).collect();
         args.extend(

@@ -3,7 +3,9 @@
 
 pub mod cleaned;
 pub mod compaction;
+pub mod failing_rename;
 pub mod kafka;
+pub mod klog_cleaner;
 mod skip;
 pub mod tree;
 
