@@ -143,6 +143,11 @@ fn klog_cleans_as_the_broker_does() {
         (c2, Some(c2)),
         "{report:?}"
     );
+    assert!(
+        report.groups.iter().any(|g| g.len() > 1),
+        "the second pass should group several cleaned segments into one: {:?}",
+        report.groups
+    );
     let second_pass = compare(
         &pre2.join(PARTITION),
         &after2,
