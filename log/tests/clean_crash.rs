@@ -7,7 +7,10 @@
 //!
 //! The operations of one uncut `LogDir::clean` are counted first; then for every operation k, on a
 //! fresh copy of the same partition: the power is cut at k (every later operation fails), the machine
-//! crashes (with and without a torn last write), and the log directory is opened again.
+//! crashes (with and without a torn last write), and the log directory is opened again; or operation k
+//! fails with ENOSPC, the process goes on, and the log directory is opened again without a crash. The
+//! power cuts run on the plain simulation and on its direct write path (the uring backend's), where a
+//! segment `.log`'s unsynced writes land whole, torn or not at all.
 
 mod cleaner_common;
 
@@ -18,7 +21,7 @@ use std::sync::Arc;
 use cleaner_common::{config, fill, records, same_records, Rec, NOW};
 use klog_log::cleaner::{read_cleaner_checkpoint, CleanOptions, CleanReport, CleanerConfig};
 use klog_log::clock::ManualClock;
-use klog_log::io::{SimStorage, Storage};
+use klog_log::io::{Fault, SimStorage, Storage};
 use klog_log::log_dir::LogDir;
 use klog_log::partition_log::PartitionLog;
 
@@ -51,8 +54,13 @@ fn open(sim: &SimStorage) -> (LogDir, PartitionLog) {
 }
 
 /// A fresh copy of the partition, filled and flushed, before the pass.
-fn fresh() -> (SimStorage, LogDir, PartitionLog) {
+fn fresh(direct: bool) -> (SimStorage, LogDir, PartitionLog) {
     let sim = SimStorage::new(11);
+    let sim = if direct {
+        sim.with_direct_writes()
+    } else {
+        sim
+    };
     let (log_dir, log) = open(&sim);
     fill(&log);
     (sim, log_dir, log)
@@ -93,8 +101,8 @@ struct Reference {
     ops: u64,
 }
 
-fn reference() -> Reference {
-    let (sim, mut log_dir, log) = fresh();
+fn reference(direct: bool) -> Reference {
+    let (sim, mut log_dir, log) = fresh(direct);
     let before = records(&log);
     let bases = log.segment_base_offsets();
     let start = sim.ops();
@@ -115,8 +123,7 @@ fn reference() -> Reference {
     }
 }
 
-fn check_recovered(r: &Reference, sim: &SimStorage, k: u64, tear: bool) {
-    let what = format!("power cut at operation {k} of {} (torn: {tear})", r.ops);
+fn check_recovered(r: &Reference, sim: &SimStorage, what: &str) {
     let (mut log_dir, log) = open(sim);
     let dir = Path::new(ROOT).join(PARTITION);
     let names = sim.list(&dir).unwrap();
@@ -161,23 +168,52 @@ fn check_recovered(r: &Reference, sim: &SimStorage, k: u64, tear: bool) {
     );
 }
 
-#[test]
-fn a_pass_cut_at_any_operation_leaves_the_log_before_or_after_it() {
-    let r = reference();
+/// How operation k fails.
+#[derive(Debug, Clone, Copy)]
+enum Cut {
+    /// The power goes at k; then a crash, tearing the last unsynced write or not.
+    Power { tear: bool },
+    /// ENOSPC at k; the process goes on.
+    Enospc,
+}
+
+fn cut_everywhere(direct: bool, cuts: &[Cut]) {
+    let r = reference(direct);
     assert!(r.ops > 20, "{} operations", r.ops);
     for k in 1..=r.ops {
-        for tear in [false, true] {
-            let (sim, mut log_dir, log) = fresh();
-            sim.power_off_at(sim.ops() + k);
+        for &cut in cuts {
+            let (sim, mut log_dir, log) = fresh(direct);
+            match cut {
+                Cut::Power { .. } => sim.power_off_at(sim.ops() + k),
+                Cut::Enospc => sim.inject(sim.ops() + k, Fault::Enospc),
+            }
             let result = log_dir.clean(&[&log], &cleaner(), &opts());
-            assert!(
-                result.is_err(),
-                "the pass fails once the power is off at {k}"
-            );
             drop(log);
             drop(log_dir);
-            sim.crash(tear);
-            check_recovered(&r, &sim, k, tear);
+            if let Cut::Power { tear } = cut {
+                assert!(
+                    result.is_err(),
+                    "the pass fails once the power is off at {k}"
+                );
+                sim.crash(tear);
+            }
+            let what = format!("{cut:?} at operation {k} of {} (direct: {direct})", r.ops);
+            check_recovered(&r, &sim, &what);
         }
     }
+}
+
+#[test]
+fn a_pass_cut_at_any_operation_leaves_the_log_before_or_after_it() {
+    let cuts = [
+        Cut::Power { tear: false },
+        Cut::Power { tear: true },
+        Cut::Enospc,
+    ];
+    cut_everywhere(false, &cuts);
+}
+
+#[test]
+fn a_pass_cut_at_any_operation_on_the_direct_write_path_leaves_the_log_before_or_after_it() {
+    cut_everywhere(true, &[Cut::Power { tear: true }]);
 }

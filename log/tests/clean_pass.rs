@@ -3,6 +3,8 @@
 //! the checkpoint, the dry run, and what it leaves alone.
 
 mod cleaner_common;
+#[path = "../../tests/common/skip.rs"]
+mod skip;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -395,6 +397,17 @@ fn a_read_only_log_is_refused_and_a_delete_policy_log_skipped() {
         .clean(&CleanerConfig::default(), &at(NOW), None)
         .unwrap_err();
     assert!(matches!(err, Error::ReadOnly { .. }), "{err}");
+    // A dry run writes nothing: a reader's open may run one (given the leader's high watermark).
+    reader.update_high_watermark(reader.log_end_offset());
+    let dry = CleanOptions {
+        dry_run: true,
+        ..at(NOW)
+    };
+    let report = reader.clean(&CleanerConfig::default(), &dry, None).unwrap();
+    assert!(
+        report.cleaned && report.bytes_after < report.bytes_before,
+        "{report:?}"
+    );
     let log = open(
         storage,
         &dir(),
@@ -521,23 +534,38 @@ fn the_log_dir_reports_every_log_in_order_and_resets_a_checkpoint_outside_the_lo
     );
 }
 
-/// The simulation, truncating the log once, when the pass creates its first `.cleaned` segment (after
-/// it read the group, before it swaps it in): what a follower's truncation may do meanwhile.
-#[derive(Debug)]
-struct TruncateWhileCleaning {
+/// The simulation, calling `hook` on the log once, when the pass creates its first `.cleaned` segment
+/// (after it read the group, before it swaps it in): what another writer may do meanwhile.
+struct HookOnCleaned {
     inner: SimStorage,
     log: std::sync::OnceLock<std::sync::Weak<PartitionLog>>,
-    to: std::sync::atomic::AtomicI64,
+    hook: Box<dyn Fn(&PartitionLog) + Send + Sync>,
     fired: std::sync::atomic::AtomicBool,
 }
 
-impl Storage for TruncateWhileCleaning {
+impl std::fmt::Debug for HookOnCleaned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookOnCleaned").finish_non_exhaustive()
+    }
+}
+
+impl HookOnCleaned {
+    fn new(seed: u64, hook: impl Fn(&PartitionLog) + Send + Sync + 'static) -> Arc<Self> {
+        Arc::new(HookOnCleaned {
+            inner: SimStorage::new(seed),
+            log: std::sync::OnceLock::new(),
+            hook: Box::new(hook),
+            fired: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+}
+
+impl Storage for HookOnCleaned {
     fn create(&self, path: &Path) -> std::io::Result<Arc<dyn klog_log::io::StorageFile>> {
         let cleaned = path.to_string_lossy().ends_with(".log.cleaned");
         if cleaned && !self.fired.swap(true, std::sync::atomic::Ordering::SeqCst) {
             if let Some(log) = self.log.get().and_then(std::sync::Weak::upgrade) {
-                log.truncate_to(self.to.load(std::sync::atomic::Ordering::SeqCst))
-                    .unwrap();
+                (self.hook)(&log);
             }
         }
         self.inner.create(path)
@@ -561,7 +589,7 @@ impl Storage for TruncateWhileCleaning {
         self.inner.create_dir_all(dir)
     }
     fn name(&self) -> &'static str {
-        "sim-truncating"
+        "sim-hooked"
     }
     fn lock_dir(&self, dir: &Path) -> std::io::Result<Option<std::fs::File>> {
         self.inner.lock_dir(dir)
@@ -570,11 +598,11 @@ impl Storage for TruncateWhileCleaning {
 
 #[test]
 fn a_group_truncated_while_it_was_cleaned_is_not_swapped_in() {
-    let storage = Arc::new(TruncateWhileCleaning {
-        inner: SimStorage::new(5),
-        log: std::sync::OnceLock::new(),
-        to: std::sync::atomic::AtomicI64::new(0),
-        fired: std::sync::atomic::AtomicBool::new(false),
+    let to = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let at_hook = to.clone();
+    let storage = HookOnCleaned::new(5, move |log| {
+        log.truncate_to(at_hook.load(std::sync::atomic::Ordering::SeqCst))
+            .unwrap()
     });
     let log = Arc::new(open(storage.clone(), &dir(), config(), OpenOptions::default()).unwrap());
     fill(&log);
@@ -589,9 +617,9 @@ fn a_group_truncated_while_it_was_cleaned_is_not_swapped_in() {
             .next()
             .unwrap()
             .unwrap();
+        to.store(first.last_offset() + 1, std::sync::atomic::Ordering::SeqCst);
         first.last_offset() + 1
     };
-    storage.to.store(to, std::sync::atomic::Ordering::SeqCst);
     storage.log.set(Arc::downgrade(&log)).unwrap();
     let report = log
         .clean(&CleanerConfig::default(), &at(NOW), None)
@@ -611,4 +639,169 @@ fn a_group_truncated_while_it_was_cleaned_is_not_swapped_in() {
     );
     let names = storage.list(&dir()).unwrap();
     assert!(names.iter().all(|n| !n.ends_with(".cleaned")), "{names:?}");
+}
+
+#[test]
+fn a_second_pass_while_one_runs_is_skipped() {
+    let second = Arc::new(std::sync::Mutex::new(None));
+    let seen = second.clone();
+    let storage = HookOnCleaned::new(7, move |log| {
+        let report = log
+            .clean(&CleanerConfig::default(), &at(NOW), None)
+            .unwrap();
+        *seen.lock().unwrap() = Some(report);
+    });
+    let log = Arc::new(open(storage.clone(), &dir(), config(), OpenOptions::default()).unwrap());
+    fill(&log);
+    storage.log.set(Arc::downgrade(&log)).unwrap();
+    let first = log
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap();
+    assert!(first.cleaned, "{first:?}");
+    let second = second.lock().unwrap().take().unwrap();
+    assert!(!second.cleaned);
+    assert_eq!(
+        second.skipped.as_deref(),
+        Some("another cleaner pass is under way")
+    );
+    // The mark goes with the pass: the next one runs.
+    let third = log
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap();
+    assert!(third.cleaned, "{third:?}");
+}
+
+#[test]
+fn the_map_build_reads_from_the_index_entry_below_the_first_dirty_offset() {
+    let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(6));
+    let mut sparse = config();
+    sparse.set("index.interval.bytes", "4096").unwrap();
+    let log = open(storage, &dir(), sparse, OpenOptions::default()).unwrap();
+    let txn = |seq: i32, value: &[u8]| {
+        let mut b = BatchBuilder::new(Compression::None)
+            .producer(9, 0, seq)
+            .transactional(true);
+        b.append(NOW, Some(b"x"), Some(value), &[]).unwrap();
+        b.build().unwrap()
+    };
+    let marker = |kind| {
+        BatchBuilder::end_txn_marker(kind, 9, 0, 0, NOW)
+            .unwrap()
+            .build()
+            .unwrap()
+    };
+    use klog_log::format::ControlRecordType::{Abort, Commit};
+    use klog_log::validator::AppendOrigin::Coordinator;
+    // Offsets 0-1: producer 9's aborted transaction, before the first dirty offset 2.
+    log.append_as_leader(&mut txn(0, b"aborted"), 0).unwrap();
+    log.append_as_leader_with_origin(&mut marker(Abort), 0, Coordinator)
+        .unwrap();
+    // 2: x = old; 3-4: producer 9 commits x = new.
+    let mut b = BatchBuilder::new(Compression::None);
+    b.append(NOW, Some(b"x"), Some(b"old"), &[]).unwrap();
+    log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+    log.append_as_leader(&mut txn(1, b"new"), 0).unwrap();
+    log.append_as_leader_with_origin(&mut marker(Commit), 0, Coordinator)
+        .unwrap();
+    log.roll().unwrap();
+    log.update_high_watermark(log.log_end_offset());
+    let report = log
+        .clean(&CleanerConfig::default(), &at(NOW), Some(2))
+        .unwrap();
+    assert_eq!(report.range.first_dirty_offset, 2);
+    let values: Vec<(i64, Option<Vec<u8>>)> = records(&log)
+        .into_iter()
+        .filter(|(_, r)| !r.control)
+        .map(|(o, r)| (o, r.value))
+        .collect();
+    // Read from offset 0, the ABORT marker ends producer 9's aborted transaction, so its committed
+    // batch at 3 is not taken for aborted: x's latest is 3, and x = old goes.
+    assert_eq!(values, vec![(3, Some(b"new".to_vec()))]);
+}
+
+#[test]
+fn a_pass_on_the_real_backends_keeps_what_it_keeps_on_the_simulation_and_reopens_so() {
+    let (_sim, reference) = filled();
+    let before = records(&reference);
+    let report = reference
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap();
+    let expected = records(&reference);
+    let mut backends: Vec<(&str, Arc<dyn Storage>)> = vec![("std", Arc::new(StdStorage))];
+    match klog_log::io::open_backend(klog_log::io::IoBackend::Uring) {
+        Ok(uring) => backends.push(("uring", uring)),
+        Err(_) if std::env::var("KLOG_REQUIRE_URING").is_ok_and(|v| v == "1") => {
+            panic!("KLOG_REQUIRE_URING=1 but the io_uring backend is unavailable")
+        }
+        Err(_) => skip::skip("the cleaner's uring run: io_uring is unavailable here"),
+    }
+    for (name, storage) in backends {
+        let root =
+            std::env::temp_dir().join(format!("klog-clean-backend-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = root.join("compacted-0");
+        let log = open(storage.clone(), &dir, config(), OpenOptions::default()).unwrap();
+        fill(&log);
+        assert_eq!(records(&log), before, "{name}");
+        let got = log
+            .clean(&CleanerConfig::default(), &at(NOW), None)
+            .unwrap();
+        assert_eq!(got.groups, report.groups, "{name}");
+        assert_eq!(got.bytes_after, report.bytes_after, "{name}");
+        assert_eq!(records(&log), expected, "{name}");
+        log.close().unwrap();
+        drop(log);
+        let reopened = open(storage, &dir, config(), OpenOptions::default()).unwrap();
+        assert_eq!(records(&reopened), expected, "{name}: reopened");
+        reopened.close().unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
+
+#[test]
+fn a_log_closed_while_it_was_cleaned_is_left_as_it_was() {
+    let storage = HookOnCleaned::new(8, |log| log.close().unwrap());
+    let log = Arc::new(open(storage.clone(), &dir(), config(), OpenOptions::default()).unwrap());
+    fill(&log);
+    let before = records(&log);
+    storage.log.set(Arc::downgrade(&log)).unwrap();
+    let err = log
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap_err();
+    assert!(err.to_string().contains("the log is closed"), "{err}");
+    drop(log);
+    let reopened = open(storage, &dir(), config(), OpenOptions::default()).unwrap();
+    assert_eq!(records(&reopened), before);
+}
+
+#[test]
+fn a_corrupt_batch_ends_the_pass_naming_its_segment_and_leaves_the_log_as_it_was() {
+    let sim = SimStorage::new(9);
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let root = Path::new("/logs");
+    let mut log_dir = LogDir::open(storage.clone(), root).unwrap();
+    let clock = Arc::new(ManualClock::new(NOW));
+    let (log, _) = log_dir
+        .open_partition_with_clock("bad-0", config(), clock)
+        .unwrap();
+    fill(&log);
+    // One flipped byte in a record of the second segment: its CRC no longer matches.
+    let second = log.segment_base_offsets()[1];
+    let path = LogSegment::log_path(&root.join("bad-0"), second);
+    let mut bytes = sim.live_bytes(&path).unwrap();
+    bytes[70] ^= 0xff;
+    sim.corrupt(&path, bytes).unwrap();
+    let names_before = storage.list(&root.join("bad-0")).unwrap();
+    let err = log_dir
+        .clean(&[&log], &CleanerConfig::default(), &at(NOW))
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("position"), "{message}");
+    assert_eq!(storage.list(&root.join("bad-0")).unwrap(), names_before);
+    assert_eq!(
+        read_cleaner_checkpoint(storage.as_ref(), root).unwrap(),
+        BTreeMap::new()
+    );
+    assert!(!log.is_failed(), "bad bytes are not an I/O failure");
 }

@@ -23,7 +23,7 @@ use crate::txn_index::AbortedTxn;
 use crate::Error;
 
 use super::filter::{for_each_key_any, FilterContext, LastRecord};
-use super::group::{clean_into, group_segments_by_size, CleanedSink, SegmentSizes};
+use super::group::{clean_into, group_segments_by_size, in_segment, CleanedSink, SegmentSizes};
 use super::range::segments_in;
 use super::swap::{delete_cleaned, remove_deleted, swap_files};
 use super::txn_metadata::CleanedTransactionMetadata;
@@ -62,7 +62,10 @@ impl PartitionLog {
         opts: &CleanOptions,
         checkpoint: Option<i64>,
     ) -> Result<CleanReport, Error> {
-        self.writable("cleaning")?;
+        if !opts.dry_run {
+            // A dry run writes nothing: it runs on a reader's open too (`klog clean --dry-run`).
+            self.writable("cleaning")?;
+        }
         let range = self.cleanable(checkpoint, opts.now_ms)?;
         let segments = self.segment_list();
         let bytes: u64 = segments.iter().map(|s| s.size()).sum();
@@ -86,6 +89,18 @@ impl PartitionLog {
             ));
             return Ok(report);
         }
+        // Two passes writing `.cleaned` segments at the same base would delete each other's files.
+        let _cleaning = if opts.dry_run {
+            None
+        } else {
+            match self.start_cleaning() {
+                Some(guard) => Some(guard),
+                None => {
+                    report.skipped = Some("another cleaner pass is under way".to_owned());
+                    return Ok(report);
+                }
+            }
+        };
         self.guarded(|| self.do_clean(&segments, cleaner, opts, &mut report))?;
         Ok(report)
     }
@@ -244,8 +259,8 @@ impl PartitionLog {
                 return Err(e);
             }
         };
-        let group_bytes: u64 = group.iter().map(|s| s.size()).sum();
-        report.bytes_after = report.bytes_after - group_bytes + bytes;
+        let group_bytes: u64 = sizes.iter().sum();
+        report.bytes_after = report.bytes_after.saturating_sub(group_bytes) + bytes;
         report.segments_after -= group.len() - 1;
         match cleaned {
             Some(cleaned) => {
@@ -337,6 +352,8 @@ impl PartitionLog {
         drop(cleaned);
         let (storage, dir, config) = (self.storage(), self.dir(), self.config());
         let _writer = self.writer();
+        // A log closed meanwhile is no longer this writer's: its files are left to the next open.
+        self.writable("cleaning")?;
         let old: Vec<i64> = group.iter().map(|s| s.base_offset()).collect();
         if !self.group_unchanged(group, sizes) {
             tracing::info!(dir = %dir.display(), segments = ?old, "a cleaned group changed while it was cleaned (retention, truncation): not swapped in");
@@ -377,31 +394,28 @@ fn build_offset_map_for_segment(
     txn: &mut CleanedTransactionMetadata,
     budget: &mut DirtyBudget,
 ) -> Result<bool, Error> {
-    let position = if start > segment.base_offset() {
-        match segment.translate_offset(start, 0)? {
-            Some(p) => p.position as u64,
-            None => return Ok(false),
-        }
-    } else {
-        0
-    };
+    // From the index entry at or below `start`, as Kafka reads: the batches before `start` there still
+    // move the transaction metadata, and add no key and no latest offset.
+    let position = segment.index_lookup_position(start)?;
     let mut full = false;
     let mut stream = BatchStream::default();
-    segment.scan::<Error>(&mut stream, position, &mut |batch| {
-        let batch = batch?;
-        if !budget.take(batch.size_in_bytes() as u64) {
-            full = true;
-            return Ok(ControlFlow::Break(()));
-        }
-        put_keys(&batch, start, map, txn, &mut full)?;
-        if full {
-            return Ok(ControlFlow::Break(()));
-        }
-        if batch.last_offset() >= start {
-            map.update_latest_offset(batch.last_offset());
-        }
-        Ok(ControlFlow::Continue(()))
-    })?;
+    segment
+        .scan::<Error>(&mut stream, position, &mut |batch| {
+            let batch = batch?;
+            if !budget.take(batch.size_in_bytes() as u64) {
+                full = true;
+                return Ok(ControlFlow::Break(()));
+            }
+            put_keys(&batch, start, map, txn, &mut full)?;
+            if full {
+                return Ok(ControlFlow::Break(()));
+            }
+            if batch.last_offset() >= start {
+                map.update_latest_offset(batch.last_offset());
+            }
+            Ok(ControlFlow::Continue(()))
+        })
+        .map_err(|e| in_segment(segment, e))?;
     Ok(full)
 }
 
@@ -448,7 +462,7 @@ impl LogDir {
         cleaner: &CleanerConfig,
         opts: &CleanOptions,
     ) -> Result<Vec<CleanReport>, Error> {
-        if self.is_read_only() {
+        if self.is_read_only() && !opts.dry_run {
             return Err(Error::ReadOnly {
                 dir: self.root().to_owned(),
                 operation: "cleaning",

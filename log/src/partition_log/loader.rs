@@ -146,6 +146,7 @@ impl PartitionLog {
             read_only,
             claim: Mutex::new(claim),
             closed: std::sync::atomic::AtomicBool::new(false),
+            cleaning: std::sync::atomic::AtomicBool::new(false),
         };
         let report = log.load(options)?;
         let now = log.clock.now_ms();
@@ -175,7 +176,10 @@ impl PartitionLog {
         let mut report = OpenReport::default();
         // A cleaner's swap a crash interrupted is finished first: its `.deleted` files may be the only
         // copy of segments a `.swap` has not yet replaced (`cleaner/swap.rs`).
-        complete_swaps(self.storage.as_ref(), &self.dir)?;
+        let swaps = complete_swaps(self.storage.as_ref(), &self.dir)?;
+        if !swaps.completed.is_empty() || !swaps.deleted.is_empty() {
+            tracing::info!(dir = %self.dir.display(), completed = ?swaps.completed, deleted = ?swaps.deleted, "finished a segment swap a crash interrupted");
+        }
         let names = self.storage.list(&self.dir).at(&self.dir)?;
         let mut bases = Vec::new();
         for name in &names {

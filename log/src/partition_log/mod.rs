@@ -288,6 +288,8 @@ pub struct PartitionLog {
     /// released by a clean close, after which the log refuses changes.
     claim: Mutex<Option<(PartitionClaim, Arc<DirLock>)>>,
     closed: std::sync::atomic::AtomicBool,
+    /// A cleaner pass that writes is under way (Kafka's `LogCleaningInProgress`): one at a time.
+    cleaning: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for PartitionLog {
@@ -552,8 +554,26 @@ impl PartitionLog {
         result
     }
 
+    /// Marks a cleaner pass under way; false when one already is (the caller skips its pass). The
+    /// returned guard clears the mark.
+    pub(crate) fn start_cleaning(&self) -> Option<CleaningGuard<'_>> {
+        let busy = self.cleaning.swap(true, Ordering::AcqRel);
+        (!busy).then_some(CleaningGuard { log: self })
+    }
+
     /// Whether an I/O failure has taken the log offline (until it is reopened).
     pub fn is_failed(&self) -> bool {
         self.failed.load(Ordering::Acquire)
+    }
+}
+
+/// A cleaner pass under way on a log ([`PartitionLog::start_cleaning`]); dropping it ends the pass.
+pub(crate) struct CleaningGuard<'a> {
+    log: &'a PartitionLog,
+}
+
+impl Drop for CleaningGuard<'_> {
+    fn drop(&mut self) {
+        self.log.cleaning.store(false, Ordering::Release);
     }
 }

@@ -831,3 +831,136 @@ proptest::proptest! {
         proptest::prop_assert_eq!(out, input);
     }
 }
+
+proptest::proptest! {
+    /// Bytes changed anywhere after the header's CRC (the CRC then fixed, so the batch parses) never make the
+    /// filter panic: it answers with an outcome whose output parses as whole batches, or with an error and
+    /// nothing written.
+    #[test]
+    fn damaged_records_are_an_error_or_valid_output_never_a_panic(
+        codec in 0usize..5,
+        control in proptest::bool::ANY,
+        flips in proptest::collection::vec((0usize..4096, 0u8..), 1..6),
+        superseded in proptest::collection::vec(proptest::bool::ANY, 6),
+    ) {
+        let src = if control {
+            BatchBuilder::end_txn_marker(ControlRecordType::Commit, PID, 0, 1, 5)
+                .unwrap()
+                .base_offset(6)
+                .build()
+                .unwrap()
+        } else {
+            let mut b = BatchBuilder::new(Compression::ALL[codec]).base_offset(0);
+            for i in 0..6i64 {
+                let key = [b'k', i as u8];
+                let value: Option<&[u8]> = if i % 3 == 0 { None } else { Some(b"value") };
+                let h = [Header { key: "h", value: Some(b"x") }];
+                b.append(100 + i, Some(&key), value, &h).unwrap();
+            }
+            b.build().unwrap()
+        };
+        let mut bytes = src.clone();
+        for (at, byte) in flips {
+            let at = 23 + at % (bytes.len() - 23);
+            bytes[at] ^= byte | 1;
+        }
+        let crc = crc32c(&bytes[21..]);
+        bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+        let Ok((batch, _)) = RecordBatch::parse(&bytes, 0) else {
+            return Ok(());
+        };
+        let keys: Vec<[u8; 2]> = (0..6).map(|i| [b'k', i as u8]).collect();
+        let entries: Vec<(&[u8], i64)> = keys
+            .iter()
+            .zip(&superseded)
+            .enumerate()
+            .map(|(i, (k, s))| (&k[..], if *s { 99 } else { i as i64 }))
+            .collect();
+        let mut pass = Pass::new(&entries);
+        pass.now_ms = if superseded[0] { i64::MAX } else { NOW };
+        pass.high_watermark = batch.next_offset();
+        let mut out = Vec::new();
+        match pass.try_filter(&bytes, &mut out) {
+            Ok(_) => {
+                let mut rest = &out[..];
+                while !rest.is_empty() {
+                    let (b, next) = RecordBatch::parse(rest, 0).expect("the filter writes whole, valid batches");
+                    let mut scratch = Vec::new();
+                    for r in b.records(&mut scratch).expect("its records inflate") {
+                        r.expect("its records parse");
+                    }
+                    rest = next;
+                }
+            }
+            Err(_) => proptest::prop_assert!(out.is_empty(), "nothing written for a batch that failed"),
+        }
+    }
+}
+
+/// §4.4's marker life cycle over three passes of one aborted transaction: the first removes its data and
+/// keeps the ABORT (its data was seen; the `AbortedTxn` goes to the cleaned `.txnindex`), the second finds
+/// no data left and sets the marker's horizon, the third, past the horizon, drops it.
+#[test]
+fn an_abort_marker_outlives_its_data_by_the_delete_retention() {
+    let mut data = BatchBuilder::new(Compression::Lz4)
+        .base_offset(0)
+        .producer(PID, 0, 0)
+        .transactional(true);
+    data.append(1, Some(A), Some(b"aborted"), &[]).unwrap();
+    data.append(2, Some(B), Some(b"aborted"), &[]).unwrap();
+    let data = data.build().unwrap();
+    let abort = BatchBuilder::end_txn_marker(ControlRecordType::Abort, PID, 0, 2, 3)
+        .unwrap()
+        .base_offset(2)
+        .build()
+        .unwrap();
+    let mut live = BatchBuilder::new(Compression::None).base_offset(3);
+    live.append(4, Some(C), Some(b"live"), &[]).unwrap();
+    let live = live.build().unwrap();
+    let txn = AbortedTxn::new(PID, 0, 2, 0);
+    let run = |now: i64, log: &[&[u8]]| {
+        let mut pass = Pass::new(&[(C, 3)]);
+        pass.now_ms = now;
+        pass.txn.add_aborted_transactions(&[txn]);
+        let mut out = Vec::new();
+        let outcomes: Vec<_> = log
+            .iter()
+            .map(|b| pass.try_filter(b, &mut out).unwrap())
+            .collect();
+        (
+            outcomes,
+            out,
+            pass.txn.take_retained_aborted_transactions(),
+            pass.stats,
+        )
+    };
+
+    let (outcomes, first, retained, stats) = run(NOW, &[&data, &abort, &live]);
+    use BatchOutcome::*;
+    assert_eq!(outcomes, vec![Dropped, Whole, Whole]);
+    assert_eq!(
+        retained,
+        vec![txn],
+        "the kept ABORT's entry for the cleaned .txnindex"
+    );
+    assert_eq!(stats.aborted_removed, 2);
+    assert_eq!(first, [&abort[..], &live[..]].concat());
+
+    let (outcomes, second, retained, _) = run(NOW, &[&abort, &live]);
+    assert_eq!(outcomes, vec![Rebuilt, Whole]);
+    assert!(
+        retained.is_empty(),
+        "no data of it left: no .txnindex entry"
+    );
+    let marker = view(&second);
+    assert_eq!(marker.delete_horizon_ms(), Some(NOW + RETENTION));
+    assert!(marker.is_control() && marker.records_count() == 1);
+    let second_marker = second[..marker.size_in_bytes()].to_vec();
+
+    let (outcomes, _, _, _) = run(NOW + RETENTION - 1, &[&second_marker]);
+    assert_eq!(outcomes, vec![Whole], "kept until its horizon");
+    let (outcomes, third, _, stats) = run(NOW + RETENTION, &[&second_marker, &live]);
+    assert_eq!(outcomes, vec![Dropped, Whole]);
+    assert_eq!(third, live);
+    assert_eq!(stats.markers_removed, 1);
+}
