@@ -78,6 +78,8 @@ pub struct Comparison {
     pub record_identical: usize,
     /// Of those, the ones whose bytes were identical too.
     pub recompressed_bytes_equal: usize,
+    /// Recompressed record-identical pairs by codec: (bytes identical, bytes differing).
+    pub recompressed_by_codec: BTreeMap<String, (usize, usize)>,
     /// Segments whose `.log`s differ (their indexes were judged by Kafka's rule).
     pub logs_differing: usize,
     /// Segments whose `.log` modification times differ (Kafka gives a cleaned segment its group's last
@@ -190,8 +192,13 @@ fn compare_segment(
         record_differences(&at, expected, actual, &mut out.differences);
         if out.differences.len() == before {
             out.record_identical += 1;
+            let codec = expected.compression().map_or("?".into(), |c| c.to_string());
+            let tally = out.recompressed_by_codec.entry(codec).or_default();
             if expected.as_bytes() == actual.as_bytes() {
                 out.recompressed_bytes_equal += 1;
+                tally.0 += 1;
+            } else {
+                tally.1 += 1;
             }
         }
     }
