@@ -129,6 +129,7 @@ fn klog_cleans_as_the_broker_does() {
         (c1, Some(c1)),
         "{report:?}"
     );
+    same_checkpoint_file(&pre2, &klog1);
     let first_pass = compare(
         &pre1.join(PARTITION),
         &pre2.join(PARTITION),
@@ -144,6 +145,7 @@ fn klog_cleans_as_the_broker_does() {
         (c2, Some(c2)),
         "{report:?}"
     );
+    same_checkpoint_file(&topic.cluster.data, &klog2);
     assert!(
         report.groups.iter().any(|g| g.len() > 1),
         "the second pass should group several cleaned segments into one: {:?}",
@@ -160,6 +162,20 @@ fn klog_cleans_as_the_broker_does() {
     assert_agree("second pass", &second_pass);
 
     a_broker_serves_what_klog_cleaned(&topic, &klog2);
+}
+
+/// klog's `cleaner-offset-checkpoint` in `klog_dir` is the broker's in `broker_dir`, byte for byte (the
+/// broker's other compacted log, `__transaction_state-0`, is one active segment: never cleaned).
+fn same_checkpoint_file(broker_dir: &Path, klog_dir: &Path) {
+    let read = |dir: &Path| {
+        std::fs::read_to_string(dir.join("cleaner-offset-checkpoint"))
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+    };
+    assert_eq!(
+        read(klog_dir),
+        read(broker_dir),
+        "cleaner-offset-checkpoint"
+    );
 }
 
 /// The judgement of one pass: no difference, and batches of each kind were judged.
