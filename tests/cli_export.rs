@@ -282,11 +282,16 @@ fn an_out_inside_the_cluster_root_is_refused_and_nothing_is_created() {
     // reached through a symbolic link: each would put Kafka's files among klog's.
     let link = dir.join("link-to-b");
     std::os::unix::fs::symlink(&b, &link).unwrap();
+    // A dangling link whose target would be created inside the root (seen failing: a bare "File exists").
+    let dangling = dir.join("dangling-into-b");
+    std::os::unix::fs::symlink(b.join("not-yet"), &dangling).unwrap();
     for out in [
         b.join("kafka-out"),
         b.join("t-0").join("out"),
         b.clone(),
         link.join("via-link"),
+        dangling.clone(),
+        dangling.join("below"),
     ] {
         let o = klog(&["cluster", "export", s(&b), "--kafka", s(&out)]);
         assert!(!o.status.success(), "{} accepted", out.display());

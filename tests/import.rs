@@ -393,9 +393,13 @@ fn a_target_inside_the_brokers_log_dir_is_refused_and_nothing_is_created() {
     let before = contents(&source);
     // Kafka would find a directory that is not `topic-partition` in its log dir and refuse to start;
     // inside a partition directory klog's files would sit among the broker's segments.
+    // A dangling symbolic link whose target is inside the broker's log dir resolves there too.
+    let dangling = root.join("dangling-into-broker");
+    std::os::unix::fs::symlink(source.join("klog-later"), &dangling).unwrap();
     for into in [
         source.join("klog"),
         source.join(format!("{TOPIC}-0")).join("klog"),
+        dangling.clone(),
     ] {
         let e = import(
             Arc::new(StdStorage),
@@ -408,6 +412,7 @@ fn a_target_inside_the_brokers_log_dir_is_refused_and_nothing_is_created() {
         assert!(e.to_string().contains("inside the broker's log dir"), "{e}");
         assert!(!into.exists(), "{} created", into.display());
     }
+    assert!(!source.join("klog-later").exists());
     assert_eq!(contents(&source), before, "the broker's files changed");
 }
 

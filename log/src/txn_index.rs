@@ -103,13 +103,22 @@ impl TxnIndex {
         &self.entries
     }
 
-    /// Appends an entry; `last_offset` must increase.
+    /// Appends an entry; `last_offset` must increase (Kafka's `TransactionIndex.append` refuses the entry
+    /// otherwise). The entries already there may come from the file, so an out-of-order append is an error
+    /// naming the index, not a panic.
     pub fn append(&mut self, txn: AbortedTxn) -> Result<(), Error> {
         if let Some(last) = self.entries.last() {
-            assert!(
-                txn.last_offset.get() > last.last_offset.get(),
-                "aborted transactions must be appended in marker order"
-            );
+            if txn.last_offset.get() <= last.last_offset.get() {
+                return Err(Error::CorruptIndex {
+                    path: self.path.clone(),
+                    reason: format!(
+                        "aborted transaction with last offset {} appended after one with last offset {}: \
+                         the last offsets must increase",
+                        txn.last_offset.get(),
+                        last.last_offset.get()
+                    ),
+                });
+            }
         }
         self.entries.push(txn);
         Ok(())
@@ -189,5 +198,40 @@ impl TxnIndex {
             }),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::SimStorage;
+    use std::path::Path;
+
+    #[test]
+    fn an_entry_out_of_marker_order_is_refused_not_a_panic() {
+        let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(7));
+        let dir = Path::new("/log/t-0");
+        storage.create_dir_all(dir).unwrap();
+        let path = dir.join("00000000000000000000.txnindex");
+        let mut index = TxnIndex::open(storage.clone(), path.clone()).unwrap();
+        index.append(AbortedTxn::new(1, 0, 100, 0)).unwrap();
+        index.flush().unwrap();
+
+        // Reopened from the file, as a cleaner or a recovery would: the next entry's last offset is lower.
+        let mut reopened = TxnIndex::open(storage.clone(), path.clone()).unwrap();
+        let err = reopened.append(AbortedTxn::new(2, 40, 50, 40)).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("00000000000000000000.txnindex")
+                && text.contains("50")
+                && text.contains("100"),
+            "{text}"
+        );
+        assert!(
+            reopened.append(AbortedTxn::new(2, 40, 100, 40)).is_err(),
+            "equal last offsets refused too"
+        );
+        reopened.append(AbortedTxn::new(2, 101, 120, 101)).unwrap();
+        assert_eq!(reopened.entries().len(), 2);
     }
 }

@@ -805,3 +805,47 @@ fn a_corrupt_batch_ends_the_pass_naming_its_segment_and_leaves_the_log_as_it_was
     );
     assert!(!log.is_failed(), "bad bytes are not an I/O failure");
 }
+
+#[test]
+fn a_group_whose_records_all_go_leaves_an_empty_segment_that_reopens() {
+    let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(10));
+    let mut one_batch = config();
+    one_batch.set("segment.bytes", "80").unwrap();
+    let log = open(
+        storage.clone(),
+        &dir(),
+        one_batch.clone(),
+        OpenOptions::default(),
+    )
+    .unwrap();
+    for value in [&b"1"[..], b"2", b"3"] {
+        let mut b = BatchBuilder::new(Compression::None);
+        b.append(NOW, Some(b"x"), Some(value), &[]).unwrap();
+        log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+        log.roll().unwrap();
+    }
+    log.update_high_watermark(log.log_end_offset());
+    let report = log
+        .clean(&CleanerConfig::default(), &at(NOW), None)
+        .unwrap();
+    assert_eq!(report.groups, vec![vec![0], vec![1], vec![2]], "{report:?}");
+    assert_eq!(log.segment_base_offsets(), vec![0, 1, 2, 3]);
+    assert_eq!(
+        log.segment(0).unwrap().size(),
+        0,
+        "x = 1 went: an empty segment"
+    );
+    assert_eq!(
+        log.segment(1).unwrap().size(),
+        0,
+        "x = 2 went: an empty segment"
+    );
+    let kept = records(&log);
+    assert_eq!(kept.keys().copied().collect::<Vec<_>>(), vec![2]);
+    log.close().unwrap();
+    drop(log);
+    let reopened = open(storage, &dir(), one_batch, OpenOptions::default()).unwrap();
+    assert_eq!(reopened.segment_base_offsets(), vec![0, 1, 2, 3]);
+    assert_eq!(records(&reopened), kept);
+    assert_eq!(reopened.log_end_offset(), 3);
+}

@@ -102,20 +102,32 @@ type Placed = (u64, i64, u64);
 /// One segment of ~44 MiB: batches of 100-700 KiB (some cut by each window's end) and, past 20 MiB, one
 /// batch of 17 MiB, larger than a window. Returns the partition directory and every batch.
 fn write(root: &Path) -> (PathBuf, Vec<Placed>) {
-    let dir = root.join("w-0");
-    let (log, _) =
-        PartitionLog::open(Arc::new(StdStorage), &dir, config(), OpenOptions::default()).unwrap();
-    let (mut batches, mut position, mut big_done) = (Vec::new(), 0u64, false);
-    let mut i = 0usize;
-    while position < 44 << 20 {
-        let value_bytes = if position > 20 << 20 && !big_done {
+    let mut big_done = false;
+    write_batches(root, 44 << 20, |position, i| {
+        if position > 20 << 20 && !big_done {
             big_done = true;
             17 << 20
         } else {
             (100 << 10) + (i * 104_729) % (600 << 10)
-        };
+        }
+    })
+}
+
+/// One segment of batches of one record each, `value_bytes(position, index)` bytes of value, until it
+/// holds `until` bytes.
+fn write_batches(
+    root: &Path,
+    until: u64,
+    mut value_bytes: impl FnMut(u64, usize) -> usize,
+) -> (PathBuf, Vec<Placed>) {
+    let dir = root.join("w-0");
+    let (log, _) =
+        PartitionLog::open(Arc::new(StdStorage), &dir, config(), OpenOptions::default()).unwrap();
+    let (mut batches, mut position) = (Vec::new(), 0u64);
+    let mut i = 0usize;
+    while position < until {
         let mut b = BatchBuilder::new(Compression::None);
-        let value = vec![i as u8; value_bytes];
+        let value = vec![i as u8; value_bytes(position, i)];
         b.append(1_700_000_000_000 + i as i64, Some(b"k"), Some(&value), &[])
             .unwrap();
         let mut batch = b.build().unwrap();
@@ -210,6 +222,28 @@ fn a_clean_segment_across_windows_and_a_batch_larger_than_one_recover_whole() {
     assert_eq!((rec.valid_bytes, rec.truncated_bytes, len), (size, 0, size));
     assert_eq!(rec.tail, Tail::Clean);
     assert!(rec.corruption.is_none());
+    assert_eq!(leo, batches.last().unwrap().1 + 1);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// The next window is mapped ahead starting 1 MiB before the current one ends: a batch of 3 MiB
+/// across the end does not start in it, and is found whole in a window mapped from its start.
+#[test]
+fn a_batch_larger_than_the_windows_overlap_across_a_window_end_recovers_whole() {
+    let root = temp_dir("recover-windows-overlap");
+    let (dir, batches) = write_batches(&root, 40 << 20, |position, _| {
+        if (WINDOW - (2 << 20)..WINDOW - (1 << 20)).contains(&position) {
+            3 << 20
+        } else {
+            300 << 10
+        }
+    });
+    let (pos, _, big) = across(&batches, WINDOW);
+    assert!(big > 3 << 20 && pos < WINDOW - (1 << 20), "{pos} {big}");
+    let size: u64 = batches.iter().map(|b| b.2).sum();
+    let (rec, leo, len) = recover_both(&dir);
+    assert_eq!((rec.valid_bytes, rec.truncated_bytes, len), (size, 0, size));
+    assert_eq!(rec.tail, Tail::Clean);
     assert_eq!(leo, batches.last().unwrap().1 + 1);
     std::fs::remove_dir_all(&root).unwrap();
 }

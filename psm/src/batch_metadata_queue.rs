@@ -52,11 +52,16 @@ const GAP_HIGH_SHIFT: u32 = 5;
 const TIMESTAMP_GAP_BITS: u32 = 19;
 
 const _: () = assert!(core::mem::size_of::<BatchMetadataQueue>() == 56);
+const _: () = assert!(core::mem::offset_of!(BatchMetadataQueue, older) == 24);
+/// The last byte of the slots, which [`BatchMetadataQueue::touch`] reads.
+const LAST_SLOT_BYTE: usize = OLDER_CAPACITY * SLOT_BYTES - 1;
 const _: () = assert!(OLDER_CAPACITY == 4 && NUM_BATCHES_TO_RETAIN <= LEN_MASK as usize);
 
 /// Up to [`NUM_BATCHES_TO_RETAIN`] batches and the last timestamp; pushing a sixth batch forgets the
-/// oldest.
+/// oldest. `repr(C)` (and `repr(u8)` for [`Older`]) fixes the slots at the end, where
+/// [`touch`](Self::touch) reads them: an entry's prefetch must load both cache lines it spans.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub(crate) struct BatchMetadataQueue {
     last_timestamp: i64,
     newest_last_offset: i64,
@@ -65,7 +70,10 @@ pub(crate) struct BatchMetadataQueue {
     older: Older,
 }
 
+/// `repr(u8)`: each variant is laid out as a `repr(C)` struct behind the tag, so the slots are the
+/// queue's last 28 bytes.
 #[derive(Clone, Debug)]
+#[repr(u8)]
 enum Older {
     /// The older batches in a ring of fixed-width slots (newest first from `head - 1` backwards).
     Slots {
@@ -111,6 +119,18 @@ impl BatchMetadataQueue {
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Reads the queue's first field and its last byte (the end of the slots, or a spilled queue's
+    /// length), so that a prefetch of the entry loads every cache line the queue lies in; the value
+    /// means nothing.
+    #[inline]
+    pub(crate) fn touch(&self) -> u64 {
+        let tail = match &self.older {
+            Older::Slots { slots, .. } => slots[LAST_SLOT_BYTE],
+            Older::Spilled { len, .. } => *len,
+        };
+        (self.last_timestamp as u64) ^ u64::from(tail)
     }
 
     /// Forgets the batches; the last timestamp stays (`batchMetadata.clear()`).
@@ -391,6 +411,20 @@ mod tests {
         let mut batches: Vec<_> = queue.newest_first().collect();
         batches.reverse();
         batches
+    }
+
+    /// `touch` must read the queue's last byte: an entry's prefetch relies on it to load the entry's
+    /// second cache line (see `ProducerStateEntry::touch`).
+    #[test]
+    fn touch_reads_the_last_byte_of_the_queue() {
+        let queue = BatchMetadataQueue::new(7);
+        let Older::Slots { slots, .. } = &queue.older else {
+            panic!("a new queue keeps its slots inline");
+        };
+        let start = std::ptr::from_ref(&queue) as usize;
+        let last = std::ptr::from_ref(&slots[LAST_SLOT_BYTE]) as usize;
+        assert_eq!(last - start, core::mem::size_of::<BatchMetadataQueue>() - 1);
+        assert_eq!(queue.touch(), 7);
     }
 
     #[test]

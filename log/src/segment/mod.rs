@@ -13,6 +13,8 @@
 mod lookup;
 mod open;
 mod recover;
+#[cfg(target_os = "linux")]
+mod windows_ahead;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -8,6 +8,8 @@ use crate::error::IoContext;
 use crate::format::{Batches, Tail};
 use crate::{Corruption, Error};
 
+#[cfg(target_os = "linux")]
+use super::windows_ahead::WindowsAhead;
 use super::{LogSegment, SegmentRecovery, State};
 
 /// Bytes read at a time by `recover` through `pread` (one buffer, reused: it stays in the CPU cache).
@@ -16,6 +18,9 @@ const RECOVER_CHUNK: u64 = 1 << 20;
 /// page where a `pread` copies the page: the copy was ~90% of an unclean open (BENCHMARKS.md). Large
 /// enough that the map and unmap calls are noise, small enough to keep what an open maps bounded.
 const RECOVER_WINDOW: u64 = 16 << 20;
+/// How far before a window's end the next window starts, so that the batch the end cuts is whole in the
+/// next one (batches up to this size; a larger one is mapped again from its start).
+const WINDOW_OVERLAP: u64 = 1 << 20;
 
 /// What a recovery pass over one segment has found so far.
 struct RecoveryPass {
@@ -75,7 +80,9 @@ fn to_file_end(tail: Tail, size: u64) -> Tail {
 fn map_populated(file: &std::fs::File, start: u64, end: u64) -> std::io::Result<memmap2::Mmap> {
     // SAFETY: recovery runs while the partition is opened, before any reader or writer can reach it,
     // with the log directory's lock held (no other klog process writes it), and the map is dropped
-    // before the pass cuts the file: nothing shrinks the file under the map.
+    // before the pass cuts the file (a map made or unmapped by the `WindowsAhead` helper is dropped
+    // before `recover_mapped`'s thread scope, which joins the helper, returns): nothing shrinks the
+    // file under the map.
     let map = unsafe {
         memmap2::MmapOptions::new()
             .offset(start)
@@ -249,9 +256,12 @@ impl LogSegment {
     }
 
     /// The recovery pass through maps: each `RECOVER_WINDOW` of the file is mapped, its pages populated in
-    /// one call, checked in place and unmapped, so nothing is copied and at most a window (or one batch
-    /// larger than it) is mapped at once. While a window is checked, the next one is read ahead if it is
-    /// not cached (a cold page cache: the disk works while the CRC runs).
+    /// one call, checked in place and unmapped, so nothing is copied and at most three windows (or one
+    /// batch larger than a window) are mapped at once. A segment of more than one window has a helper
+    /// thread ([`WindowsAhead`]) map and populate the next window, and unmap the last, while this one
+    /// checks the current window; the next window starts `WINDOW_OVERLAP` before the current one ends,
+    /// so the batch its end cuts is whole in it unless that batch is larger than the overlap (then the
+    /// window from that batch on is mapped here, as without the helper).
     #[cfg(target_os = "linux")]
     fn recover_mapped(
         &self,
@@ -262,27 +272,48 @@ impl LogSegment {
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
     ) -> Result<Tail, Error> {
         let path = self.log_path_of();
-        let (mut start, mut len) = (0u64, RECOVER_WINDOW);
-        loop {
-            let end = start.saturating_add(len).min(size);
-            let window = map_populated(file, start, end).at(&path)?;
-            let at_end = end >= size;
-            if !at_end {
-                read_ahead_if_cold(file, end, RECOVER_WINDOW.min(size - end));
+        std::thread::scope(|scope| {
+            let spawn = size > RECOVER_WINDOW;
+            let mut ahead =
+                WindowsAhead::start(scope, file, map_populated, read_ahead_if_cold, spawn);
+            let mut window = map_populated(file, 0, RECOVER_WINDOW.min(size)).at(&path)?;
+            let (mut window_start, mut start) = (0u64, 0u64);
+            loop {
+                let end = window_start + window.len() as u64;
+                let at_end = end >= size;
+                if !at_end {
+                    let next = end.saturating_sub(WINDOW_OVERLAP).max(start);
+                    let next_end = next.saturating_add(RECOVER_WINDOW).min(size);
+                    ahead.request(next, next_end, RECOVER_WINDOW.min(size - next_end));
+                }
+                let bytes = &window[(start - window_start) as usize..];
+                let (position, tail) = self.check_batches(state, pass, bytes, start, on_batch)?;
+                ahead.unmap(window);
+                if pass.corruption.is_some() || at_end {
+                    return Ok(tail.unwrap_or(Tail::Clean));
+                }
+                (window_start, window) = match ahead.take() {
+                    Some((next, map)) if next <= position && position > start => {
+                        (next, map.at(&path)?)
+                    }
+                    unused => {
+                        if let Some((_, Ok(map))) = unused {
+                            ahead.unmap(map);
+                        }
+                        // No whole batch from `start` in the window: one batch is larger than it, so
+                        // map more of it.
+                        let len = if position == start {
+                            (end - start).saturating_mul(2)
+                        } else {
+                            RECOVER_WINDOW
+                        };
+                        let map_end = position.saturating_add(len).min(size);
+                        (position, map_populated(file, position, map_end).at(&path)?)
+                    }
+                };
+                start = position;
             }
-            let (position, tail) = self.check_batches(state, pass, &window, start, on_batch)?;
-            drop(window);
-            if pass.corruption.is_some() || at_end {
-                return Ok(tail.unwrap_or(Tail::Clean));
-            }
-            // No whole batch in the window: one batch is larger than it, so map more of it.
-            len = if position == start {
-                len.saturating_mul(2)
-            } else {
-                RECOVER_WINDOW
-            };
-            start = position;
-        }
+        })
     }
 
     #[cfg(not(target_os = "linux"))]

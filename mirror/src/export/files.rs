@@ -42,7 +42,16 @@ impl Transfer {
 }
 
 /// `path` with symbolic links and `..` resolved as far as it exists; the missing rest appended as given.
+/// A dangling symbolic link is followed to where it points (so an OUT that is a link into the root, whose
+/// target does not exist yet, resolves inside the root), at most [`MAX_LINKS`] links deep.
 pub(crate) fn resolved(path: &Path) -> Result<PathBuf, Error> {
+    resolved_within(path, MAX_LINKS)
+}
+
+/// How many dangling links [`resolved`] follows before it refuses the path (Linux's `ELOOP` limit).
+const MAX_LINKS: usize = 40;
+
+fn resolved_within(path: &Path, links_left: usize) -> Result<PathBuf, Error> {
     let absolute = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
     let mut existing = absolute.as_path();
     let mut rest = Vec::new();
@@ -50,13 +59,22 @@ pub(crate) fn resolved(path: &Path) -> Result<PathBuf, Error> {
         match fs::canonicalize(existing) {
             Ok(real) => return Ok(rest.iter().rev().fold(real, |p, c| p.join(c))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                match (existing.parent(), existing.file_name()) {
-                    (Some(parent), Some(name)) => {
-                        rest.push(name.to_owned());
-                        existing = parent;
+                let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
+                    return Err(Error::io(path, e));
+                };
+                if fs::symlink_metadata(existing).is_ok_and(|m| m.file_type().is_symlink()) {
+                    if links_left == 0 {
+                        return Err(Error::Refused(format!(
+                            "{}: more than {MAX_LINKS} symbolic links to follow",
+                            path.display()
+                        )));
                     }
-                    _ => return Err(Error::io(path, e)),
+                    let target = fs::read_link(existing).map_err(|e| Error::io(existing, e))?;
+                    let target = resolved_within(&parent.join(target), links_left - 1)?;
+                    return Ok(rest.iter().rev().fold(target, |p, c| p.join(c)));
                 }
+                rest.push(name.to_owned());
+                existing = parent;
             }
             Err(e) => return Err(Error::io(existing, e)),
         }
