@@ -12,14 +12,12 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::kafka::{copy_dir, kafka_available, workload, Cluster};
-use common::{klog, scratch_dir, sorted_entries, stderr, stdout};
+use common::compaction::{CompactedTopic, PARTITION};
+use common::kafka::{copy_dir, kafka_available};
+use common::{klog, sorted_entries, stderr, stdout};
 use serde_json::Value;
-
-const TOPIC: &str = "compacted";
-const PARTITION: &str = "compacted-0";
 
 /// The shim: SIGKILL right after the Nth rename (KLOG_KILL_RENAME_NTH) inside a `compacted-0` directory
 /// whose target ends in `.swap` or `.deleted`, or (pattern `final`) whose source ends in `.swap`.
@@ -116,38 +114,15 @@ fn records(partition: &Path) -> BTreeMap<i64, Value> {
     all
 }
 
-fn cleaner_checkpointed(data: &Path) -> bool {
-    std::fs::read_to_string(data.join("cleaner-offset-checkpoint"))
-        .map(|t| t.lines().skip(2).any(|l| l.starts_with("compacted 0 ")))
-        .unwrap_or(false)
-}
-
 #[test]
 fn kafka_swap_leftovers_are_finished_by_klog_recovery() {
     if !kafka_available() {
         return;
     }
-    let root = scratch_dir("kafka-compaction-swap");
-    let shim = build_shim(&root);
-    let cluster = Cluster::format_with(&root, "log.cleaner.backoff.ms=300\n");
-    let broker = cluster.start();
-    let bootstrap = broker.bootstrap.clone();
-    workload(&[
-        "create-topic",
-        &bootstrap,
-        TOPIC,
-        "cleanup.policy=compact",
-        "internal.segment.bytes=16384",
-        "min.cleanable.dirty.ratio=1",
-        "delete.retention.ms=86400000",
-    ]);
-    workload(&["compact-produce", &bootstrap, TOPIC, "120", "30"]);
-    workload(&[
-        "alter-topic-config",
-        &bootstrap,
-        TOPIC,
-        "min.cleanable.dirty.ratio=0.01",
-    ]);
+    let (topic, broker) = CompactedTopic::create("kafka-compaction-swap", 120, 30, &[]);
+    let (root, cluster) = (&topic.root, &topic.cluster);
+    let shim = build_shim(root);
+    topic.alter(&broker, &["min.cleanable.dirty.ratio=0.01"]);
     broker.kill(); // before the cleaner's backoff ends; the ratio is in the metadata log
     let base = root.join("base");
     copy_dir(&cluster.data, &base);
@@ -155,11 +130,7 @@ fn kafka_swap_leftovers_are_finished_by_klog_recovery() {
 
     // A finished pass, the reference of what the broker keeps.
     let broker = cluster.start();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !cleaner_checkpointed(&cluster.data) {
-        assert!(Instant::now() < deadline, "no clean:\n{}", broker.tail());
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    topic.await_clean(&broker, None);
     broker.stop();
     let post = records(&cluster.data.join(PARTITION));
     assert!(

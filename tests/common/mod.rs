@@ -1,7 +1,11 @@
 //! Shared helpers for the end-to-end tests: the `klog` binary, the fixtures, external tools.
 #![allow(dead_code)]
 
+pub mod cleaned;
+pub mod compaction;
+pub mod failing_rename;
 pub mod kafka;
+pub mod klog_cleaner;
 mod skip;
 pub mod tree;
 

@@ -112,6 +112,23 @@ const SYNONYMS: &[(&str, &[(&str, i64)])] = &[
         "file.delete.delay.ms",
         &[("log.segment.delete.delay.ms", 1)],
     ),
+    ("cleanup.policy", &[("log.cleanup.policy", 1)]),
+    (
+        "min.cleanable.dirty.ratio",
+        &[("log.cleaner.min.cleanable.ratio", 1)],
+    ),
+    (
+        "min.compaction.lag.ms",
+        &[("log.cleaner.min.compaction.lag.ms", 1)],
+    ),
+    (
+        "max.compaction.lag.ms",
+        &[("log.cleaner.max.compaction.lag.ms", 1)],
+    ),
+    (
+        "delete.retention.ms",
+        &[("log.cleaner.delete.retention.ms", 1)],
+    ),
     // A broker config in Kafka, not a topic config: only the broker levels set it.
     (
         "producer.id.expiration.ms",
@@ -240,7 +257,8 @@ mod tests {
         assert_eq!(source("index.interval.bytes"), ConfigSource::Topic);
         assert_eq!(source("retention.ms"), ConfigSource::ClusterDefault);
         assert_eq!(source("segment.bytes"), ConfigSource::Broker(1));
-        assert_eq!(c.entries.len(), 3, "{:?}", c.entries);
+        assert_eq!(source("cleanup.policy"), ConfigSource::Topic);
+        assert_eq!(c.entries.len(), 4, "{:?}", c.entries);
         // Another broker sees the cluster default.
         let other = image.topic_config("t", Some(2));
         assert_eq!(other.config.segment_bytes, 1_048_576);
@@ -249,6 +267,31 @@ mod tests {
             image.topic_config("u", None).config.index_interval_bytes,
             1024
         );
+    }
+
+    #[test]
+    fn the_compaction_configs_are_read_from_the_topic_and_the_brokers_synonyms() {
+        use ConfigResourceType::{Broker, Topic};
+        let image = image(&[
+            (Topic, "t", "cleanup.policy", "compact,delete"),
+            (Topic, "t", "delete.retention.ms", "15000"),
+            (Topic, "t", "min.cleanable.dirty.ratio", "0.01"),
+            (Broker, "", "log.cleaner.min.compaction.lag.ms", "7"),
+            (Broker, "", "log.cleaner.max.compaction.lag.ms", "90000"),
+            (Broker, "", "log.cleanup.policy", "compact"),
+            (Broker, "", "log.cleaner.delete.retention.ms", "1"),
+            (Broker, "", "log.cleaner.min.cleanable.ratio", "0.7"),
+        ]);
+        let c = image.topic_config("t", None).config;
+        assert!(c.cleanup_policy.compact && c.cleanup_policy.delete);
+        assert_eq!(c.delete_retention_ms, 15_000);
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.01);
+        assert_eq!(c.min_compaction_lag_ms, 7);
+        assert_eq!(c.max_compaction_lag_ms, 90_000);
+        let other = image.topic_config("u", None).config;
+        assert!(other.cleanup_policy.compact && !other.cleanup_policy.delete);
+        assert_eq!(other.delete_retention_ms, 1);
+        assert_eq!(other.min_cleanable_dirty_ratio, 0.7);
     }
 
     #[test]
