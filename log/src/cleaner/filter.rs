@@ -201,21 +201,35 @@ pub fn filter_batch(
         } else {
             BatchOutcome::Dropped
         };
-        if outcome == BatchOutcome::Whole {
-            stats.bytes_written += batch.size_in_bytes() as u64;
-        }
-        if outcome == BatchOutcome::Empty {
-            stats.bytes_written += crate::format::RECORD_BATCH_OVERHEAD as u64;
-        }
-        if batch.is_control() && matches!(outcome, BatchOutcome::Dropped | BatchOutcome::Empty) {
-            stats.markers_removed += 1;
-        }
-        if !batch.is_control() && discard_records {
-            stats.aborted_removed += kept.read as u64;
-        }
-        stats.records_retained += kept.count as u64;
+        count_outcome(batch, outcome, &kept, discard_records, stats);
         Ok(outcome)
     })
+}
+
+/// What `filter_batch` wrote for a batch whose records it read, into the statistics (a rebuilt batch's
+/// bytes are counted where it is built).
+fn count_outcome(
+    batch: &RecordBatch<'_>,
+    outcome: BatchOutcome,
+    kept: &KeptRecords,
+    discard_records: bool,
+    stats: &mut FilterStats,
+) {
+    match outcome {
+        BatchOutcome::Whole => stats.bytes_written += batch.size_in_bytes() as u64,
+        BatchOutcome::Empty => stats.bytes_written += crate::format::RECORD_BATCH_OVERHEAD as u64,
+        BatchOutcome::Dropped | BatchOutcome::Rebuilt => {}
+    }
+    // A marker goes, or loses its record (an already emptied one kept empty again is not counted twice).
+    let marker_gone = outcome == BatchOutcome::Dropped
+        || (outcome == BatchOutcome::Empty && batch.records_count() > 0);
+    if batch.is_control() && marker_gone {
+        stats.markers_removed += 1;
+    }
+    if !batch.is_control() && discard_records {
+        stats.aborted_removed += kept.read as u64;
+    }
+    stats.records_retained += kept.count as u64;
 }
 
 /// What the walk over a batch's records found.
