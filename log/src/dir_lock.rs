@@ -74,6 +74,16 @@ impl DirLock {
     }
 }
 
+impl Drop for DirLock {
+    /// Releases the lock itself before the file closes: a copy of the descriptor elsewhere (a forked
+    /// child not yet exec'd) would otherwise keep it (`io::unlock_dir`).
+    fn drop(&mut self) {
+        if let Some(file) = &self._file {
+            crate::io::unlock_dir(file);
+        }
+    }
+}
+
 /// The partition directories and log directories open for writing in this process, by canonical path.
 static CLAIMED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
 
@@ -127,5 +137,30 @@ impl Drop for Claim {
                 set.remove(&key);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::StdStorage;
+
+    /// A descriptor of the `.lock` file that outlives the `DirLock` (a child forked by another thread
+    /// holds a copy of every descriptor until it execs) must not keep the log directory locked: the
+    /// OFD lock belongs to the open file description, which the copy shares. Seen failing as a flaky
+    /// `LogDirLocked` naming this very process in `tests/import.rs` while another test spawned a child.
+    #[test]
+    fn a_copied_descriptor_does_not_keep_the_lock_after_the_holder_drops_it() {
+        let dir = std::env::temp_dir().join(format!("klog-dir-lock-dup-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let lock = DirLock::acquire(&StdStorage, &dir).unwrap();
+        let copy = lock._file.as_ref().unwrap().try_clone().unwrap();
+        drop(lock);
+        let again =
+            DirLock::acquire(&StdStorage, &dir).expect("the lock was released with its holder");
+        drop(again);
+        drop(copy);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

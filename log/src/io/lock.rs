@@ -51,6 +51,27 @@ fn try_lock(file: &std::fs::File) -> io::Result<()> {
     }
 }
 
+/// Releases the lock taken by [`lock_dir`] on its open file description. Closing the file is not enough:
+/// a copy of the descriptor (a child forked by another thread keeps one until it execs) shares the
+/// description and with it the lock, so the directory would stay locked, to this very process too.
+#[cfg(target_os = "linux")]
+pub(crate) fn unlock_dir(file: &std::fs::File) {
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_UNLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = 0;
+    fl.l_len = 0;
+    fl.l_pid = 0;
+    // SAFETY: as in `try_lock`: an open descriptor and a valid `struct flock` the kernel only reads. A
+    // failure leaves the lock to the close that follows, as before.
+    let _ = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn unlock_dir(file: &std::fs::File) {
+    let _ = file.unlock();
+}
+
 #[cfg(not(target_os = "linux"))]
 fn try_lock(file: &std::fs::File) -> io::Result<()> {
     match file.try_lock() {

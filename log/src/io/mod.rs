@@ -28,7 +28,7 @@ pub use auto::{
 #[cfg(target_os = "linux")]
 pub use counting::{file_kind, CountingStorage, IoOp};
 pub use fixed::Registration;
-pub(crate) use lock::posix_lock_holder;
+pub(crate) use lock::{posix_lock_holder, unlock_dir};
 pub use read_only::ReadOnlyStorage;
 pub use sim::{Fault, SimStorage};
 pub use std_fs::StdStorage;
