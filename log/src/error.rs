@@ -133,6 +133,15 @@ pub enum Error {
         /// Why it is refused.
         reason: &'static str,
     },
+    /// A batch the cleaner cannot rewrite as Kafka would (Kafka's pass fails there too): the pass stops and
+    /// the log is left as it was.
+    #[error("cannot clean the batch at position {position}: {reason}")]
+    Uncleanable {
+        /// The batch's byte position in its segment (or buffer).
+        position: u64,
+        /// Why.
+        reason: &'static str,
+    },
     /// A record of the KRaft metadata log (`__cluster_metadata`) or of a KRaft snapshot that does not decode.
     #[error("{path}: metadata record at offset {offset}: {reason}")]
     CorruptMetadataRecord {

@@ -4,20 +4,29 @@
 //! This module owns the broker-level cleaner settings ([`CleanerConfig`]), the options of one pass
 //! ([`CleanOptions`]), what a pass would clean ([`LogToClean`], computed by `range.rs` as
 //! `LogCleanerManager.cleanableOffsets` does), what a pass did ([`CleanReport`]), the pass itself
-//! (`pass.rs`, `Cleaner.doClean`) and the log directory's `cleaner-offset-checkpoint` (`checkpoint.rs`).
+//! (`pass.rs`, `Cleaner.doClean`: the map build, then each group of `group.rs` written into one `.cleaned`
+//! segment and swapped in by `swap.rs`) and the log directory's `cleaner-offset-checkpoint` (`checkpoint.rs`).
 //! The per-batch rules (the offset map, transaction metadata, `filterTo`) are `offset_map.rs`,
 //! `txn_metadata.rs` and `filter.rs`.
 
-mod agreed;
 pub mod checkpoint;
+mod filter;
+mod group;
 mod offset_map;
+mod pass;
 mod range;
+pub mod swap;
+mod txn_metadata;
 
-pub use agreed::FilterStats;
 pub use checkpoint::{
     read_cleaner_checkpoint, write_cleaner_checkpoint, CLEANER_OFFSET_CHECKPOINT,
 };
+pub use filter::{
+    filter_batch, filter_legacy_entry, for_each_key, for_each_key_any, BatchOutcome, FilterContext,
+    FilterStats, LastRecord, OnKey,
+};
 pub use offset_map::{DigestKind, OffsetMap};
+pub use txn_metadata::CleanedTransactionMetadata;
 
 /// Broker-level cleaner settings, with Kafka's names and defaults (`CleanerConfig.java`, one thread).
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +67,9 @@ pub struct CleanOptions {
     pub dry_run: bool,
     /// Clean even when the dirty ratio is not above `min.cleanable.dirty.ratio`.
     pub force: bool,
+    /// A pass cleans at most this many dirty bytes (whole batches, at least one): the map build stops
+    /// there as when the map fills, and the pass cleans the prefix up to it (`None`: no bound).
+    pub max_dirty_bytes: Option<u64>,
 }
 
 /// What a pass would clean (`LogToClean` over `LogCleanerManager.cleanableOffsets`).

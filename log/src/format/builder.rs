@@ -2,8 +2,10 @@
 //! when uncompressed, plus the control batches: COMMIT/ABORT markers, KRaft's snapshot header and footer,
 //! KIP-1279's MIRROR_PID_RESET.
 
+use super::batch::RecordBatch;
 use super::control::{ControlRecordType, EndTxnMarker, MirrorPidReset};
 use super::header::{Attributes, TimestampType};
+use super::record::HeaderIter;
 use super::varint::{size_of_varint, size_of_varlong, write_varint, write_varlong};
 use super::{
     crc32c, Compression, CRC_START, LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH,
@@ -40,6 +42,7 @@ pub struct BatchBuilder {
     base_timestamp: Option<i64>,
     max_timestamp: i64,
     last_offset_delta: Option<i32>,
+    last_offset_delta_override: Option<i32>,
 }
 
 impl BatchBuilder {
@@ -62,6 +65,7 @@ impl BatchBuilder {
             base_timestamp: None,
             max_timestamp: NO_TIMESTAMP,
             last_offset_delta: None,
+            last_offset_delta_override: None,
         }
     }
 
@@ -104,6 +108,19 @@ impl BatchBuilder {
         self
     }
 
+    /// Marks the batch a control batch (attributes bit 5), as the cleaner's rebuild of one keeps it.
+    pub fn control(mut self, control: bool) -> Self {
+        self.control = control;
+        self
+    }
+
+    /// Kafka's `overrideLastOffset`: the header's `lastOffsetDelta` is `delta`, not the last record's, so
+    /// a batch the cleaner rebuilt keeps its producer's last sequence. `build` refuses a delta below the
+    /// last record's.
+    pub fn override_last_offset_delta(&mut self, delta: i32) {
+        self.last_offset_delta_override = Some(delta);
+    }
+
     /// Records appended so far.
     pub fn record_count(&self) -> i32 {
         self.count
@@ -131,6 +148,70 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[Header<'_>],
     ) -> Result<(), Error> {
+        let base_timestamp = self.check_append(offset_delta, timestamp_ms)?;
+        write_record(
+            &mut self.records,
+            offset_delta,
+            timestamp_ms.wrapping_sub(base_timestamp),
+            key,
+            value,
+            headers.iter().map(|h| (h.key.as_bytes(), h.value)),
+        );
+        self.appended(offset_delta, timestamp_ms);
+        Ok(())
+    }
+
+    /// Appends a record read from another batch at `base_offset + offset_delta`, as Kafka's
+    /// `MemoryRecordsBuilder.append(Record)` does: attributes 0, the timestamp re-encoded against this
+    /// batch's base timestamp, and each header key through a Java `String` (bytes that are not UTF-8 come
+    /// out with U+FFFD in place of each invalid sequence).
+    pub fn append_with_raw_headers(
+        &mut self,
+        offset_delta: i32,
+        timestamp_ms: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: HeaderIter<'_>,
+    ) -> Result<(), Error> {
+        let mut lossy: Vec<(std::borrow::Cow<'_, str>, Option<&[u8]>)> = Vec::new();
+        if headers
+            .clone()
+            .any(|(k, _)| std::str::from_utf8(k).is_err())
+        {
+            lossy = headers
+                .clone()
+                .map(|(k, v)| (String::from_utf8_lossy(k), v))
+                .collect();
+        }
+        let base_timestamp = self.check_append(offset_delta, timestamp_ms)?;
+        let timestamp_delta = timestamp_ms.wrapping_sub(base_timestamp);
+        if lossy.is_empty() {
+            write_record(
+                &mut self.records,
+                offset_delta,
+                timestamp_delta,
+                key,
+                value,
+                headers,
+            );
+        } else {
+            let iter = lossy.iter().map(|(k, v)| (k.as_bytes(), *v));
+            write_record(
+                &mut self.records,
+                offset_delta,
+                timestamp_delta,
+                key,
+                value,
+                iter,
+            );
+        }
+        self.appended(offset_delta, timestamp_ms);
+        Ok(())
+    }
+
+    /// Checks a record's offset delta and timestamp as `MemoryRecordsBuilder.appendWithOffset` does and
+    /// returns the batch's base timestamp (set by the first record, or the delete horizon).
+    fn check_append(&mut self, offset_delta: i32, timestamp_ms: i64) -> Result<i64, Error> {
         if offset_delta < 0 || self.last_offset_delta.is_some_and(|d| offset_delta <= d) {
             return Err(Error::InvalidInput(
                 "record offsets must increase within a batch",
@@ -142,21 +223,15 @@ impl BatchBuilder {
         if self.count == i32::MAX {
             return Err(Error::InvalidInput("too many records for one batch"));
         }
-        let base_timestamp = *self
+        Ok(*self
             .base_timestamp
-            .get_or_insert(self.delete_horizon_ms.unwrap_or(timestamp_ms));
-        write_record(
-            &mut self.records,
-            offset_delta,
-            timestamp_ms.wrapping_sub(base_timestamp),
-            key,
-            value,
-            headers,
-        );
+            .get_or_insert(self.delete_horizon_ms.unwrap_or(timestamp_ms)))
+    }
+
+    fn appended(&mut self, offset_delta: i32, timestamp_ms: i64) {
         self.count += 1;
         self.last_offset_delta = Some(offset_delta);
         self.max_timestamp = self.max_timestamp.max(timestamp_ms);
-        Ok(())
     }
 
     /// Writes the batch to a new buffer.
@@ -168,9 +243,15 @@ impl BatchBuilder {
 
     /// Appends the batch to `out`.
     pub fn build_into(&self, out: &mut Vec<u8>) -> Result<(), Error> {
-        let Some(last_offset_delta) = self.last_offset_delta else {
+        let Some(last_record_delta) = self.last_offset_delta else {
             return Err(Error::InvalidInput("a batch needs at least one record"));
         };
+        let last_offset_delta = self.last_offset_delta_override.unwrap_or(last_record_delta);
+        if last_offset_delta < last_record_delta {
+            return Err(Error::InvalidInput(
+                "the last offset delta is below the last record's",
+            ));
+        }
         let start = out.len();
         out.resize(start + RECORD_BATCH_OVERHEAD, 0);
         self.compression.compress(&self.records, out);
@@ -206,6 +287,37 @@ impl BatchBuilder {
         let crc = crc32c(&out[start + CRC_START..]);
         out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
         Ok(())
+    }
+
+    /// Kafka's `DefaultRecordBatch.writeEmptyHeader` of `source`, as the cleaner keeps a batch whose
+    /// records all went (RETAIN_EMPTY): 61 bytes, length 49, no compression, the source's timestamp type,
+    /// transactional and control flags (the delete-horizon flag cleared), base timestamp -1, and the
+    /// source's base offset, last offset delta, max timestamp, leader epoch and producer fields.
+    pub fn write_empty_header(source: &RecordBatch<'_>, out: &mut Vec<u8>) {
+        let attributes = Attributes::new(
+            Compression::None,
+            source.timestamp_type(),
+            source.is_transactional(),
+            source.is_control(),
+            false,
+        );
+        let start = out.len();
+        out.resize(start + RECORD_BATCH_OVERHEAD, 0);
+        let h = &mut out[start..];
+        h[0..8].copy_from_slice(&source.base_offset().to_be_bytes());
+        h[8..12].copy_from_slice(&((RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32).to_be_bytes());
+        h[12..16].copy_from_slice(&source.partition_leader_epoch().to_be_bytes());
+        h[16] = 2;
+        h[21..23].copy_from_slice(&(attributes.0 as i16).to_be_bytes());
+        h[23..27].copy_from_slice(&source.last_offset_delta().to_be_bytes());
+        h[27..35].copy_from_slice(&NO_TIMESTAMP.to_be_bytes());
+        h[35..43].copy_from_slice(&source.max_timestamp().to_be_bytes());
+        h[43..51].copy_from_slice(&source.producer_id().to_be_bytes());
+        h[51..53].copy_from_slice(&source.producer_epoch().to_be_bytes());
+        h[53..57].copy_from_slice(&source.base_sequence().to_be_bytes());
+        h[57..61].copy_from_slice(&0i32.to_be_bytes());
+        let crc = crc32c(&h[CRC_START..]);
+        h[17..21].copy_from_slice(&crc.to_be_bytes());
     }
 
     /// A COMMIT or ABORT marker as `MemoryRecords.writeEndTransactionalMarker` builds it: transactional,
@@ -288,20 +400,23 @@ fn write_nullable(out: &mut Vec<u8>, b: Option<&[u8]>) {
     }
 }
 
-/// `DefaultRecord.writeTo`.
-fn write_record(
+/// `DefaultRecord.writeTo`; `headers` is walked twice (sizes, then bytes).
+fn write_record<'h>(
     out: &mut Vec<u8>,
     offset_delta: i32,
     timestamp_delta: i64,
     key: Option<&[u8]>,
     value: Option<&[u8]>,
-    headers: &[Header<'_>],
+    headers: impl Iterator<Item = (&'h [u8], Option<&'h [u8]>)> + Clone,
 ) {
     let mut body = 1 + size_of_varlong(timestamp_delta) + size_of_varint(offset_delta);
-    body += nullable_size(key) + nullable_size(value) + size_of_varint(headers.len() as i32);
-    for h in headers {
-        body += nullable_size(Some(h.key.as_bytes())) + nullable_size(h.value);
+    body += nullable_size(key) + nullable_size(value);
+    let mut count = 0i32;
+    for (k, v) in headers.clone() {
+        body += nullable_size(Some(k)) + nullable_size(v);
+        count += 1;
     }
+    body += size_of_varint(count);
     out.reserve(body + 5);
     write_varint(out, body as i32);
     out.push(0);
@@ -309,9 +424,9 @@ fn write_record(
     write_varint(out, offset_delta);
     write_nullable(out, key);
     write_nullable(out, value);
-    write_varint(out, headers.len() as i32);
-    for h in headers {
-        write_nullable(out, Some(h.key.as_bytes()));
-        write_nullable(out, h.value);
+    write_varint(out, count);
+    for (k, v) in headers {
+        write_nullable(out, Some(k));
+        write_nullable(out, v);
     }
 }

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use crate::checkpoint;
+use crate::cleaner::swap::complete_swaps;
 use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::dir_lock::{DirLock, PartitionClaim};
@@ -172,6 +173,9 @@ impl PartitionLog {
     /// The leader-epoch cache is then derived from the batches those scans read.
     pub(super) fn load(&self, options: OpenOptions) -> Result<OpenReport, Error> {
         let mut report = OpenReport::default();
+        // A cleaner's swap a crash interrupted is finished first: its `.deleted` files may be the only
+        // copy of segments a `.swap` has not yet replaced (`cleaner/swap.rs`).
+        complete_swaps(self.storage.as_ref(), &self.dir)?;
         let names = self.storage.list(&self.dir).at(&self.dir)?;
         let mut bases = Vec::new();
         for name in &names {

@@ -220,6 +220,22 @@ impl PartitionLog {
         closed
     }
 
+    /// Kafka's `LocalLog.replaceSegments` on the segment map, under the caller's writer lock: the
+    /// segments based at `old` leave the map and `new` takes its base offset, in one step readers see
+    /// whole. Returns whether every one of `old` was still there (retention or a truncation may have
+    /// removed some since the cleaner read them; then nothing is changed).
+    pub(crate) fn replace_segments_in_map(&self, new: Arc<LogSegment>, old: &[i64]) -> bool {
+        let mut map = self.segments.write().expect("segments lock poisoned");
+        if !old.iter().all(|b| map.contains_key(b)) {
+            return false;
+        }
+        for base in old {
+            map.remove(base);
+        }
+        map.insert(new.base_offset(), new);
+        true
+    }
+
     /// For tests and tools: the segment at `base`.
     pub fn segment(&self, base: i64) -> Option<Arc<LogSegment>> {
         self.segments

@@ -385,7 +385,7 @@ pub fn partition_dir_name(dir: &Path) -> Result<(String, i32), Error> {
 }
 
 impl PartitionLog {
-    fn writer(&self) -> MutexGuard<'_, ()> {
+    pub(crate) fn writer(&self) -> MutexGuard<'_, ()> {
         self.writer.lock().expect("writer lock poisoned")
     }
 
@@ -515,7 +515,7 @@ impl PartitionLog {
         self.closed.load(Ordering::Acquire)
     }
 
-    fn writable(&self, operation: &'static str) -> Result<(), Error> {
+    pub(crate) fn writable(&self, operation: &'static str) -> Result<(), Error> {
         if self.read_only {
             return Err(Error::ReadOnly {
                 dir: self.dir.clone(),
@@ -534,7 +534,7 @@ impl PartitionLog {
         Ok(())
     }
 
-    fn guarded<T>(&self, op: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    pub(crate) fn guarded<T>(&self, op: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
         if self.failed.load(Ordering::Acquire) {
             return Err(Error::rejected(
                 KafkaError::KafkaStorageError,

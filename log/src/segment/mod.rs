@@ -140,6 +140,9 @@ pub struct LogSegment {
     max_index_bytes: usize,
     /// Lookups that passed over an index entry pointing at the wrong bytes (`lookup.rs`).
     index_fallbacks: AtomicU64,
+    /// The state suffix of its file names: `""`, or `".cleaned"` for a segment the cleaner is writing
+    /// (Kafka's `LogSegment.open(..., fileSuffix)`).
+    suffix: &'static str,
     state: Mutex<State>,
 }
 
@@ -173,6 +176,13 @@ impl LogSegment {
         dir.join(file_name(base, ".txnindex"))
     }
 
+    /// The segment's four files with the state suffix `suffix` (`""`, `".cleaned"`, `".swap"`,
+    /// `".deleted"`): `.log`, `.index`, `.timeindex`, `.txnindex`, in Kafka's order.
+    pub fn file_paths(dir: &Path, base: i64, suffix: &str) -> [PathBuf; 4] {
+        [".log", ".index", ".timeindex", ".txnindex"]
+            .map(|kind| dir.join(file_name(base, kind) + suffix))
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().expect("segment state lock poisoned")
     }
@@ -198,7 +208,8 @@ impl LogSegment {
 
     /// The segment's `.log` path.
     pub fn log_path_of(&self) -> PathBuf {
-        Self::log_path(&self.dir, self.base_offset)
+        self.dir
+            .join(file_name(self.base_offset, ".log") + self.suffix)
     }
 
     /// Reads `len` bytes at `position` (bounded by the published size).
@@ -606,18 +617,36 @@ impl LogSegment {
     /// Deletes the segment's files (`.log` first: an index without its `.log` is removed at load).
     pub fn delete(&self) -> Result<(), Error> {
         self.state().mapped = None;
-        let base = self.base_offset;
-        for path in [
-            Self::log_path(&self.dir, base),
-            Self::index_path(&self.dir, base),
-            Self::time_index_path(&self.dir, base),
-            Self::txn_index_path(&self.dir, base),
-        ] {
+        for path in Self::file_paths(&self.dir, self.base_offset, self.suffix) {
             match self.storage.remove(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io(&path, e)),
             }
+        }
+        Ok(())
+    }
+
+    /// Kafka's `AbstractIndex.sizeInBytes` of the offset and time indexes: entries x entry size (the
+    /// cleaner's grouping caps them by `segment.index.bytes`).
+    pub fn index_sizes_in_bytes(&self) -> Result<(u64, u64), Error> {
+        let mut state = self.state();
+        let offsets = state.offset_index.file().len()? * 8;
+        let times = state.time_index.file().len()? * 12;
+        Ok((offsets as u64, times as u64))
+    }
+
+    /// Before its files are renamed and removed (the cleaner replaced it): the indexes are loaded and
+    /// a real `.log` is mapped, so a reader still holding the segment keeps reading it from the open
+    /// files, never by a path that is gone.
+    pub fn retire(&self) -> Result<(), Error> {
+        {
+            let mut state = self.state();
+            state.offset_index.file().entries()?;
+            state.time_index.file().entries()?;
+        }
+        if !self.active.load(Ordering::Acquire) {
+            self.map()?;
         }
         Ok(())
     }

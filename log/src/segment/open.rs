@@ -15,6 +15,14 @@ use crate::Error;
 
 use super::{LogSegment, State};
 
+/// How a new segment's files are made.
+struct SegmentFiles {
+    index_interval_bytes: u32,
+    max_index_bytes: u32,
+    preallocate_bytes: Option<u32>,
+    suffix: &'static str,
+}
+
 impl LogSegment {
     /// A new empty segment; stale files with the same base are replaced.
     pub fn create(
@@ -26,8 +34,50 @@ impl LogSegment {
         preallocate_bytes: Option<u32>,
         now_ms: i64,
     ) -> Result<Self, Error> {
-        let log_path = Self::log_path(dir, base_offset);
-        for path in [&log_path, &Self::txn_index_path(dir, base_offset)] {
+        let files = SegmentFiles {
+            index_interval_bytes,
+            max_index_bytes,
+            preallocate_bytes,
+            suffix: "",
+        };
+        Self::create_with(storage, dir, base_offset, files, now_ms)
+    }
+
+    /// A new empty segment whose files carry the `.cleaned` suffix (Kafka's
+    /// `LocalLog.createNewCleanedSegment`): the cleaner appends to it, then renames its files into place.
+    pub fn create_cleaned(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        index_interval_bytes: u32,
+        max_index_bytes: u32,
+        now_ms: i64,
+    ) -> Result<Self, Error> {
+        let files = SegmentFiles {
+            index_interval_bytes,
+            max_index_bytes,
+            preallocate_bytes: None,
+            suffix: ".cleaned",
+        };
+        Self::create_with(storage, dir, base_offset, files, now_ms)
+    }
+
+    fn create_with(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        files: SegmentFiles,
+        now_ms: i64,
+    ) -> Result<Self, Error> {
+        let SegmentFiles {
+            index_interval_bytes,
+            max_index_bytes,
+            preallocate_bytes,
+            suffix,
+        } = files;
+        let [log_path, index_path, time_index_path, txn_index_path] =
+            Self::file_paths(dir, base_offset, suffix);
+        for path in [&log_path, &txn_index_path] {
             match storage.remove(path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -38,20 +88,10 @@ impl LogSegment {
             .open_segment_log(&log_path, true, 0, preallocate_bytes.map(u64::from))
             .at(&log_path)?;
         let max = max_index_bytes as usize;
-        let offset_index = OffsetIndex::create(
-            storage.clone(),
-            Self::index_path(dir, base_offset),
-            base_offset,
-            max,
-        )?;
-        let time_index = TimeIndex::create(
-            storage.clone(),
-            Self::time_index_path(dir, base_offset),
-            base_offset,
-            max,
-        )?;
-        let txn_index = TxnIndex::open(storage.clone(), Self::txn_index_path(dir, base_offset))?;
-        Ok(Self::assemble(
+        let offset_index = OffsetIndex::create(storage.clone(), index_path, base_offset, max)?;
+        let time_index = TimeIndex::create(storage.clone(), time_index_path, base_offset, max)?;
+        let txn_index = TxnIndex::open(storage.clone(), txn_index_path)?;
+        let segment = Self::assemble(
             storage,
             dir,
             base_offset,
@@ -71,7 +111,8 @@ impl LogSegment {
                 mapped: None,
                 ever_mapped: false,
             },
-        ))
+        );
+        Ok(LogSegment { suffix, ..segment })
     }
 
     /// An existing segment. `active` loads its indexes for appending; sealed ones load lazily. A missing
@@ -160,6 +201,7 @@ impl LogSegment {
             index_interval_bytes: index_interval_bytes as u64,
             max_index_bytes,
             index_fallbacks: AtomicU64::new(0),
+            suffix: "",
             state: Mutex::new(state),
         }
     }
