@@ -17,6 +17,17 @@ pub enum Error {
         /// The check that failed.
         reason: Corruption,
     },
+    /// A batch of a segment file that failed a check, with the file named (the cleaner's reads of sealed
+    /// segments, whose errors reach a user who must find the file).
+    #[error("{path}: corrupt batch at position {position}: {reason}")]
+    CorruptSegmentBatch {
+        /// The segment's `.log` file.
+        path: std::path::PathBuf,
+        /// The batch's byte position in the file.
+        position: u64,
+        /// The check that failed.
+        reason: Corruption,
+    },
     /// A batch could not be built from the given input (the caller's mistake, not corruption).
     #[error("invalid batch input: {0}")]
     InvalidInput(&'static str),

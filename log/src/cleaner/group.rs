@@ -139,8 +139,22 @@ pub(crate) fn clean_into(
         clean_batch(&batch?, ctx, sink, stats)?;
         Ok(ControlFlow::Continue(()))
     };
-    segment.scan(&mut stream, 0, &mut on_batch)?;
+    segment
+        .scan(&mut stream, 0, &mut on_batch)
+        .map_err(|e| in_segment(segment, e))?;
     sink.flush_pending()
+}
+
+/// A corrupt batch's error naming the segment file it is in (the scan knows only the position).
+pub(crate) fn in_segment(segment: &LogSegment, e: Error) -> Error {
+    match e {
+        Error::CorruptBatch { position, reason } => Error::CorruptSegmentBatch {
+            path: segment.log_path_of(),
+            position,
+            reason,
+        },
+        e => e,
+    }
 }
 
 fn clean_batch(

@@ -23,7 +23,7 @@ use crate::txn_index::AbortedTxn;
 use crate::Error;
 
 use super::filter::{for_each_key_any, FilterContext, LastRecord};
-use super::group::{clean_into, group_segments_by_size, CleanedSink, SegmentSizes};
+use super::group::{clean_into, group_segments_by_size, in_segment, CleanedSink, SegmentSizes};
 use super::range::segments_in;
 use super::swap::{delete_cleaned, remove_deleted, swap_files};
 use super::txn_metadata::CleanedTransactionMetadata;
@@ -62,7 +62,10 @@ impl PartitionLog {
         opts: &CleanOptions,
         checkpoint: Option<i64>,
     ) -> Result<CleanReport, Error> {
-        self.writable("cleaning")?;
+        if !opts.dry_run {
+            // A dry run writes nothing: it runs on a reader's open too (`klog clean --dry-run`).
+            self.writable("cleaning")?;
+        }
         let range = self.cleanable(checkpoint, opts.now_ms)?;
         let segments = self.segment_list();
         let bytes: u64 = segments.iter().map(|s| s.size()).sum();
@@ -373,21 +376,23 @@ fn build_offset_map_for_segment(
     };
     let mut full = false;
     let mut stream = BatchStream::default();
-    segment.scan::<Error>(&mut stream, position, &mut |batch| {
-        let batch = batch?;
-        if !budget.take(batch.size_in_bytes() as u64) {
-            full = true;
-            return Ok(ControlFlow::Break(()));
-        }
-        put_keys(&batch, start, map, txn, &mut full)?;
-        if full {
-            return Ok(ControlFlow::Break(()));
-        }
-        if batch.last_offset() >= start {
-            map.update_latest_offset(batch.last_offset());
-        }
-        Ok(ControlFlow::Continue(()))
-    })?;
+    segment
+        .scan::<Error>(&mut stream, position, &mut |batch| {
+            let batch = batch?;
+            if !budget.take(batch.size_in_bytes() as u64) {
+                full = true;
+                return Ok(ControlFlow::Break(()));
+            }
+            put_keys(&batch, start, map, txn, &mut full)?;
+            if full {
+                return Ok(ControlFlow::Break(()));
+            }
+            if batch.last_offset() >= start {
+                map.update_latest_offset(batch.last_offset());
+            }
+            Ok(ControlFlow::Continue(()))
+        })
+        .map_err(|e| in_segment(segment, e))?;
     Ok(full)
 }
 
@@ -434,7 +439,7 @@ impl LogDir {
         cleaner: &CleanerConfig,
         opts: &CleanOptions,
     ) -> Result<Vec<CleanReport>, Error> {
-        if self.is_read_only() {
+        if self.is_read_only() && !opts.dry_run {
             return Err(Error::ReadOnly {
                 dir: self.root().to_owned(),
                 operation: "cleaning",
