@@ -12,19 +12,20 @@
 //! - a rebuilt batch ([`BatchOutcome::Rebuilt`]): the source's base offset, last offset delta, producer
 //!   fields, leader epoch, flags, timestamp type and codec at its default level; the base timestamp is
 //!   the delete horizon (attributes bit 6) or the first kept record's timestamp; records re-encoded with
-//!   attributes 0. Uncompressed, it is Kafka's bytes exactly; compressed, the records are Kafka's and the
-//!   bytes are those of klog's codecs (gzip through flate2, snappy in xerial framing, zstd at level 3 are
-//!   valid streams of the same records; LZ4 through lz4_flex is a valid Kafka LZ4 frame but never the
-//!   bytes lz4-java writes);
+//!   attributes 0. Uncompressed and zstd, it is Kafka 4.4.0's bytes exactly (checked against Kafka's own
+//!   `MemoryRecords.filterTo`); compressed otherwise, the header and records are Kafka's and the stream is
+//!   klog's codec's: snappy (the `snap` crate in xerial framing) is mostly snappy-java's bytes but not
+//!   always, gzip (flate2's deflate, not zlib's) is a valid stream of other bytes, and LZ4 (lz4_flex) is
+//!   a valid Kafka LZ4 frame but never the bytes lz4-java writes;
 //! - Kafka's 61-byte empty header ([`BatchOutcome::Empty`]).
 //!
 //! v0/v1 entries ([`filter_legacy_entry`]) follow the legacy rules (`retain_legacy_deletes_and_txn_markers`
 //! instead of a horizon). Kafka up-converts a kept legacy entry to a v2 batch; klog refuses that with
 //! [`Error::Uncleanable`] naming the entry's position, leaving the log as it was.
 //!
-//! Memory: a compressed batch is inflated once into a scratch buffer reused by the thread, capped at
-//! [`DEFAULT_MAX_DECOMPRESSED_BYTES`] (the cap every read of a batch has); the records are then walked in
-//! place, so a pass holds at most one inflated batch plus its rebuilt copy.
+//! Memory: a compressed batch is inflated once into a scratch buffer reused by the thread (kept up to 4 MiB
+//! between batches), capped at [`DEFAULT_MAX_DECOMPRESSED_BYTES`] (the cap every read of a batch has); the
+//! records are then walked in place, so a pass holds at most one inflated batch plus its rebuilt copy.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -113,16 +114,36 @@ enum BatchRetention {
     DeleteEmpty,
 }
 
-thread_local! {
-    /// The inflated records of the batch being filtered, reused from batch to batch.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+/// What one batch's filtering borrows: the inflated records and each record's verdict, reused from batch to
+/// batch so the rebuild does not look each key up again.
+#[derive(Default)]
+struct Scratch {
+    inflated: Vec<u8>,
+    keep: Vec<bool>,
 }
 
-/// Runs `f` with the thread's scratch buffer (a fresh one if it is in use further up the stack).
-fn with_scratch<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Scratch capacity kept between batches: one rare large batch must not hold its memory for the rest of
+/// the thread's life (a pass's memory is the dedupe buffer plus a fixed cost).
+const SCRATCH_KEPT_BYTES: usize = 4 << 20;
+
+/// Runs `f` with the thread's scratch buffers (fresh ones if they are in use further up the stack).
+fn with_scratch<T>(f: impl FnOnce(&mut Scratch) -> T) -> T {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut scratch) => f(&mut scratch),
-        Err(_) => f(&mut Vec::new()),
+        Ok(mut scratch) => {
+            let result = f(&mut scratch);
+            if scratch.inflated.capacity() > SCRATCH_KEPT_BYTES {
+                scratch.inflated = Vec::new();
+            }
+            if scratch.keep.capacity() > SCRATCH_KEPT_BYTES {
+                scratch.keep = Vec::new();
+            }
+            result
+        }
+        Err(_) => f(&mut Scratch::default()),
     })
 }
 
@@ -141,7 +162,12 @@ pub fn filter_batch(
         return Ok(BatchOutcome::Dropped);
     }
     with_scratch(|scratch| {
-        let records = batch.records_with_limit(scratch, DEFAULT_MAX_DECOMPRESSED_BYTES)?;
+        let Scratch {
+            inflated,
+            keep: verdicts,
+        } = scratch;
+        verdicts.clear();
+        let records = batch.records_with_limit(inflated, DEFAULT_MAX_DECOMPRESSED_BYTES)?;
         let mut kept = KeptRecords::default();
         for record in records.clone() {
             let record = record?;
@@ -149,6 +175,7 @@ pub fn filter_batch(
             let keep = !discard_records
                 && (batch.is_control() || should_retain_record(ctx, batch, &record, stats));
             kept.note(&record, keep);
+            verdicts.push(keep);
         }
         let outcome = if kept.count > 0 {
             let need_horizon =
@@ -162,7 +189,7 @@ pub fn filter_batch(
                 } else {
                     batch.delete_horizon_ms().unwrap_or(NO_TIMESTAMP)
                 };
-                let written = rebuild(batch, records, ctx, horizon, out)?;
+                let written = rebuild(batch, records, verdicts, horizon, out)?;
                 stats.bytes_written += written as u64;
                 stats.batches_rebuilt += 1;
                 BatchOutcome::Rebuilt
@@ -286,7 +313,7 @@ fn should_retain_record(
 fn rebuild(
     batch: &RecordBatch<'_>,
     records: crate::format::Records<'_>,
-    ctx: &FilterContext<'_>,
+    verdicts: &[bool],
     horizon_ms: i64,
     out: &mut Vec<u8>,
 ) -> Result<usize, Error> {
@@ -307,15 +334,14 @@ fn rebuild(
     if horizon_ms >= 0 {
         builder = builder.delete_horizon_ms(horizon_ms);
     }
-    // The second walk repeats the first's decisions; its statistics were counted there.
-    let mut again = FilterStats::default();
     let uncleanable = |reason| Error::Uncleanable {
         position: batch.position(),
         reason,
     };
-    for record in records {
+    // The second walk takes the first's verdicts, record by record.
+    for (record, keep) in records.zip(verdicts) {
         let record = record?;
-        if !(batch.is_control() || should_retain_record(ctx, batch, &record, &mut again)) {
+        if !keep {
             continue;
         }
         builder
@@ -401,7 +427,9 @@ pub fn for_each_key(batch: &RecordBatch<'_>, f: &mut OnKey<'_>) -> Result<(), Er
         return Ok(());
     }
     with_scratch(|scratch| {
-        for record in batch.records_with_limit(scratch, DEFAULT_MAX_DECOMPRESSED_BYTES)? {
+        for record in
+            batch.records_with_limit(&mut scratch.inflated, DEFAULT_MAX_DECOMPRESSED_BYTES)?
+        {
             let record = record?;
             if let Some(key) = record.key {
                 f(record.offset, key)?;
@@ -426,3 +454,6 @@ pub fn for_each_key_any(batch: &AnyBatch<'_>, f: &mut OnKey<'_>) -> Result<(), E
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -84,6 +84,9 @@ pub(crate) fn group_segments_by_size(
 /// Where a group's retained batches go: a `.cleaned` segment, or nowhere (a dry run counts them).
 pub(crate) struct CleanedSink {
     segment: Option<LogSegment>,
+    base_offset: i64,
+    /// The last offset of the last `AbortedTxn` put in the cleaned `.txnindex`.
+    last_txn_offset: i64,
     pending: Vec<u8>,
     pending_last_offset: i64,
     flush_bytes: usize,
@@ -94,9 +97,11 @@ pub(crate) struct CleanedSink {
 impl CleanedSink {
     /// `segment`: the `.cleaned` segment to write (None for a dry run). Retained batches are appended in
     /// chunks of about `flush_bytes` (the write buffer); the index entries do not depend on the chunks.
-    pub(crate) fn new(segment: Option<LogSegment>, flush_bytes: usize) -> Self {
+    pub(crate) fn new(segment: Option<LogSegment>, base_offset: i64, flush_bytes: usize) -> Self {
         CleanedSink {
             segment,
+            base_offset,
+            last_txn_offset: i64::MIN,
             pending: Vec::new(),
             pending_last_offset: -1,
             flush_bytes: flush_bytes.max(1),
@@ -169,11 +174,28 @@ fn clean_batch(
         AnyBatch::Legacy(e) => filter_legacy_entry(e, ctx, stats)?,
     };
     if sink.pending.len() > before {
+        // Grouping keeps a group's offsets within an int32 of its base; bytes that break it are refused
+        // (Kafka splits the segment and aborts the pass: `LogSegmentOffsetOverflowException`).
+        if batch.last_offset().saturating_sub(sink.base_offset) > i32::MAX as i64 {
+            return Err(Error::Uncleanable {
+                position: batch.position(),
+                reason:
+                    "its offsets overflow the cleaned segment's base offset by more than an int32",
+            });
+        }
         sink.pending_last_offset = batch.last_offset();
     }
     // The ABORT markers kept because data of their transaction remains: their entries go to the cleaned
     // `.txnindex` (Kafka's `cleanedIndex`), in marker order.
     for txn in ctx.txn.take_retained_aborted_transactions() {
+        if txn.last_offset.get() <= sink.last_txn_offset {
+            return Err(Error::Uncleanable {
+                position: batch.position(),
+                reason:
+                    "the aborted transactions of its segments' .txnindex are not in marker order",
+            });
+        }
+        sink.last_txn_offset = txn.last_offset.get();
         if let Some(seg) = &sink.segment {
             seg.append_aborted_txn(txn)?;
         }

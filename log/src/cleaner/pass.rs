@@ -171,7 +171,7 @@ impl PartitionLog {
         map: &mut OffsetMap,
         budget: &mut DirtyBudget,
     ) -> Result<bool, Error> {
-        map.clear();
+        // The map is new (Kafka clears its thread's map here; a fresh one is zero already).
         let dirty = segments_in(segments, start, end);
         let mut txn = CleanedTransactionMetadata::new();
         txn.add_aborted_transactions(&self.collect_aborted_transactions(start, end));
@@ -218,6 +218,7 @@ impl PartitionLog {
         report: &mut CleanReport,
     ) -> Result<(), Error> {
         let base = group[0].base_offset();
+        let sizes: Vec<u64> = group.iter().map(|s| s.size()).collect();
         let (storage, dir, config) = (self.storage(), self.dir(), self.config());
         let cleaned = if opts.dry_run {
             None
@@ -232,7 +233,7 @@ impl PartitionLog {
                 opts.now_ms,
             )?)
         };
-        let mut sink = CleanedSink::new(cleaned, cleaner.io_buffer_size);
+        let mut sink = CleanedSink::new(cleaned, base, cleaner.io_buffer_size);
         let written = self
             .clean_group_into(group, map, txn, opts, &mut sink, report)
             .and_then(|()| sink.finish());
@@ -251,7 +252,7 @@ impl PartitionLog {
         report.segments_after -= group.len() - 1;
         match cleaned {
             Some(cleaned) => {
-                report.cleaned |= self.swap_in(cleaned, group, opts.now_ms)?;
+                report.cleaned |= self.swap_in(cleaned, group, &sizes)?;
             }
             None => report.cleaned = true,
         }
@@ -311,6 +312,17 @@ impl PartitionLog {
             .collect()
     }
 
+    /// Under the writer lock: every segment of `group` is still in the log, the same object with the
+    /// size it had when the pass read it, and sealed (a truncation into it makes it active again).
+    fn group_unchanged(&self, group: &[Arc<LogSegment>], sizes: &[u64]) -> bool {
+        let active = self.active_segment();
+        group.iter().zip(sizes).all(|(seg, &size)| {
+            self.segment(seg.base_offset())
+                .is_some_and(|now| Arc::ptr_eq(&now, seg) && now.size() == size)
+                && !Arc::ptr_eq(&active, seg)
+        })
+    }
+
     /// Kafka's `replaceSegments` for one cleaned segment, under the writer lock: the files renamed in
     /// Kafka's order (`swap.rs`), then the segment map. Returns false (and deletes the `.cleaned` files)
     /// when a segment of `group` left the log while it was cleaned.
@@ -318,17 +330,19 @@ impl PartitionLog {
         &self,
         cleaned: LogSegment,
         group: &[Arc<LogSegment>],
-        now_ms: i64,
+        sizes: &[u64],
     ) -> Result<bool, Error> {
         let (base, size) = (cleaned.base_offset(), cleaned.size());
+        // Kafka gives the cleaned files the group's last segment's mtime, which its `largestTimestamp`
+        // falls back on; klog's fallback is the segment's creation time, taken from the same segment.
+        let created_ms = group[group.len() - 1].largest_timestamp()?;
         // Its files are closed before they are renamed.
         drop(cleaned);
         let (storage, dir, config) = (self.storage(), self.dir(), self.config());
         let _writer = self.writer();
-        let present = self.segment_base_offsets();
         let old: Vec<i64> = group.iter().map(|s| s.base_offset()).collect();
-        if !old.iter().all(|b| present.contains(b)) {
-            tracing::info!(dir = %dir.display(), segments = ?old, "a cleaned group left the log while it was cleaned: not swapped in");
+        if !self.group_unchanged(group, sizes) {
+            tracing::info!(dir = %dir.display(), segments = ?old, "a cleaned group changed while it was cleaned (retention, truncation): not swapped in");
             delete_cleaned(storage.as_ref(), dir, base)?;
             return Ok(false);
         }
@@ -341,7 +355,7 @@ impl PartitionLog {
             false,
             config.index_interval_bytes,
             config.segment_index_bytes,
-            now_ms,
+            created_ms,
         )?;
         let replaced = self.replace_segments_in_map(Arc::new(new), &old);
         assert!(
@@ -366,14 +380,9 @@ fn build_offset_map_for_segment(
     txn: &mut CleanedTransactionMetadata,
     budget: &mut DirtyBudget,
 ) -> Result<bool, Error> {
-    let position = if start > segment.base_offset() {
-        match segment.translate_offset(start, 0)? {
-            Some(p) => p.position as u64,
-            None => return Ok(false),
-        }
-    } else {
-        0
-    };
+    // From the index entry at or below `start`, as Kafka reads: the batches before `start` there still
+    // move the transaction metadata, and add no key and no latest offset.
+    let position = segment.index_lookup_position(start)?;
     let mut full = false;
     let mut stream = BatchStream::default();
     segment

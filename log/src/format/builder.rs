@@ -5,6 +5,7 @@
 use super::batch::RecordBatch;
 use super::control::{ControlRecordType, EndTxnMarker, MirrorPidReset};
 use super::header::{Attributes, TimestampType};
+use super::java_utf8::java_string_bytes;
 use super::record::HeaderIter;
 use super::varint::{size_of_varint, size_of_varlong, write_varint, write_varlong};
 use super::{
@@ -164,7 +165,7 @@ impl BatchBuilder {
     /// Appends a record read from another batch at `base_offset + offset_delta`, as Kafka's
     /// `MemoryRecordsBuilder.append(Record)` does: attributes 0, the timestamp re-encoded against this
     /// batch's base timestamp, and each header key through a Java `String` (bytes that are not UTF-8 come
-    /// out with U+FFFD in place of each invalid sequence).
+    /// out with U+FFFD where the JDK's decoder puts it, `java_utf8.rs`).
     pub fn append_with_raw_headers(
         &mut self,
         offset_delta: i32,
@@ -173,16 +174,17 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: HeaderIter<'_>,
     ) -> Result<(), Error> {
-        let mut lossy: Vec<(std::borrow::Cow<'_, str>, Option<&[u8]>)> = Vec::new();
-        if headers
+        let lossy: Vec<_> = if headers
             .clone()
             .any(|(k, _)| std::str::from_utf8(k).is_err())
         {
-            lossy = headers
+            headers
                 .clone()
-                .map(|(k, v)| (String::from_utf8_lossy(k), v))
-                .collect();
-        }
+                .map(|(k, v)| (java_string_bytes(k), v))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let base_timestamp = self.check_append(offset_delta, timestamp_ms)?;
         let timestamp_delta = timestamp_ms.wrapping_sub(base_timestamp);
         if lossy.is_empty() {
@@ -195,7 +197,7 @@ impl BatchBuilder {
                 headers,
             );
         } else {
-            let iter = lossy.iter().map(|(k, v)| (k.as_bytes(), *v));
+            let iter = lossy.iter().map(|(k, v)| (&k[..], *v));
             write_record(
                 &mut self.records,
                 offset_delta,

@@ -5,7 +5,8 @@
 //!   length and a raw snappy block) as snappy-java's `SnappyOutputStream` writes; raw snappy (librdkafka) is
 //!   accepted on read, as Java's `SnappyInputStream` does.
 //! - lz4: the LZ4 frame format, 64 KiB independent blocks, no checksums (`Lz4BlockOutputStream`).
-//! - zstd: a standard zstd frame.
+//! - zstd: a zstd frame written as Kafka's streaming writer writes it (no content size, the data flushed
+//!   before the frame ends), byte for byte what Kafka 4.4.0 writes with zstd-jni 1.5.7 at level 3.
 //!
 //! Decompression always runs into a caller-owned buffer and stops at a size cap: a small compressed
 //! batch must not be able to inflate without bound (a "bomb").
@@ -106,10 +107,18 @@ impl Compression {
                 enc.write_all(input).expect("writing to a Vec cannot fail");
                 enc.finish().expect("writing to a Vec cannot fail");
             }
+            // Kafka's `ZstdCompression.wrapForOutput`: a streaming `ZstdOutputStreamNoFinalizer` behind a
+            // `BufferedOutputStream`, whose close flushes (ZSTD_e_flush: the data ends in a block not marked
+            // last, and the frame states no content size) before it ends the frame (an empty last block).
+            // zstd-jni flushes nothing when nothing was written, so an empty input is one single-shot frame.
             Compression::Zstd => {
-                let compressed =
-                    zstd::bulk::compress(input, ZSTD_LEVEL).expect("zstd compresses any input");
-                out.extend_from_slice(&compressed);
+                let mut enc =
+                    zstd::stream::Encoder::new(out, ZSTD_LEVEL).expect("zstd takes level 3");
+                enc.write_all(input).expect("writing to a Vec cannot fail");
+                if !input.is_empty() {
+                    enc.flush().expect("writing to a Vec cannot fail");
+                }
+                enc.finish().expect("writing to a Vec cannot fail");
             }
         }
     }
@@ -302,6 +311,45 @@ mod tests {
             .decompress(&raw, &mut d, 1 << 20)
             .unwrap();
         assert_eq!(d, input);
+    }
+
+    /// Kafka 4.4.0's bytes (`Compression.zstd().build().wrapForOutput(..)`, zstd-jni 1.5.7-17, written then
+    /// closed) of `sample(n)`: the frame header without content size, the data block, an empty last block.
+    #[test]
+    fn zstd_is_byte_for_byte_kafkas_stream() {
+        let kafka_1000_start = "28b52ffd0058e408002411000102030405060708090a0b0c0d0e0f";
+        let mut c = Vec::new();
+        Compression::Zstd.compress(&sample(1000), &mut c);
+        let hex: String = c.iter().map(|b| format!("{b:02x}")).collect();
+        assert!(hex.starts_with(kafka_1000_start), "{}", &hex[..60]);
+        assert_eq!(c.len(), 296, "Kafka's stream is 296 bytes");
+        assert_eq!(
+            crc32fast::hash(&c),
+            0x9cf1_2ac4,
+            "CRC-32 of Kafka's 296 bytes"
+        );
+        assert_eq!(
+            &c[c.len() - 3..],
+            &[0x01, 0x00, 0x00],
+            "an empty last raw block"
+        );
+        let mut empty = Vec::new();
+        Compression::Zstd.compress(&[], &mut empty);
+        assert_eq!(
+            empty,
+            [0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x00, 0x01, 0x00, 0x00]
+        );
+        // Across blocks (200 000 bytes: Kafka's stream is 10 448 bytes) the same holds.
+        let mut big = Vec::new();
+        Compression::Zstd.compress(&sample(200_000), &mut big);
+        assert_eq!(big.len(), 10_448);
+        assert_eq!(
+            crc32fast::hash(&big),
+            0x4cdb_a5d6,
+            "CRC-32 of Kafka's 10 448 bytes"
+        );
+        assert_eq!(&big[4..6], &[0x00, 0x58]);
+        assert_eq!(&big[big.len() - 3..], &[0x01, 0x00, 0x00]);
     }
 
     #[test]

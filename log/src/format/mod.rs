@@ -10,6 +10,7 @@ mod builder;
 mod compression;
 mod control;
 mod header;
+mod java_utf8;
 mod legacy;
 mod record;
 mod record_layout;

@@ -151,6 +151,13 @@ impl LogSegment {
         Ok(Err(problem))
     }
 
+    /// Kafka's `offsetIndex.lookup(target).position` (checked as [`LogSegment::translate_offset`]'s start
+    /// is): where a walk for `target` starts, at or before its batch (the cleaner's map build reads the
+    /// batches from there, as Kafka's `buildOffsetMapForSegment` does).
+    pub fn index_lookup_position(&self, target: i64) -> Result<u64, Error> {
+        Ok(self.indexed_position(target, None)?.0)
+    }
+
     /// Kafka's `offsetIndex.lookup(target).position`, checked: the position of the largest entry at or
     /// below `target` whose batch checks out (with its header, when one was read), trying a few entries
     /// before a bad one, then 0.

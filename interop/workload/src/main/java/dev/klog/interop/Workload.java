@@ -134,6 +134,8 @@ public final class Workload {
             case "describe-topic" -> describeTopic(args[1], args[2]);
             case "elect-leaders" -> electLeaders(args[1], args[2], Integer.parseInt(args[3]), args[4]);
             case "fixture-batches" -> FixtureBatches.run(args[1], args[2]);
+            case "filter-to" -> FilterTo.run(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
+            case "filter-to-bytes" -> FilterTo.runBytes(args[1], args[2]);
             case "group-read" -> groupRead(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
             default -> usage();
         }
@@ -141,7 +143,8 @@ public final class Workload {
 
     private static void usage() {
         System.err.println("usage: Workload create-topic|create-topic-assigned|produce|send|consume|delete-records|"
-                + "describe-topic|elect-leaders|commit-offsets|open-transactions|fixture-batches BOOTSTRAP TOPIC [...]");
+                + "describe-topic|elect-leaders|commit-offsets|open-transactions|fixture-batches BOOTSTRAP TOPIC [...]"
+                + " | filter-to SCENARIO RECORDS VALUE_BYTES | filter-to-bytes DROP HEX");
         System.exit(2);
     }
 
