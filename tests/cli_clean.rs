@@ -442,3 +442,77 @@ fn output_into_a_closed_pipe_still_cleans_every_partition() {
         assert!(checkpoint.contains(&format!("c {p} ")), "{checkpoint}");
     }
 }
+
+#[test]
+fn a_cluster_root_cleans_its_compacted_topics_with_cluster_json_configs() {
+    use klog::log::clock::SystemClock;
+    use klog::mirror::{Cluster, ClusterOptions};
+    let root = scratch_dir("cli-clean-cluster").join("c");
+    let cluster = Cluster::init(
+        Arc::new(StdStorage),
+        Arc::new(SystemClock),
+        &root,
+        ClusterOptions::default(),
+    )
+    .unwrap();
+    let compact = [
+        ("cleanup.policy".to_owned(), "compact".to_owned()),
+        ("segment.bytes".to_owned(), "1024".to_owned()),
+    ];
+    cluster.create_topic("c", 1, None, &compact).unwrap();
+    cluster.create_topic("d", 1, None, &[]).unwrap();
+    for round in 0..8 {
+        let mut b = BatchBuilder::new(Compression::None);
+        for k in 0..5 {
+            let value = format!("r{round}-{}", "x".repeat(60));
+            b.append(
+                T,
+                Some(format!("k{k}").as_bytes()),
+                Some(value.as_bytes()),
+                &[],
+            )
+            .unwrap();
+        }
+        cluster.produce("c", 0, &mut b.build().unwrap()).unwrap();
+    }
+    cluster.log("c", 0).unwrap().roll().unwrap();
+    cluster.close().unwrap();
+    drop(cluster);
+    let before = Tree::of(&root);
+    let (code, dry, err) = clean_json(&[s(&root), "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(Tree::of(&root), before, "a dry run changes nothing");
+    let (code, reports, err) = clean_json(&[s(&root)]);
+    assert_eq!(code, 0, "{err}");
+    let by_name = |rs: &[Value], n: &str| rs.iter().find(|r| r["partition"] == n).cloned().unwrap();
+    let c = by_name(&reports, "c-0");
+    assert_eq!(c["cleaned"], true, "{c}");
+    assert_eq!(c["stats"]["records_retained"], 5, "{c}");
+    assert_eq!(by_name(&dry, "c-0")["stats"], c["stats"]);
+    let d = by_name(&reports, "d-0");
+    assert_eq!(
+        d["skipped"], "not compacted (cleanup.policy has no compact)",
+        "{d}"
+    );
+    // The internal topics are compacted, with nothing dirty yet.
+    let state = by_name(&reports, "__mirror_state-0");
+    assert_eq!(state["cleaned"], false, "{state}");
+    assert!(state["skipped"].as_str().is_some(), "{state}");
+    // The cluster opens again, with the latest value of every key.
+    let cluster = Cluster::open(Arc::new(StdStorage), Arc::new(SystemClock), &root).unwrap();
+    let log = cluster.log("c", 0).unwrap();
+    let read = log.read(0, 1 << 20, None, true).unwrap();
+    let bytes = read.records.as_slice().to_vec();
+    let mut scratch = Vec::new();
+    let mut values = Vec::new();
+    for batch in Batches::new(&bytes) {
+        let AnyBatch::V2(batch) = batch.unwrap() else {
+            panic!("a legacy batch")
+        };
+        for r in batch.records(&mut scratch).unwrap() {
+            values.push(String::from_utf8(r.unwrap().value.unwrap().to_vec()).unwrap());
+        }
+    }
+    assert_eq!(values, vec![format!("r7-{}", "x".repeat(60)); 5]);
+    cluster.close().unwrap();
+}

@@ -210,3 +210,59 @@ fn months_of_commits_and_state_updates_stay_within_a_bound_independent_of_durati
     assert!(16 * long.week_state_bytes > 6 * state_bound, "{long:?}");
     assert_eq!(long.commits, 4 * short.commits);
 }
+
+/// A compacted topic mirrored into the node keeps the source's batches byte for byte while it is
+/// mirrored (the cleaner leaves it alone); once failed over (STOPPED) it is the node's, and the
+/// background cleaner compacts it.
+#[test]
+fn a_mirrored_compacted_topic_is_cleaned_only_once_it_is_stopped() {
+    let env = Env::new();
+    let a = env.cluster("a");
+    let compact = [
+        ("cleanup.policy".to_owned(), "compact".to_owned()),
+        ("segment.bytes".to_owned(), "1024".to_owned()),
+    ];
+    a.create_topic("t", 1, None, &compact).unwrap();
+    for _ in 0..12 {
+        a.produce("t", 0, &mut plain(3, "same")).unwrap();
+    }
+    let b = env.cluster("b");
+    link(&b, "m", &a);
+    all_ok(b.add_topics("m", &topics(&["t"])).unwrap());
+    converge(&b, "mirroring", |b| {
+        state_of(b, "t", 0) == Some(MirrorState::Mirroring)
+            && log(b, "t").log_end_offset() == log(&a, "t").log_end_offset()
+    });
+    assert!(log(&b, "t").config().cleanup_policy.compact);
+    for _ in 0..5 {
+        env.clock.advance(20_000);
+        b.tick();
+    }
+    assert_eq!(
+        batches(&log(&b, "t")),
+        batches(&log(&a, "t")),
+        "mirrored bytes kept"
+    );
+    let before = log(&b, "t").size_in_bytes();
+    all_ok(b.remove_topics("m", &topics(&["t"])).unwrap());
+    converge(&b, "stopped", |b| {
+        state_of(b, "t", 0) == Some(MirrorState::Stopped)
+    });
+    // The failover's barrier went into the active segment; roll so the mirrored data is cleanable.
+    log(&b, "t").roll().unwrap();
+    let mut cleaned = false;
+    for _ in 0..5 {
+        env.clock.advance(20_000);
+        cleaned |= b
+            .tick()
+            .cleaned
+            .iter()
+            .any(|c| c.topic == "t" && c.cleaned && c.error.is_none());
+    }
+    assert!(cleaned, "the stopped topic was cleaned");
+    assert!(
+        log(&b, "t").size_in_bytes() < before / 4,
+        "{} of {before}",
+        log(&b, "t").size_in_bytes()
+    );
+}
