@@ -56,8 +56,8 @@ pub use cluster::{
 };
 pub use error::{Error, MirrorError};
 pub use kafka_source::KafkaSource;
-pub use log_cleaner::CleanerSettings;
-pub use manager::{CleanedSummary, OffsetClamp, TickReport};
+pub use log_cleaner::{CleanedSummary, CleanerSettings};
+pub use manager::{OffsetClamp, TickReport};
 pub use metadata::{DesiredState, StopMode};
 pub use serving::LocalSource;
 pub use source::MirrorSource;

@@ -76,6 +76,46 @@ pub struct CleanedLog {
     pub result: Result<CleanReport, Error>,
 }
 
+/// What the tick's cleaner pass did to one log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CleanedSummary {
+    /// The partition's topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// Whether segments were replaced.
+    pub cleaned: bool,
+    /// The log's bytes before and after the pass.
+    pub bytes_before: u64,
+    /// After.
+    pub bytes_after: u64,
+    /// The partition's new `cleaner-offset-checkpoint` entry.
+    pub end_offset: i64,
+    /// Why the pass failed, if it did.
+    pub error: Option<String>,
+}
+
+impl CleanedSummary {
+    /// The summary of one pass of the cleaner step.
+    pub(crate) fn of(done: CleanedLog) -> Self {
+        let mut summary = CleanedSummary {
+            topic: done.topic,
+            partition: done.partition,
+            ..CleanedSummary::default()
+        };
+        match done.result {
+            Ok(r) => {
+                summary.cleaned = r.cleaned;
+                summary.bytes_before = r.bytes_before;
+                summary.bytes_after = r.bytes_after;
+                summary.end_offset = r.end_offset;
+            }
+            Err(e) => summary.error = Some(e.to_string()),
+        }
+        summary
+    }
+}
+
 /// The cleaner step's schedule between ticks.
 #[derive(Debug, Default)]
 pub(crate) struct CleanerSchedule {

@@ -33,7 +33,7 @@ use klog_log::checkpoint::TopicId;
 use klog_log::partition_log::{PartitionLog, WriteMode};
 
 use crate::error::Error;
-use crate::log_cleaner::{CleanerSchedule, CleanerSettings};
+use crate::log_cleaner::{CleanedSummary, CleanerSchedule, CleanerSettings};
 use crate::metadata::{DesiredState, TopicMeta};
 use crate::node::{lock, Node};
 use crate::records::{MirrorKey, MirrorRecord, PartitionStateValue};
@@ -140,25 +140,6 @@ pub struct TickReport {
     /// The cleaner pass the tick ran, if one was due and a compacted log was cleanable (a failed pass is
     /// in `errors` too).
     pub cleaned: Vec<CleanedSummary>,
-}
-
-/// What the tick's cleaner pass did to one log.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CleanedSummary {
-    /// The partition's topic.
-    pub topic: String,
-    /// The partition.
-    pub partition: i32,
-    /// Whether segments were replaced.
-    pub cleaned: bool,
-    /// The log's bytes before and after the pass.
-    pub bytes_before: u64,
-    /// After.
-    pub bytes_after: u64,
-    /// The partition's new `cleaner-offset-checkpoint` entry.
-    pub end_offset: i64,
-    /// Why the pass failed, if it did.
-    pub error: Option<String>,
 }
 
 impl TickReport {
@@ -383,30 +364,16 @@ impl Manager {
 
     /// The log cleaner's step (`crate::log_cleaner`): at most one bounded pass, when due.
     fn clean_step(&self, now: i64, report: &mut TickReport) {
-        let Some(done) = lock(&self.cleaner).maybe_clean(&self.node, &self.settings.cleaner, now)
-        else {
-            return;
-        };
-        let mut summary = CleanedSummary {
-            topic: done.topic.clone(),
-            partition: done.partition,
-            ..CleanedSummary::default()
-        };
-        match done.result {
-            Ok(r) => {
-                summary.cleaned = r.cleaned;
-                summary.bytes_before = r.bytes_before;
-                summary.bytes_after = r.bytes_after;
-                summary.end_offset = r.end_offset;
-            }
-            Err(e) => {
+        let done = lock(&self.cleaner).maybe_clean(&self.node, &self.settings.cleaner, now);
+        if let Some(summary) = done.map(CleanedSummary::of) {
+            if let Some(e) = &summary.error {
+                let error = format!("log cleaner: {e}");
                 report
                     .errors
-                    .push((done.topic, done.partition, format!("log cleaner: {e}")));
-                summary.error = Some(e.to_string());
+                    .push((summary.topic.clone(), summary.partition, error));
             }
+            report.cleaned.push(summary);
         }
-        report.cleaned.push(summary);
     }
 
     /// The earliest time after `now` a partition wants another try (see [`retry::next_retry_ms`]).
