@@ -220,6 +220,14 @@ fn checkpoints_at_the_ends_of_the_range_open_without_a_panic() {
                 vec!["producers", s(&dir), "--json"],
                 vec!["verify", s(&logs)],
                 vec!["recover", s(&logs), "--dry-run"],
+                vec![
+                    "clean",
+                    s(&logs),
+                    "--dry-run",
+                    "--force",
+                    "--config",
+                    "cleanup.policy=compact",
+                ],
             ] {
                 let out = klog(&args);
                 assert_no_panic(&out, &format!("{args:?} with {file} = {value}"));
@@ -473,4 +481,28 @@ fn dump_with_stderr_into_a_closed_pipe_finishes_without_a_panic() {
     write_batches(&file, &batches);
     let out = run_with_closed_pipe(&["dump", "--deep", s(&file)], Streams::Stderr);
     assert_ne!(out.status.code(), Some(101), "dump panicked");
+}
+
+#[test]
+fn a_cleaner_checkpoint_at_the_ends_of_the_range_cleans_without_a_panic() {
+    let root = scratch_dir("no-panic-cleaner-checkpoint");
+    partition_with(&root, "t-0", 5);
+    let logs = root.join("logs");
+    for value in [i64::MIN, -1, 3, i64::MAX] {
+        set_checkpoint(&logs, "cleaner-offset-checkpoint", &format!("t 0 {value}"));
+        for dry_run in [true, false] {
+            let mut args = vec!["clean", s(&logs), "--force", "--json"];
+            args.extend(["--config", "cleanup.policy=compact", "--now", "1"]);
+            if dry_run {
+                args.push("--dry-run");
+            }
+            let out = klog(&args);
+            assert_no_panic(&out, &format!("{args:?} with the checkpoint at {value}"));
+            assert!(
+                out.status.success(),
+                "{args:?} at {value}: {}",
+                stderr(&out)
+            );
+        }
+    }
 }

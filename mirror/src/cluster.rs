@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use klog_log::checkpoint::TopicId;
+use klog_log::cleaner::{CleanOptions, CleanerConfig};
 use klog_log::clock::Clock;
 use klog_log::io::{BackendChoice, IoBackend, IoWorkload, StdStorage, Storage};
 use klog_log::log_dir::LogDir;
@@ -22,6 +23,7 @@ use crate::config_sync::{self, AclEntry, TopicConfigs};
 use crate::describe;
 use crate::error::Error;
 use crate::groups::{self, GroupOffsetDescription, OffsetKey};
+use crate::log_cleaner::{self, CleanedLog};
 use crate::manager::resolver::SourceFactory;
 use crate::manager::{Manager, TickReport};
 use crate::metadata::{ClusterMeta, MirrorMeta, StopMode, TopicMeta};
@@ -385,6 +387,16 @@ impl Cluster {
     /// Every committed offset with its partition's log end and the lag.
     pub fn describe_groups(&self) -> Result<Vec<GroupOffsetDescription>, Error> {
         groups::describe(&self.node)
+    }
+
+    // ---- the log cleaner ------------------------------------------------------------------------------
+
+    /// One cleaner pass on each compacted log of the cluster the node's cleaner may clean (`__mirror_state`,
+    /// `__consumer_offsets`, compacted topics not being mirrored) that is cleanable, or every one with
+    /// `opts.force`; a skipped report for the other partitions. In (topic, partition) order, each log on
+    /// its own (`klog clean ROOT`; `tick` runs the same cleaner in the background).
+    pub fn clean(&self, config: &CleanerConfig, opts: &CleanOptions) -> Vec<CleanedLog> {
+        log_cleaner::clean_all(&self.node, config, opts)
     }
 
     // ---- the manager ----------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ use klog_log::partition_log::PartitionLog;
 use serde::Serialize;
 
 use crate::error::{Error, MirrorError};
-use crate::node::{lock, mirror_state_config, partition_dir_name, random_bytes, Node};
+use crate::node::{consumer_offsets_config, lock, partition_dir_name, random_bytes, Node};
 use crate::source::CommittedOffset;
 
 /// `offsets.topic.num.partitions`: Kafka's default, which a broker adopting these files must also use
@@ -279,7 +279,7 @@ fn offsets_log(node: &Node, p: i32) -> Result<Arc<PartitionLog>, Error> {
     .unwrap_or_else(|| TopicId::from_random(random_bytes()));
     let (log, _) = lock(&node.log_dir).open_partition_with_clock(
         &partition_dir_name(CONSUMER_OFFSETS_TOPIC, p),
-        mirror_state_config()?,
+        consumer_offsets_config()?,
         Arc::clone(&node.clock),
     )?;
     log.set_topic_id(id)?;

@@ -17,7 +17,9 @@ use klog_log::partition_log::{OpenOptions, PartitionLog};
 use klog_recovery::swap::complete_swaps;
 
 use crate::error::Error;
-use crate::node::{lock, mirror_state_config, topic_config, unknown_topic, Node};
+use crate::node::{
+    consumer_offsets_config, lock, mirror_state_config, topic_config, unknown_topic, Node,
+};
 use crate::store::MIRROR_STATE_TOPIC;
 
 impl Node {
@@ -54,7 +56,7 @@ impl Node {
         else {
             return Ok(());
         };
-        let log = Arc::new(self.reopen(&old, mirror_state_config()?)?);
+        let log = Arc::new(self.reopen(&old, consumer_offsets_config()?)?);
         lock(&self.logs).insert((CONSUMER_OFFSETS_TOPIC.to_owned(), partition), log);
         Ok(())
     }

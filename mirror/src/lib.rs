@@ -14,6 +14,8 @@
 //! - [`topics`] and [`admin`]: topic and mirror administration on a node; [`config_sync`]: the
 //!   topic configs and ACL bindings a mirror takes from its source (and the local ACL list);
 //! - [`groups`]: consumer-group offsets on a node, in Kafka's `__consumer_offsets` records;
+//! - [`log_cleaner`]: the node's log cleaner, a step of the manager's tick (the dirtiest compacted log,
+//!   one pass bounded by an I/O budget, every `log.cleaner.backoff.ms`);
 //! - [`serving`]: a node answering another cluster's mirror fetches ([`LocalSource`]), open in this
 //!   process or read from disk through `disk_view` (a refreshed read-only view, no lock);
 //! - [`manager`]: the step function that runs PREPARING, MIRRORING (the fetcher), PAUSING, STOPPING
@@ -37,6 +39,7 @@ mod heal;
 pub mod import;
 pub mod kafka_source;
 mod kafka_wire;
+pub mod log_cleaner;
 pub mod manager;
 pub mod metadata;
 pub mod node;
@@ -53,6 +56,7 @@ pub use cluster::{
 };
 pub use error::{Error, MirrorError};
 pub use kafka_source::KafkaSource;
+pub use log_cleaner::{CleanedSummary, CleanerSettings};
 pub use manager::{OffsetClamp, TickReport};
 pub use metadata::{DesiredState, StopMode};
 pub use serving::LocalSource;

@@ -19,24 +19,21 @@ use crate::sync_config::SyncFilters;
 pub const METADATA_FILE: &str = "cluster.json";
 /// The topic config that names a topic's mirror (seed design).
 pub const MIRROR_NAME_CONFIG: &str = "mirror.name";
-/// Kafka topic configs klog keeps in the metadata but does not apply to its logs: it has no log
-/// cleaner, no replicas, no recompression. A mirror carries them (unless its
-/// `topic.properties.exclude` leaves them out) so that the topic is whole after a failover, for
-/// whoever runs it then.
-pub const UNAPPLIED_TOPIC_CONFIGS: [&str; 15] = [
-    "cleanup.policy",
+/// Kafka topic configs klog keeps in the metadata but does not apply to its logs: it has no replicas
+/// and no recompression. A mirror carries them (unless its `topic.properties.exclude` leaves them out)
+/// so that the topic is whole after a failover, for whoever runs it then. The compaction configs
+/// (`cleanup.policy`, `min.cleanable.dirty.ratio`, `min.compaction.lag.ms`, `max.compaction.lag.ms`,
+/// `delete.retention.ms`) are applied: klog's `LogConfig` takes them and its cleaner runs them
+/// (`crate::cleaning`).
+pub const UNAPPLIED_TOPIC_CONFIGS: [&str; 10] = [
     "compression.gzip.level",
     "compression.lz4.level",
     "compression.type",
     "compression.zstd.level",
-    "delete.retention.ms",
     "follower.replication.throttled.replicas",
     "leader.replication.throttled.replicas",
-    "max.compaction.lag.ms",
     "message.downconversion.enable",
     "message.timestamp.difference.max.ms",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
     "min.insync.replicas",
     "unclean.leader.election.enable",
 ];
@@ -308,13 +305,6 @@ pub fn validate_unapplied_config(key: &str, value: &str) -> Result<(), String> {
     let v = value.trim();
     let int_in = |min: i64, max: i64| v.parse::<i64>().is_ok_and(|n| (min..=max).contains(&n));
     let ok = match key {
-        "cleanup.policy" => {
-            !value.is_empty()
-                && value
-                    .split(',')
-                    .all(|p| matches!(p.trim(), "delete" | "compact"))
-        }
-        "min.cleanable.dirty.ratio" => v.parse::<f64>().is_ok_and(|r| (0.0..=1.0).contains(&r)),
         "compression.type" => {
             matches!(
                 v,

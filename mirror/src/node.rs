@@ -177,7 +177,8 @@ impl Node {
         let mut logs = BTreeMap::new();
         let mut state_logs = Vec::new();
         let mut reports = Vec::new();
-        // `__mirror_state` is never trimmed by time or size: only compaction removes its records.
+        // `__mirror_state` is never trimmed by time or size (compacted only): the cleaner removes its
+        // superseded records.
         let internal = LogLoader::new(Arc::clone(&storage), mirror_state_config()?)
             .with_clock(Arc::clone(&clock));
         let ensure_dir = |name: &str| {
@@ -207,8 +208,10 @@ impl Node {
             }
         }
         // `__consumer_offsets` partitions exist once a group committed there (`crate::groups`).
+        let offsets = LogLoader::new(Arc::clone(&storage), consumer_offsets_config()?)
+            .with_clock(Arc::clone(&clock));
         for (p, name) in consumer_offsets_dirs(storage.as_ref(), root)? {
-            let (log, report) = internal.load_partition(&log_dir, &name, false)?;
+            let (log, report) = offsets.load_partition(&log_dir, &name, false)?;
             reports.push(report);
             log.update_high_watermark(log.log_end_offset());
             logs.insert((CONSUMER_OFFSETS_TOPIC.to_owned(), p), Arc::new(log));
@@ -572,11 +575,27 @@ pub(crate) fn unknown_topic(topic: &str) -> Error {
     )
 }
 
-/// `__mirror_state`'s log configuration: `retention.ms=-1`, `retention.bytes=-1`.
+/// The segment size of klog's coordinator-state topics: Kafka's `offsets.topic.segment.bytes` and
+/// `transaction.state.log.segment.bytes` default (100 MiB), which `__mirror_state` follows too.
+const INTERNAL_SEGMENT_BYTES: &str = "segment.bytes=104857600";
+
+/// `__mirror_state`'s log configuration: compacted only (`cleanup.policy=compact`, as Kafka creates its
+/// coordinators' topics), so neither time nor size retention ever removes a state; the cleaner keeps it
+/// bounded (`crate::cleaning`).
 pub(crate) fn mirror_state_config() -> Result<LogConfig, Error> {
     Ok(LogConfig::from_pairs([
-        "retention.ms=-1",
-        "retention.bytes=-1",
+        "cleanup.policy=compact",
+        INTERNAL_SEGMENT_BYTES,
+    ])?)
+}
+
+/// `__consumer_offsets`' log configuration, the configs Kafka's group coordinator creates it with
+/// (`GroupCoordinatorService.groupMetadataTopicConfigs`): `cleanup.policy=compact` and
+/// `offsets.topic.segment.bytes`. (`compression.type=producer` is klog's only behaviour.)
+pub(crate) fn consumer_offsets_config() -> Result<LogConfig, Error> {
+    Ok(LogConfig::from_pairs([
+        "cleanup.policy=compact",
+        INTERNAL_SEGMENT_BYTES,
     ])?)
 }
 

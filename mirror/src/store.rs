@@ -4,11 +4,10 @@
 //! batch per coordinator partition, all of them synced together. Opening replays every
 //! partition from its start; tombstones remove keys.
 //!
-//! Compaction: when a partition holds at least [`COMPACT_MIN_RECORDS`] records and four times as many as
-//! it has live keys, the live records are appended again in their original order into a fresh segment,
-//! the log start moves to them and the older segments are deleted. A crash anywhere in between leaves
-//! either both copies (replay keeps the later, identical one) or only the new one. Relative order is
-//! kept, so "an LME written after the STOPPING state" still reads the same after compaction.
+//! Compaction is the log cleaner's, as for Kafka's coordinators: the topic is `cleanup.policy=compact`
+//! and the node's cleaner (`crate::log_cleaner`) passes over its partitions in the background. A pass
+//! keeps each key's latest record at its own offset, so replay reads the same state before and after
+//! it, and the order of offsets still tells "an LME written after the STOPPING state".
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,12 +38,7 @@ pub struct MirrorStateStore {
     lmes: BTreeMap<MirrorKey, Stored<i32>>,
     now: Arc<dyn Fn() -> i64 + Send + Sync>,
     sync: bool,
-    /// Records (tombstones included) in each partition's log since its start.
-    records: Vec<u64>,
 }
-
-/// Below this many records a partition is never compacted.
-pub const COMPACT_MIN_RECORDS: u64 = 1024;
 
 impl std::fmt::Debug for MirrorStateStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,18 +61,15 @@ impl MirrorStateStore {
             lmes: BTreeMap::new(),
             now,
             sync: true,
-            records: Vec::new(),
         };
         for p in 0..store.partitions.len() {
-            let n = store.replay(p)?;
-            store.records.push(n);
+            store.replay(p)?;
         }
         Ok(store)
     }
 
-    /// Replays partition `p`; returns how many records it holds.
-    fn replay(&mut self, p: usize) -> Result<u64, Error> {
-        let mut count = 0;
+    /// Replays partition `p` into the cache.
+    fn replay(&mut self, p: usize) -> Result<(), Error> {
         let log = Arc::clone(&self.partitions[p]);
         let mut offset = log.log_start_offset();
         let end = log.log_end_offset();
@@ -104,12 +95,11 @@ impl MirrorStateStore {
                     let decoded = MirrorRecord::decode(record.key, record.value)
                         .map_err(|e| Error::corrupt_state(p, record.offset, e))?;
                     self.apply(decoded, record.offset);
-                    count += 1;
                 }
             }
             offset = read.next_offset;
         }
-        Ok(count)
+        Ok(())
     }
 
     fn apply(&mut self, record: MirrorRecord, offset: i64) {
@@ -187,7 +177,7 @@ impl MirrorStateStore {
             appended.iter().map(|_| Ok(())).collect()
         };
         for ((p, first, records), synced) in appended.into_iter().zip(synced) {
-            let result = synced.and_then(|()| self.applied(p as usize, first, records));
+            let result = synced.map(|()| self.applied(first, records));
             results.insert(p, result);
         }
         results
@@ -222,24 +212,11 @@ impl MirrorStateStore {
         key.coordinator_partition(self.partition_count())
     }
 
-    /// Takes a synced batch of partition `p` starting at `first` into the cache, then compacts if due.
-    fn applied(&mut self, p: usize, first: i64, records: Vec<MirrorRecord>) -> Result<(), Error> {
-        self.records[p] += records.len() as u64;
+    /// Takes a synced batch starting at `first` into the cache.
+    fn applied(&mut self, first: i64, records: Vec<MirrorRecord>) {
         for (i, r) in records.into_iter().enumerate() {
             self.apply(r, first + i as i64);
         }
-        self.maybe_compact(p)
-    }
-
-    /// Appends `records` to partition `p` as one batch, synced (unless syncing is off); returns the first
-    /// offset.
-    fn append(&self, p: usize, records: &[MirrorRecord]) -> Result<i64, Error> {
-        let first = self.append_unsynced(p, records)?;
-        if self.sync {
-            let log = &self.partitions[p];
-            log.flush(log.log_end_offset())?;
-        }
-        Ok(first)
     }
 
     /// Appends `records` to partition `p` as one batch, not yet synced; returns the first offset.
@@ -255,63 +232,6 @@ impl MirrorStateStore {
         let info = log.append_as_leader(&mut bytes, 0)?;
         log.update_high_watermark(log.log_end_offset());
         Ok(info.first_offset)
-    }
-
-    /// The live records of partition `p`, in the order they were written.
-    fn live_records(&self, p: usize) -> Vec<(i64, MirrorRecord)> {
-        let n = self.partition_count();
-        let mut live: Vec<(i64, MirrorRecord)> = self
-            .states
-            .iter()
-            .filter(|(k, _)| k.coordinator_partition(n) as usize == p)
-            .map(|(k, s)| {
-                (
-                    s.offset,
-                    MirrorRecord::State(k.clone(), Some(s.value.clone())),
-                )
-            })
-            .chain(
-                self.lmes
-                    .iter()
-                    .filter(|(k, _)| k.coordinator_partition(n) as usize == p)
-                    .map(|(k, s)| {
-                        (
-                            s.offset,
-                            MirrorRecord::LastMirrorEpoch(k.clone(), Some(s.value)),
-                        )
-                    }),
-            )
-            .collect();
-        live.sort_by_key(|(offset, _)| *offset);
-        live
-    }
-
-    fn maybe_compact(&mut self, p: usize) -> Result<(), Error> {
-        let live = self.live_records(p);
-        let records = self.records[p];
-        if records < COMPACT_MIN_RECORDS || records < 4 * live.len() as u64 {
-            return Ok(());
-        }
-        let log = Arc::clone(&self.partitions[p]);
-        log.roll()?;
-        let records: Vec<MirrorRecord> = live.into_iter().map(|(_, r)| r).collect();
-        let first = if records.is_empty() {
-            log.log_end_offset()
-        } else {
-            self.append(p, &records)?
-        };
-        log.increment_log_start_offset(first)?;
-        log.delete_old_segments()?;
-        self.records[p] = records.len() as u64;
-        for (i, r) in records.into_iter().enumerate() {
-            self.apply(r, first + i as i64);
-        }
-        Ok(())
-    }
-
-    /// Records (tombstones included) in partition `p`'s log.
-    pub fn records_in(&self, p: usize) -> u64 {
-        self.records[p]
     }
 
     /// A partition's stored state.
@@ -374,8 +294,7 @@ impl MirrorStateStore {
         self.states.retain(|k, _| elsewhere(k));
         self.lmes.retain(|k, _| elsewhere(k));
         self.partitions[p] = log;
-        self.records[p] = self.replay(p)?;
-        Ok(())
+        self.replay(p)
     }
 
     /// Tombstones for every record of `mirror`.
@@ -412,9 +331,11 @@ mod tests {
     }
 
     fn open(storage: &Arc<dyn Storage>) -> MirrorStateStore {
-        let config =
-            klog_log::config::LogConfig::from_pairs(["retention.ms=-1", "segment.bytes=65536"])
-                .unwrap();
+        let config = klog_log::config::LogConfig::from_pairs([
+            "cleanup.policy=compact",
+            "segment.bytes=65536",
+        ])
+        .unwrap();
         let (log, _) = PartitionLog::open_with_clock(
             Arc::clone(storage),
             Path::new("/sim/__mirror_state-0"),
@@ -599,8 +520,11 @@ mod tests {
         assert_eq!(store.state(&key(0)).unwrap().value.state_epoch, 1);
     }
 
+    /// The log cleaner's pass over a `__mirror_state` partition keeps what replay reads: the latest
+    /// state of each key, a tombstone's absence, and an LME that still follows its STOPPING record.
     #[test]
-    fn compaction_keeps_the_live_records_in_order_and_bounds_the_log() {
+    fn a_cleaner_pass_keeps_the_replayed_state_and_the_order_of_offsets() {
+        use klog_log::cleaner::{CleanOptions, CleanerConfig};
         let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(7));
         let mut store = open(&storage);
         for i in 0..5000 {
@@ -613,30 +537,13 @@ mod tests {
                 .write(vec![MirrorRecord::State(key(i % 4), state(s))])
                 .unwrap();
         }
-        store
-            .write(vec![MirrorRecord::State(key(3), None)])
-            .unwrap();
-        store
-            .write(vec![MirrorRecord::State(
-                key(1),
-                state(MirrorState::Stopping),
-            )])
-            .unwrap();
-        store
-            .write(vec![MirrorRecord::LastMirrorEpoch(key(1), Some(5))])
-            .unwrap();
-        assert!(
-            store.records_in(0) < COMPACT_MIN_RECORDS,
-            "{}",
-            store.records_in(0)
-        );
-        let log = Arc::clone(&store.partitions[0]);
-        assert!(log.log_start_offset() > 4000, "{}", log.log_start_offset());
-        assert!(
-            log.segment_base_offsets().len() <= 3,
-            "{:?}",
-            log.segment_base_offsets()
-        );
+        for r in [
+            MirrorRecord::State(key(3), None),
+            MirrorRecord::State(key(1), state(MirrorState::Stopping)),
+            MirrorRecord::LastMirrorEpoch(key(1), Some(5)),
+        ] {
+            store.write(vec![r]).unwrap();
+        }
         let expect = |s: &MirrorStateStore| {
             let states: Vec<_> = (0..4)
                 .map(|p| s.state(&key(p)).map(|v| v.value.state))
@@ -658,75 +565,22 @@ mod tests {
             assert!(lme.offset > st, "the LME still follows its STOPPING record");
         };
         expect(&store);
+        let log = Arc::clone(&store.partitions[0]);
+        log.roll().unwrap();
+        let before = log.size_in_bytes();
+        let opts = CleanOptions {
+            now_ms: 1_700_000_000_000,
+            ..CleanOptions::default()
+        };
+        let report = log.clean(&CleanerConfig::default(), &opts, None).unwrap();
+        assert!(report.cleaned, "{report:?}");
+        assert!(
+            log.size_in_bytes() * 50 < before,
+            "{} of {before}",
+            log.size_in_bytes()
+        );
         drop((store, log));
-        // Replaying the compacted log gives the same state.
-        let store = open(&storage);
-        expect(&store);
-        assert!(store.records_in(0) < COMPACT_MIN_RECORDS);
-    }
-
-    /// Power off at every storage operation of the write that triggers a compaction: after the crash the
-    /// replayed state is the state before that write or after it, never anything else.
-    #[test]
-    fn a_crash_during_compaction_loses_nothing_that_was_written() {
-        let mut crashed = 0;
-        for k in 1.. {
-            let sim = Arc::new(SimStorage::new(k));
-            let storage: Arc<dyn Storage> = sim.clone();
-            let mut store = open(&storage);
-            store
-                .write(vec![MirrorRecord::State(
-                    key(1),
-                    state(MirrorState::Stopping),
-                )])
-                .unwrap();
-            store
-                .write(vec![MirrorRecord::LastMirrorEpoch(key(1), Some(9))])
-                .unwrap();
-            for i in 0..COMPACT_MIN_RECORDS - 3 {
-                let s = if i % 2 == 0 {
-                    MirrorState::Paused
-                } else {
-                    MirrorState::Mirroring
-                };
-                store
-                    .write(vec![MirrorRecord::State(key(0), state(s))])
-                    .unwrap();
-            }
-            let before = store.state(&key(0)).unwrap().value.state;
-            let start = sim.ops();
-            sim.power_off_at(start + k);
-            let result = store.write(vec![MirrorRecord::State(
-                key(0),
-                state(MirrorState::Stopped),
-            )]);
-            let finished = sim.ops() < start + k;
-            if finished {
-                result.unwrap();
-                assert!(store.records_in(0) < 10, "the write compacted the log");
-            }
-            drop(store);
-            sim.crash(true);
-            sim.clear_faults();
-            let store = open(&storage);
-            let after = store.state(&key(0)).unwrap().value.state;
-            assert!(
-                after == before || after == MirrorState::Stopped,
-                "k={k}: {after:?}"
-            );
-            assert_eq!(
-                store.state(&key(1)).unwrap().value.state,
-                MirrorState::Stopping,
-                "k={k}"
-            );
-            let lme = store.last_mirror_epoch(&key(1)).unwrap();
-            assert_eq!(lme.value, 9, "k={k}");
-            assert!(lme.offset > store.state(&key(1)).unwrap().offset, "k={k}");
-            if finished {
-                break;
-            }
-            crashed += 1;
-        }
-        assert!(crashed >= 5, "{crashed}");
+        // Replaying the cleaned log gives the same state.
+        expect(&open(&storage));
     }
 }

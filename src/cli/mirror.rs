@@ -675,6 +675,9 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 super::print_error(None, format_args!("{topic}-{p}: {e}"));
             }
         }
+        for c in &r.cleaned {
+            print_cleaned(c, args.json);
+        }
         if lag_printed.elapsed() >= lag_interval {
             lag_printed = Instant::now();
             print_lag(&cluster, args.json);
@@ -719,6 +722,27 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     // Stopped by a signal: closed cleanly, but the run did not end by itself (`docs/cli.md`, Signals).
     Ok(super::shutdown::requested().map_or(ExitCode::SUCCESS, super::shutdown::exit_code))
+}
+
+/// `mirror run`'s line for a pass of the background cleaner (a failed one is an error line already).
+fn print_cleaned(c: &klog::mirror::CleanedSummary, json: bool) {
+    if json {
+        say!(
+            "{}",
+            json!({"event": "cleaned", "topic": c.topic, "partition": c.partition, "cleaned": c.cleaned,
+                   "bytes_before": c.bytes_before, "bytes_after": c.bytes_after,
+                   "end_offset": c.end_offset, "error": c.error})
+        );
+    } else if c.error.is_none() {
+        say!(
+            "{}-{}: cleaned, {} -> {} bytes (cleaner checkpoint {})",
+            c.topic,
+            c.partition,
+            c.bytes_before,
+            c.bytes_after,
+            c.end_offset
+        );
+    }
 }
 
 /// `mirror run`'s periodic line per mirror: its lag as the fetcher last saw the sources' high

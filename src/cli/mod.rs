@@ -32,6 +32,7 @@ macro_rules! out {
 mod append;
 mod bench;
 mod bench_mirror;
+mod clean;
 mod cluster_open;
 mod demo;
 mod demo_export;
@@ -99,6 +100,8 @@ enum Command {
     Recover(recover::RecoverArgs),
     /// Check log directories without changing anything: CRCs, indexes, snapshots, checkpoints.
     Verify(recover::VerifyArgs),
+    /// Compact log directories as Kafka's log cleaner does: one pass on every compacted partition.
+    Clean(clean::CleanArgs),
     /// The topics, partitions and configs a KRaft metadata log (`__cluster_metadata-0`) states.
     Topics(topics::TopicsArgs),
     /// Append and flush random batches until killed, printing each flushed offset (the real-process kill
@@ -134,6 +137,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Producers(args) => producers::run(&args),
         Command::Recover(args) => recover::recover(&args),
         Command::Verify(args) => recover::verify(&args),
+        Command::Clean(args) => clean::run(&args),
         Command::Topics(args) => topics::run(&args),
         Command::Torture(args) => torture::run(&args),
         Command::Bench(args) => bench::run(&args),

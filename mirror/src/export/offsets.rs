@@ -18,7 +18,7 @@ use klog_log::log_dir::LogDir;
 use klog_log::partition_log::PartitionLog;
 
 use crate::error::Error;
-use crate::node::{mirror_state_config, partition_dir_name};
+use crate::node::{consumer_offsets_config, partition_dir_name};
 
 /// Records per batch written (Kafka's coordinator writes one batch per request; any size is valid).
 const RECORDS_PER_BATCH: usize = 500;
@@ -118,7 +118,7 @@ pub fn write(
     }
     let mut log_dir = LogDir::open(storage, out)?;
     // Never trimmed while written (Kafka applies the topic's own configs once it serves them).
-    let config = mirror_state_config()?;
+    let config = consumer_offsets_config()?;
     for (q, records) in replaced {
         let name = partition_dir_name(CONSUMER_OFFSETS_TOPIC, *q as i32);
         let (log, _) =

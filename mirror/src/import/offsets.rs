@@ -23,7 +23,7 @@ use klog_recovery::loader::LogLoader;
 
 use crate::error::Error;
 use crate::groups::{self, OffsetChange, OffsetKey, OFFSETS_TOPIC_PARTITIONS};
-use crate::node::{mirror_state_config, partition_dir_name};
+use crate::node::{consumer_offsets_config, partition_dir_name};
 use crate::source::CommittedOffset;
 
 /// Every offset committed in the broker's `__consumer_offsets` partitions `partitions` of log directory
@@ -35,7 +35,7 @@ pub(crate) fn read_broker_offsets(
 ) -> Result<BTreeMap<OffsetKey, CommittedOffset>, Error> {
     let reader = read_only_view(Arc::clone(storage));
     let log_dir = LogDir::open_read_only(Arc::clone(&reader), source)?;
-    let loader = LogLoader::new(reader, mirror_state_config()?);
+    let loader = LogLoader::new(reader, consumer_offsets_config()?);
     let mut out = BTreeMap::new();
     for &p in partitions {
         let name = partition_dir_name(CONSUMER_OFFSETS_TOPIC, p);
@@ -71,8 +71,11 @@ pub(crate) fn write_offsets(
         storage
             .create_dir_all(&dir)
             .map_err(|e| Error::io(&dir, e))?;
-        let (log, _) =
-            log_dir.open_partition_with_clock(&name, mirror_state_config()?, Arc::clone(clock))?;
+        let (log, _) = log_dir.open_partition_with_clock(
+            &name,
+            consumer_offsets_config()?,
+            Arc::clone(clock),
+        )?;
         log.set_topic_id(topic_id)?;
         let refs: Vec<&OffsetChange> = changes.iter().collect();
         let mut bytes = groups::offsets_batch(&refs, now)?;

@@ -33,6 +33,7 @@ use klog_log::checkpoint::TopicId;
 use klog_log::partition_log::{PartitionLog, WriteMode};
 
 use crate::error::Error;
+use crate::log_cleaner::{CleanedSummary, CleanerSchedule, CleanerSettings};
 use crate::metadata::{DesiredState, TopicMeta};
 use crate::node::{lock, Node};
 use crate::records::{MirrorKey, MirrorRecord, PartitionStateValue};
@@ -69,6 +70,8 @@ pub struct MirrorSettings {
     /// Sync `__mirror_state` writes and the log at STOPPING (before the LME is read, after the barrier).
     /// Off only in benchmarks that measure what the syncs cost: a crash may then lose state.
     pub fsync: bool,
+    /// The node's log cleaner (`log.cleaner.*`): how often a pass runs and what it may clean.
+    pub cleaner: CleanerSettings,
 }
 
 impl Default for MirrorSettings {
@@ -82,6 +85,7 @@ impl Default for MirrorSettings {
             failed_retry_max_backoff_ms: 300_000,
             failed_retry_max_attempts: 100,
             fsync: true,
+            cleaner: CleanerSettings::default(),
         }
     }
 }
@@ -133,6 +137,9 @@ pub struct TickReport {
     /// Local leader epochs bumped above the source's (EPOCH_FENCING, or a source epoch within
     /// `LEADER_EPOCH_BUMP_THRESHOLD` of ours).
     pub epoch_bumps: u64,
+    /// The cleaner pass the tick ran, if one was due and a compacted log was cleanable (a failed pass is
+    /// in `errors` too).
+    pub cleaned: Vec<CleanedSummary>,
 }
 
 impl TickReport {
@@ -216,6 +223,8 @@ pub struct Manager {
     /// Held for a whole tick: one tick's commit must never take (and not yet have written) another's
     /// queued transitions while that one runs their actions.
     ticking: Mutex<()>,
+    /// When the cleaner step next looks for a log to clean.
+    cleaner: Mutex<CleanerSchedule>,
 }
 
 impl Manager {
@@ -230,6 +239,7 @@ impl Manager {
             fetch_rotation: Mutex::new(BTreeMap::new()),
             pending: Mutex::new(Vec::new()),
             ticking: Mutex::new(()),
+            cleaner: Mutex::new(CleanerSchedule::default()),
         }
     }
 
@@ -341,6 +351,7 @@ impl Manager {
         self.commit_transitions(now, &mut report);
         // After the steps: a partition that reached MIRRORING this tick takes its offsets now.
         self.sync_group_offsets(now, &mut report);
+        self.clean_step(now, &mut report);
         report.next_retry_ms = self.next_retry_ms(now);
         // Kafka's periodic producer expiration, for partitions no append reached (an append runs it
         // itself): one clock read per partition when the check is not due.
@@ -349,6 +360,20 @@ impl Manager {
             log.maybe_expire_producers();
         }
         report
+    }
+
+    /// The log cleaner's step (`crate::log_cleaner`): at most one bounded pass, when due.
+    fn clean_step(&self, now: i64, report: &mut TickReport) {
+        let done = lock(&self.cleaner).maybe_clean(&self.node, &self.settings.cleaner, now);
+        if let Some(summary) = done.map(CleanedSummary::of) {
+            if let Some(e) = &summary.error {
+                let error = format!("log cleaner: {e}");
+                report
+                    .errors
+                    .push((summary.topic.clone(), summary.partition, error));
+            }
+            report.cleaned.push(summary);
+        }
     }
 
     /// The earliest time after `now` a partition wants another try (see [`retry::next_retry_ms`]).
@@ -425,6 +450,7 @@ impl Manager {
             all.epochs_learned += r.epochs_learned;
             all.epoch_bumps += r.epoch_bumps;
             all.offset_clamps.extend(r.offset_clamps);
+            all.cleaned.extend(r.cleaned);
             if !progressed {
                 break;
             }
