@@ -108,6 +108,19 @@ fn append_measures_then_reads_the_record_and_takes_its_choice() {
     assert_eq!(durable.3, "cached");
     assert_took_the_recorded_choice(&durable, &root);
 
+    // `klog clean` is a writer of the same directory: buffered, the recorded choice read back; its dry
+    // run is a reader and names no choice.
+    let rootp = root.to_str().unwrap();
+    let clean = chosen(&klog_v(&["clean", rootp]), &root);
+    assert_eq!(
+        (clean.0.as_str(), clean.3.as_str()),
+        ("buffered", "cached"),
+        "{clean:?}"
+    );
+    assert_took_the_recorded_choice(&clean, &root);
+    let dry = klog_v(&["clean", "--dry-run", rootp]);
+    assert!(!dry.contains("io_backend chosen"), "{dry}");
+
     // Forced: no decision consulted.
     let forced = chosen(
         &klog_v(&["append", part, BATCHES, "--config", "io_backend=std"]),

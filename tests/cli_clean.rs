@@ -399,7 +399,8 @@ fn a_directory_another_process_holds_is_refused() {
     let out = klog(&["clean", s(&root), "--config", "cleanup.policy=compact"]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(
-        stderr(&out).starts_with("klog: error: Failed to acquire lock on file .lock in "),
+        stderr(&out).starts_with("klog: error: ")
+            && stderr(&out).contains("Failed to acquire lock on file .lock in "),
         "{}",
         stderr(&out)
     );

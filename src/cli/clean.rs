@@ -11,7 +11,7 @@ use std::sync::Arc;
 use clap::Args;
 use klog::log::cleaner::{CleanOptions, CleanReport, CleanerConfig, FilterStats};
 use klog::log::clock::{Clock, SystemClock};
-use klog::log::io::{StdStorage, Storage};
+use klog::log::io::{IoBackend, IoWorkload, StdStorage};
 use klog::log::log_dir::{partition_dir_names, LogDir};
 use klog::log::partition_log::read_only_view;
 use klog::mirror::Cluster;
@@ -109,10 +109,12 @@ fn clean_log_dir(
     cleaner: &CleanerConfig,
     opts: &CleanOptions,
 ) -> anyhow::Result<Vec<Outcome>> {
-    let storage: Arc<dyn Storage> = Arc::new(StdStorage);
     let mut log_dir = if args.dry_run {
-        LogDir::open_read_only(storage, root)?
+        LogDir::open_read_only(Arc::new(StdStorage), root)?
     } else {
+        // A writer: `io_backend=auto` through the directory's measured decision (named at `-v`).
+        let storage =
+            super::cluster_open::writer_storage(IoBackend::Auto, root, IoWorkload::Buffered)?;
         LogDir::open(storage, root)?
     };
     let configs = TopicConfigs::load(&args.config, root)?;
@@ -161,13 +163,17 @@ fn clean_cluster(
     cleaner: &CleanerConfig,
     opts: &CleanOptions,
 ) -> anyhow::Result<Vec<Outcome>> {
-    let storage: Arc<dyn Storage> = if opts.dry_run {
-        read_only_view(Arc::new(StdStorage))
+    let cluster = if opts.dry_run {
+        Cluster::open(
+            read_only_view(Arc::new(StdStorage)),
+            Arc::new(SystemClock),
+            root,
+        )
     } else {
-        Arc::new(StdStorage)
-    };
-    let cluster = Cluster::open(storage, Arc::new(SystemClock), root)
-        .map_err(|e| anyhow::anyhow!("opening cluster {}: {e}", root.display()))?;
+        // A writer, on `io_backend=auto`'s durable choice as every cluster command.
+        Cluster::open_backend(IoBackend::Auto, Arc::new(SystemClock), root)
+    }
+    .map_err(|e| anyhow::anyhow!("opening cluster {}: {e}", root.display()))?;
     let outcomes = cluster
         .clean(cleaner, opts)
         .into_iter()
