@@ -282,7 +282,10 @@ fn bench_runs_every_workload_beside_its_baseline() {
         text.contains("Kafka column: not measured (--no-kafka)"),
         "{text}"
     );
-    assert!(text.contains("goals (issues #8, #17, #18, #27, #28):"), "{text}");
+    assert!(
+        text.contains("goals (issues #8, #17, #18, #27, #28):"),
+        "{text}"
+    );
     // io_backend=auto: the decision a writer of the scratch directory takes (probed and recorded at
     // the run's start), beside the choice this run's own figures make, per workload.
     assert!(
