@@ -92,6 +92,8 @@ pub(crate) struct CleanedSink {
     flush_bytes: usize,
     /// Bytes the group's cleaned `.log` holds.
     pub bytes: u64,
+    /// The read window of `clean_into`, kept across the group's segments.
+    stream: BatchStream,
 }
 
 impl CleanedSink {
@@ -106,6 +108,7 @@ impl CleanedSink {
             pending_last_offset: -1,
             flush_bytes: flush_bytes.max(1),
             bytes: 0,
+            stream: BatchStream::new(flush_bytes.max(1)),
         }
     }
 
@@ -139,14 +142,17 @@ pub(crate) fn clean_into(
     sink: &mut CleanedSink,
     stats: &mut FilterStats,
 ) -> Result<(), Error> {
-    let mut stream = BatchStream::new(sink.flush_bytes);
+    // The sink's stream, reused by each segment of the group (its buffer zero-filled once).
+    let mut stream = std::mem::take(&mut sink.stream);
     let mut on_batch = |batch: Result<AnyBatch<'_>, Error>| -> Result<ControlFlow<()>, Error> {
         clean_batch(&batch?, ctx, sink, stats)?;
         Ok(ControlFlow::Continue(()))
     };
-    segment
+    let scanned = segment
         .scan(&mut stream, 0, &mut on_batch)
-        .map_err(|e| in_segment(segment, e))?;
+        .map_err(|e| in_segment(segment, e));
+    sink.stream = stream;
+    scanned?;
     sink.flush_pending()
 }
 

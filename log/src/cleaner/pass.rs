@@ -187,9 +187,11 @@ impl PartitionLog {
         let dirty = segments_in(segments, start, end);
         let mut txn = CleanedTransactionMetadata::new();
         txn.add_aborted_transactions(&self.collect_aborted_transactions(start, end));
+        // One stream for every segment: its buffer is zero-filled once, when it first grows.
+        let mut stream = BatchStream::default();
         for (i, seg) in dirty.iter().enumerate() {
             let next_start = dirty.get(i + 1).map_or(end, |s| s.base_offset());
-            if build_offset_map_for_segment(seg, start, map, &mut txn, budget)? {
+            if build_offset_map_for_segment(seg, start, map, &mut txn, budget, &mut stream)? {
                 return Ok(true);
             }
             map.update_latest_offset(next_start - 1);
@@ -393,14 +395,14 @@ fn build_offset_map_for_segment(
     map: &mut OffsetMap,
     txn: &mut CleanedTransactionMetadata,
     budget: &mut DirtyBudget,
+    stream: &mut BatchStream,
 ) -> Result<bool, Error> {
     // From the index entry at or below `start`, as Kafka reads: the batches before `start` there still
     // move the transaction metadata, and add no key and no latest offset.
     let position = segment.index_lookup_position(start)?;
     let mut full = false;
-    let mut stream = BatchStream::default();
     segment
-        .scan::<Error>(&mut stream, position, &mut |batch| {
+        .scan::<Error>(stream, position, &mut |batch| {
             let batch = batch?;
             if !budget.take(batch.size_in_bytes() as u64) {
                 full = true;
