@@ -135,9 +135,12 @@ impl CleanedSink {
     }
 }
 
-/// `cleanInto`: every batch of `segment` through the filter into `sink`.
+/// `cleanInto`: every batch of `segment` through the filter into `sink`. `checked`: the byte range whose
+/// CRCs this pass already checked in this segment (see `pass.rs`'s `CrcChecked` for why that holds); its
+/// batches are read without rechecking, every other byte with.
 pub(crate) fn clean_into(
     segment: &LogSegment,
+    checked: Option<(u64, u64)>,
     ctx: &mut FilterContext<'_>,
     sink: &mut CleanedSink,
     stats: &mut FilterStats,
@@ -148,9 +151,18 @@ pub(crate) fn clean_into(
         clean_batch(&batch?, ctx, sink, stats)?;
         Ok(ControlFlow::Continue(()))
     };
-    let scanned = segment
-        .scan(&mut stream, 0, &mut on_batch)
-        .map_err(|e| in_segment(segment, e));
+    let scanned = match checked {
+        Some((from, to)) => segment
+            .scan_to(&mut stream, 0, from, &mut on_batch)
+            .and_then(|_| {
+                stream.set_verify_crc(false);
+                let rest = segment.scan_to(&mut stream, from, to, &mut on_batch);
+                stream.set_verify_crc(true);
+                rest
+            }),
+        None => segment.scan(&mut stream, 0, &mut on_batch),
+    }
+    .map_err(|e| in_segment(segment, e));
     sink.stream = stream;
     scanned?;
     sink.flush_pending()

@@ -53,6 +53,11 @@ impl BatchStream {
         self
     }
 
+    /// Whether the walks from now on check each batch's CRC (see [`BatchStream::without_crc`]).
+    pub fn set_verify_crc(&mut self, verify: bool) {
+        self.verify_crc = verify;
+    }
+
     /// Bytes read from files so far: what a caller proves a walk linear with.
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read
