@@ -348,6 +348,8 @@ fn rebuild(
     if horizon_ms >= 0 {
         builder = builder.delete_horizon_ms(horizon_ms);
     }
+    // The kept records of an uncompressed batch fit in its size (a compressed one's at least start there).
+    builder.reserve_records(batch.size_in_bytes());
     let uncleanable = |reason| Error::Uncleanable {
         position: batch.position(),
         reason,

@@ -92,6 +92,8 @@ pub(crate) struct CleanedSink {
     flush_bytes: usize,
     /// Bytes the group's cleaned `.log` holds.
     pub bytes: u64,
+    /// The read window of `clean_into`, kept across the group's segments.
+    stream: BatchStream,
 }
 
 impl CleanedSink {
@@ -106,6 +108,7 @@ impl CleanedSink {
             pending_last_offset: -1,
             flush_bytes: flush_bytes.max(1),
             bytes: 0,
+            stream: BatchStream::new(flush_bytes.max(1)),
         }
     }
 
@@ -132,21 +135,36 @@ impl CleanedSink {
     }
 }
 
-/// `cleanInto`: every batch of `segment` through the filter into `sink`.
+/// `cleanInto`: every batch of `segment` through the filter into `sink`. `checked`: the byte range whose
+/// CRCs this pass already checked in this segment (see `pass.rs`'s `CrcChecked` for why that holds); its
+/// batches are read without rechecking, every other byte with.
 pub(crate) fn clean_into(
     segment: &LogSegment,
+    checked: Option<(u64, u64)>,
     ctx: &mut FilterContext<'_>,
     sink: &mut CleanedSink,
     stats: &mut FilterStats,
 ) -> Result<(), Error> {
-    let mut stream = BatchStream::new(sink.flush_bytes);
+    // The sink's stream, reused by each segment of the group (its buffer zero-filled once).
+    let mut stream = std::mem::take(&mut sink.stream);
     let mut on_batch = |batch: Result<AnyBatch<'_>, Error>| -> Result<ControlFlow<()>, Error> {
         clean_batch(&batch?, ctx, sink, stats)?;
         Ok(ControlFlow::Continue(()))
     };
-    segment
-        .scan(&mut stream, 0, &mut on_batch)
-        .map_err(|e| in_segment(segment, e))?;
+    let scanned = match checked {
+        Some((from, to)) => segment
+            .scan_to(&mut stream, 0, from, &mut on_batch)
+            .and_then(|_| {
+                stream.set_verify_crc(false);
+                let rest = segment.scan_to(&mut stream, from, to, &mut on_batch);
+                stream.set_verify_crc(true);
+                rest
+            }),
+        None => segment.scan(&mut stream, 0, &mut on_batch),
+    }
+    .map_err(|e| in_segment(segment, e));
+    sink.stream = stream;
+    scanned?;
     sink.flush_pending()
 }
 

@@ -6,16 +6,26 @@
 //! `min(attempt, digest_len - 4)` of the digest plus `max(0, attempt - digest_len + 4)`, then
 //! `abs(probe) % slots` (`Utils.abs`: `i32::MIN` maps to 0). Two keys with the same digest are one key,
 //! as in Kafka. Kafka 4.4.0's `CleanerConfig.HASH_ALGORITHM` is `"MD5"` (read from the
-//! kafka-storage-4.4.0 jar with `javap -constants`), so [`DigestKind::Md5`] is the default.
+//! kafka-storage-4.4.0 jar with `javap -constants`), selectable as [`DigestKind::Md5`].
+//!
+//! The digest never reaches disk: only its length sets the slot count, and so the entry count at which
+//! the map is full and a pass ends. klog's default, [`DigestKind::Xxh3`], is XXH3-128: 16 bytes like
+//! MD5, so the same slots and the same full point, and a pass ends at exactly the offset Kafka's would.
+//! The one difference is which pairs of distinct keys collide (then one key's older records are dropped,
+//! as in Kafka with MD5): about 2^-128 per pair for either digest. The probe sequence differs, which
+//! changes only where a digest sits in the buffer, never what `get` answers.
 
 use md5::{Digest, Md5};
 use sha2::Sha256;
+use twox_hash::XxHash3_128;
 
 /// The digest of a key (`log.cleaner` hash algorithm).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DigestKind {
-    /// MD5, 16 bytes: Kafka 4.4.0's `CleanerConfig.HASH_ALGORITHM`.
+    /// XXH3-128, 16 bytes (big-endian): klog's default, the same slots and full point as MD5.
     #[default]
+    Xxh3,
+    /// MD5, 16 bytes: Kafka 4.4.0's `CleanerConfig.HASH_ALGORITHM`.
     Md5,
     /// SHA-256, 32 bytes.
     Sha256,
@@ -25,13 +35,30 @@ impl DigestKind {
     /// The digest's length in bytes.
     pub fn digest_len(self) -> usize {
         match self {
-            DigestKind::Md5 => 16,
+            DigestKind::Xxh3 | DigestKind::Md5 => 16,
             DigestKind::Sha256 => 32,
         }
     }
 
+    /// The name `--digest` takes: `xxh3`, `md5`, `sha256`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DigestKind::Xxh3 => "xxh3",
+            DigestKind::Md5 => "md5",
+            DigestKind::Sha256 => "sha256",
+        }
+    }
+
+    /// The kind named `name` (see [`DigestKind::name`]), `None` for any other.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [DigestKind::Xxh3, DigestKind::Md5, DigestKind::Sha256]
+            .into_iter()
+            .find(|d| d.name() == name)
+    }
+
     fn digest_into(self, key: &[u8], out: &mut [u8; 32]) {
         match self {
+            DigestKind::Xxh3 => out[..16].copy_from_slice(&XxHash3_128::oneshot(key).to_be_bytes()),
             DigestKind::Md5 => out[..16].copy_from_slice(&Md5::digest(key)),
             DigestKind::Sha256 => out.copy_from_slice(&Sha256::digest(key)),
         }
@@ -203,12 +230,17 @@ mod tests {
         let sha = OffsetMap::new(134_217_728, 0.9, DigestKind::Sha256);
         assert_eq!(sha.slots(), 3_355_443);
         assert_eq!(sha.max_desired_size(), 3_019_898);
-        assert_eq!(DigestKind::default(), DigestKind::Md5);
+        let xxh3 = OffsetMap::new(134_217_728, 0.9, DigestKind::Xxh3);
+        assert_eq!(
+            (xxh3.slots(), xxh3.max_desired_size()),
+            (md5.slots(), md5.max_desired_size())
+        );
+        assert_eq!(DigestKind::default(), DigestKind::Xxh3);
     }
 
     #[test]
     fn put_get_latest_and_clear() {
-        for digest in [DigestKind::Md5, DigestKind::Sha256] {
+        for digest in [DigestKind::Xxh3, DigestKind::Md5, DigestKind::Sha256] {
             let mut map = OffsetMap::new(4096, 0.9, digest);
             assert_eq!(map.latest_offset(), -1);
             assert_eq!(map.get(b"a"), -1);
@@ -233,20 +265,30 @@ mod tests {
     #[test]
     fn a_full_map_keeps_every_key_it_holds() {
         // 10 slots: every slot taken, probing must still find each key and refuse an eleventh.
-        let mut map = OffsetMap::new(240, 1.0, DigestKind::Md5);
-        assert_eq!(map.slots(), 10);
-        for i in 0..10u8 {
-            map.put(&[i], i as i64 + 100);
+        for digest in [DigestKind::Xxh3, DigestKind::Md5] {
+            let mut map = OffsetMap::new(240, 1.0, digest);
+            assert_eq!(map.slots(), 10);
+            for i in 0..10u8 {
+                map.put(&[i], i as i64 + 100);
+            }
+            assert_eq!(map.size(), 10);
+            for i in 0..10u8 {
+                assert_eq!(map.get(&[i]), i as i64 + 100);
+            }
+            map.put(b"new", 1);
+            assert_eq!(map.size(), 10);
+            assert_eq!(map.get(b"new"), -1);
+            map.put(&[3], 999);
+            assert_eq!(map.get(&[3]), 999);
         }
-        assert_eq!(map.size(), 10);
-        for i in 0..10u8 {
-            assert_eq!(map.get(&[i]), i as i64 + 100);
+    }
+
+    #[test]
+    fn digest_names_round_trip() {
+        for d in [DigestKind::Xxh3, DigestKind::Md5, DigestKind::Sha256] {
+            assert_eq!(DigestKind::from_name(d.name()), Some(d));
         }
-        map.put(b"new", 1);
-        assert_eq!(map.size(), 10);
-        assert_eq!(map.get(b"new"), -1);
-        map.put(&[3], 999);
-        assert_eq!(map.get(&[3]), 999);
+        assert_eq!(DigestKind::from_name("crc"), None);
     }
 
     #[test]

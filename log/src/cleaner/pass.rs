@@ -32,6 +32,38 @@ use super::{
     OffsetMap,
 };
 
+/// Bytes `[from, to)` of `segment` whose batches this pass's map build read with their CRCs checked.
+///
+/// The rewrite reads them again without rechecking the CRC (the structure is still checked) when it
+/// reads the same segment object at the same size. Invariant: the bytes of an open segment's `.log`
+/// change only through this log's own writes (appends of validated batches, truncation), never in place
+/// behind it (outside processes do not write klog's open partition directories, as `segment/mod.rs`'s
+/// mapping relies on too); a segment whose size moved is checked again whole, and bytes below `from`
+/// (before the map build's index entry, or the clean part of the log) are always checked.
+pub(super) struct CrcChecked {
+    segment: Arc<LogSegment>,
+    from: u64,
+    to: u64,
+}
+
+/// The offset map of a pass and the ranges its build checked.
+#[derive(Clone, Copy)]
+struct BuiltMap<'a> {
+    map: &'a OffsetMap,
+    checked: &'a [CrcChecked],
+}
+
+impl BuiltMap<'_> {
+    /// The range of `segment` already checked, if it is the same object at the same size.
+    fn checked_range(&self, segment: &Arc<LogSegment>) -> Option<(u64, u64)> {
+        self.checked
+            .iter()
+            .find(|c| Arc::ptr_eq(&c.segment, segment))
+            .filter(|c| segment.size() == c.to)
+            .map(|c| (c.from, c.to))
+    }
+}
+
 /// The dirty bytes a map build may still read (`CleanOptions::max_dirty_bytes`).
 struct DirtyBudget {
     max: Option<u64>,
@@ -123,11 +155,12 @@ impl PartitionLog {
             max: opts.max_dirty_bytes,
             used: 0,
         };
+        let mut checked = Vec::new();
         report.map_full = self.build_offset_map(
             segments,
             range.first_dirty_offset,
             range.first_uncleanable_offset,
-            &mut map,
+            (&mut map, &mut checked),
             &mut budget,
         )?;
         report.map_entries = map.size();
@@ -162,8 +195,12 @@ impl PartitionLog {
             })
             .collect();
         let mut txn = CleanedTransactionMetadata::new();
+        let built = BuiltMap {
+            map: &map,
+            checked: &checked,
+        };
         for group in groups {
-            self.clean_segments(&to_clean[group], &map, &mut txn, cleaner, opts, report)?;
+            self.clean_segments(&to_clean[group], built, &mut txn, cleaner, opts, report)?;
         }
         if !opts.dry_run {
             report.segments_after = self.segment_base_offsets().len();
@@ -180,18 +217,27 @@ impl PartitionLog {
         segments: &[Arc<LogSegment>],
         start: i64,
         end: i64,
-        map: &mut OffsetMap,
+        (map, checked): (&mut OffsetMap, &mut Vec<CrcChecked>),
         budget: &mut DirtyBudget,
     ) -> Result<bool, Error> {
         // The map is new (Kafka clears its thread's map here; a fresh one is zero already).
         let dirty = segments_in(segments, start, end);
         let mut txn = CleanedTransactionMetadata::new();
         txn.add_aborted_transactions(&self.collect_aborted_transactions(start, end));
+        // One stream for every segment: its buffer is zero-filled once, when it first grows.
+        let mut stream = BatchStream::default();
         for (i, seg) in dirty.iter().enumerate() {
             let next_start = dirty.get(i + 1).map_or(end, |s| s.base_offset());
-            if build_offset_map_for_segment(seg, start, map, &mut txn, budget)? {
+            let read =
+                build_offset_map_for_segment(seg, start, map, &mut txn, budget, &mut stream)?;
+            let Some((from, to)) = read else {
                 return Ok(true);
-            }
+            };
+            checked.push(CrcChecked {
+                segment: seg.clone(),
+                from,
+                to,
+            });
             map.update_latest_offset(next_start - 1);
         }
         Ok(false)
@@ -223,7 +269,7 @@ impl PartitionLog {
     fn clean_segments(
         &self,
         group: &[Arc<LogSegment>],
-        map: &OffsetMap,
+        built: BuiltMap<'_>,
         txn: &mut CleanedTransactionMetadata,
         cleaner: &CleanerConfig,
         opts: &CleanOptions,
@@ -247,7 +293,7 @@ impl PartitionLog {
         };
         let mut sink = CleanedSink::new(cleaned, base, cleaner.io_buffer_size);
         let written = self
-            .clean_group_into(group, map, txn, opts, &mut sink, report)
+            .clean_group_into(group, built, txn, opts, &mut sink, report)
             .and_then(|()| sink.finish());
         let (cleaned, bytes) = match written {
             Ok(w) => w,
@@ -275,7 +321,7 @@ impl PartitionLog {
     fn clean_group_into(
         &self,
         group: &[Arc<LogSegment>],
-        map: &OffsetMap,
+        built: BuiltMap<'_>,
         txn: &mut CleanedTransactionMetadata,
         opts: &CleanOptions,
         sink: &mut CleanedSink,
@@ -293,7 +339,7 @@ impl PartitionLog {
                 &self.collect_aborted_transactions(seg.base_offset(), upper),
             );
             let mut ctx = FilterContext {
-                map,
+                map: built.map,
                 txn,
                 now_ms: opts.now_ms,
                 delete_retention_ms: self.config().delete_retention_ms,
@@ -303,7 +349,8 @@ impl PartitionLog {
                 high_watermark,
                 active_producers: &active_producers,
             };
-            clean_into(seg, &mut ctx, sink, &mut report.stats)?;
+            let checked = built.checked_range(seg);
+            clean_into(seg, checked, &mut ctx, sink, &mut report.stats)?;
         }
         Ok(())
     }
@@ -385,22 +432,23 @@ impl PartitionLog {
     }
 }
 
-/// `buildOffsetMapForSegment`: the keys of `segment`'s batches from `start` on; true when the map is
-/// full (or the budget spent).
+/// `buildOffsetMapForSegment`: the keys of `segment`'s batches from `start` on; `None` when the map is
+/// full (or the budget spent), else the byte range read (every batch's CRC checked).
 fn build_offset_map_for_segment(
     segment: &LogSegment,
     start: i64,
     map: &mut OffsetMap,
     txn: &mut CleanedTransactionMetadata,
     budget: &mut DirtyBudget,
-) -> Result<bool, Error> {
+    stream: &mut BatchStream,
+) -> Result<Option<(u64, u64)>, Error> {
     // From the index entry at or below `start`, as Kafka reads: the batches before `start` there still
     // move the transaction metadata, and add no key and no latest offset.
     let position = segment.index_lookup_position(start)?;
     let mut full = false;
-    let mut stream = BatchStream::default();
+    let size = segment.size();
     segment
-        .scan::<Error>(&mut stream, position, &mut |batch| {
+        .scan_to::<Error>(stream, position, size, &mut |batch| {
             let batch = batch?;
             if !budget.take(batch.size_in_bytes() as u64) {
                 full = true;
@@ -416,7 +464,7 @@ fn build_offset_map_for_segment(
             Ok(ControlFlow::Continue(()))
         })
         .map_err(|e| in_segment(segment, e))?;
-    Ok(full)
+    Ok((!full).then_some((position, size)))
 }
 
 /// One batch of the map build: a control batch feeds the transaction metadata, an aborted one adds

@@ -53,6 +53,11 @@ impl BatchStream {
         self
     }
 
+    /// Whether the walks from now on check each batch's CRC (see [`BatchStream::without_crc`]).
+    pub fn set_verify_crc(&mut self, verify: bool) {
+        self.verify_crc = verify;
+    }
+
     /// Bytes read from files so far: what a caller proves a walk linear with.
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read
@@ -216,6 +221,12 @@ mod tests {
     /// What a walk saw, and the bytes it read.
     fn walk(data: &[u8], window: usize) -> (Seen, u64) {
         let mut stream = BatchStream::new(window);
+        let seen = walk_with(&mut stream, data);
+        (seen, stream.bytes_read())
+    }
+
+    /// What a walk through `stream` (maybe used before) saw.
+    fn walk_with(stream: &mut BatchStream, data: &[u8]) -> Seen {
         let (mut seen, mut errors) = (Vec::new(), Vec::new());
         let mut read_at = |buf: &mut [u8], pos: u64| -> Result<usize, Error> {
             let from = (pos as usize).min(data.len());
@@ -233,7 +244,7 @@ mod tests {
                 Ok(ControlFlow::Continue(()))
             })
             .unwrap();
-        ((seen, errors, tail), stream.bytes_read())
+        (seen, errors, tail)
     }
 
     /// What one slice over the whole data yields.
@@ -288,6 +299,36 @@ mod tests {
         let mut few_zeros = data.clone();
         few_zeros.extend([0u8; 5]);
         same_as_one_slice(&few_zeros);
+    }
+
+    #[test]
+    fn a_reused_stream_sees_only_the_file_it_walks() {
+        // The buffer keeps the last file's bytes past what a read fills: none of them may show.
+        let big = batches(&[20_000, 30_000, 10]);
+        let small = batches(&[10, 3000, 1]);
+        let mut torn = small.clone();
+        torn.truncate(small.len() - 3);
+        let mut zeros = small.clone();
+        zeros.extend(vec![0u8; 9000]);
+        let mut bad_crc = small.clone();
+        bad_crc[100] ^= 1;
+        for window in [64, 5000, 1 << 20] {
+            let mut stream = BatchStream::new(window);
+            for data in [&big, &torn, &big, &small, &zeros, &bad_crc, &Vec::new()] {
+                let (seen, errors, tail) = walk_with(&mut stream, data);
+                let (w_seen, w_errors, w_tail) = whole(data);
+                assert_eq!((&seen, &errors), (&w_seen, &w_errors), "window {window}");
+                match (tail, w_tail) {
+                    (
+                        Some(Tail::Corrupt { position: a, .. }),
+                        Some(Tail::Corrupt { position: b, .. }),
+                    ) => {
+                        assert_eq!(a, b, "window {window}")
+                    }
+                    (a, b) => assert_eq!(a, b, "window {window}"),
+                }
+            }
+        }
     }
 
     #[test]

@@ -122,6 +122,12 @@ impl BatchBuilder {
         self.last_offset_delta_override = Some(delta);
     }
 
+    /// Reserves room for `bytes` more of encoded records, so a builder that knows its size up front (the
+    /// cleaner's rebuild: at most its source batch) grows its buffer once rather than record by record.
+    pub fn reserve_records(&mut self, bytes: usize) {
+        self.records.reserve(bytes);
+    }
+
     /// Records appended so far.
     pub fn record_count(&self) -> i32 {
         self.count

@@ -277,12 +277,24 @@ impl LogSegment {
         start: u64,
         on_batch: &mut OnBatch<'_, E>,
     ) -> Result<Option<Tail>, E> {
+        self.scan_to(stream, start, self.size(), on_batch)
+    }
+
+    /// Walks the batches of `[start, end)` (`end` at most the published size) through `stream`.
+    pub fn scan_to<E: From<Error>>(
+        &self,
+        stream: &mut BatchStream,
+        start: u64,
+        end: u64,
+        on_batch: &mut OnBatch<'_, E>,
+    ) -> Result<Option<Tail>, E> {
+        let end = end.min(self.size());
         let log = self.log_file();
         let path = self.log_path_of();
         let mut read_at = |buf: &mut [u8], position: u64| {
             log.read_at(buf, position).map_err(|e| Error::io(&path, e))
         };
-        stream.scan(&mut read_at, start, self.size(), on_batch)
+        stream.scan(&mut read_at, start, end, on_batch)
     }
 
     /// Appends `bytes` (whole, validated batches) ending at `largest_offset`. Returns the position written at.

@@ -305,6 +305,7 @@ fn cleaner_config(args: &BenchArgs) -> CleanerConfig {
     CleanerConfig {
         dedupe_buffer_size: usize::try_from(args.dedupe_buffer_size.min(i32::MAX as u64))
             .unwrap_or(i32::MAX as usize),
+        digest: args.digest,
         ..CleanerConfig::default()
     }
 }
@@ -553,6 +554,7 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
         "first_uncleanable_offset": c.active_base,
         "now_ms": c.now_ms,
         "dedupe_buffer_size": ctx.args.dedupe_buffer_size,
+        "digest": ctx.args.digest.name(),
         "bound": if pread_is_bound { "pread" } else { "mmap" },
         "pread_mb_per_s": pread.median(),
         "mmap_mb_per_s": mmap.median(),
@@ -633,6 +635,7 @@ fn rss(ctx: &Ctx, c: &Compacted) -> anyhow::Result<Value> {
             "--dedupe-buffer-size",
             &ctx.args.dedupe_buffer_size.to_string(),
         ])
+        .args(["--digest", ctx.args.digest.name()])
         .arg("--clean-rss-child")
         .arg(&summary)
         .arg("--dir")

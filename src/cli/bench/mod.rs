@@ -186,6 +186,10 @@ pub struct BenchArgs {
     /// `log.cleaner.dedupe.buffer.size` of both cleaners in `clean` (Kafka's default).
     #[arg(long, default_value = "128MiB", value_parser = parse_bytes)]
     dedupe_buffer_size: u64,
+    /// The offset map's digest of klog's pass in `clean`: `xxh3` (klog's default: 16 bytes, so the same
+    /// slots and full point as MD5), `md5` (Kafka 4.4.0's) or `sha256`. Kafka's side always uses MD5.
+    #[arg(long, default_value = "xxh3", value_parser = parse_digest)]
+    digest: klog::log::cleaner::DigestKind,
     /// The clean memory measurement's child: cleans a copy of the partition this summary names, then
     /// prints its peak RSS as JSON.
     #[arg(long, hide = true, value_name = "FILE")]
@@ -209,6 +213,11 @@ pub struct BenchArgs {
 }
 
 /// `4194304`, `8MiB`, `64KiB`, `1GiB` (K, M, G and KB, MB, GB are read as binary units too).
+fn parse_digest(s: &str) -> Result<klog::log::cleaner::DigestKind, String> {
+    klog::log::cleaner::DigestKind::from_name(s.trim())
+        .ok_or_else(|| format!("`{s}`: expected a digest: xxh3, md5 or sha256"))
+}
+
 fn parse_bytes(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -1278,6 +1287,7 @@ fn document(
             "partitions": args.partitions,
             "clean_bytes": args.clean_bytes,
             "dedupe_buffer_size": args.dedupe_buffer_size,
+            "digest": args.digest.name(),
             "random_reads": args.random_reads,
             "backends": ctx.backends.iter().map(|b| b.name).collect::<Vec<_>>(),
             "skipped_backends": skipped,
