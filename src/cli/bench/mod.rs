@@ -60,8 +60,9 @@ pub enum Workload {
     Parse,
     /// KIP-1279 mirroring from a source cluster beside the append of the same fetches read beforehand
     /// (and klog's leader append of the same batches); failover time per partition with and without
-    /// fsync; then --partitions partitions mirrored beside the leader append of the same bytes into
-    /// them, the failover of all of them, and the mirror's peak RSS per partition.
+    /// fsync; then --partitions partitions mirrored beside the follower append of the same fetched
+    /// sets into them (and the leader append of the same bytes), the failover of all of them, and the
+    /// mirror's peak RSS per partition.
     Mirror,
     /// One compaction pass over a compacted partition (tombstones, transactions, 1 KiB values)
     /// beside a plain read of the same segment bytes and Kafka's own Cleaner on the same segments;
