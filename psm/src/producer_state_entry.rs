@@ -20,7 +20,7 @@ const _: () = assert!(core::mem::offset_of!(ProducerStateEntry, batch_metadata) 
 /// The state of one producer id (`ProducerStateEntry`): its epoch, the epoch of the last transaction
 /// coordinator that wrote a marker for it, its last timestamp, its open transaction and its last five
 /// batches. Read-only outside this crate: the manager keeps its indexes in step with these fields.
-/// `repr(C)` keeps the producer id first and the batch queue last (see [`touch`](Self::touch)).
+/// `repr(C)` keeps the producer id first and the batch queue last (see its `touch`).
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub struct ProducerStateEntry {
