@@ -9,7 +9,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::Value;
 
-use super::{median, Goal, Report};
+use super::goals::Goal;
+use super::{median, Report};
 
 const KLOG: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 const KAFKA: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
