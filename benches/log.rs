@@ -38,7 +38,9 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use klog::log::clock::{Clock, SystemClock};
 use klog::log::config::LogConfig;
-use klog::log::format::{walk_records, BatchBuilder, Compression, RecordBatch};
+use klog::log::format::{
+    crc32c, walk_records, walk_records_crc, BatchBuilder, Compression, RecordBatch,
+};
 use klog::log::io::{open_backend, IoBackend, Storage};
 use klog::log::partition_log::{OpenOptions as LogOpenOptions, PartitionLog};
 use klog::log::validator::{validate, AppendOrigin};
@@ -333,6 +335,50 @@ fn bench_append_100b(c: &mut Criterion, env: &Env) {
             elapsed(start, cpu)
         };
         let samples = alternating(rounds, || env.time_pwrite(pool, n), time_walk);
+        report_paired(id, &samples, rounds, n, bytes);
+    }
+    // The CRC-32C alone (what every append pays, walked or not), beside the pwrite loop.
+    let id = "paired/log_append_100B/crc_vs_pwrite";
+    if args.selected(rounds, id) {
+        let time_crc = || {
+            let (start, cpu) = (Instant::now(), thread_cpu_time());
+            for i in 0..n {
+                black_box(crc32c(&pool[i % POOL_BATCHES][21..]));
+            }
+            elapsed(start, cpu)
+        };
+        let samples = alternating(rounds, || env.time_pwrite(pool, n), time_crc);
+        report_paired(id, &samples, rounds, n, bytes);
+    }
+    // Issue #28: the CRC then the walk, each streaming the batch (the validator before branch `goals`),
+    // beside `walk_records_crc`, the two in one pass: a ratio above 1 is the fused pass's gain.
+    let id = "paired/log_append_100B/separate_vs_fused";
+    if args.selected(rounds, id) {
+        let time_separate = || {
+            let (start, cpu) = (Instant::now(), thread_cpu_time());
+            for i in 0..n {
+                let (batch, _) = RecordBatch::parse(&pool[i % POOL_BATCHES], 0).expect("batch");
+                let walk = walk_records(
+                    batch.records_payload(),
+                    batch.records_count(),
+                    batch.base_timestamp(),
+                );
+                black_box(walk.expect("valid"));
+            }
+            elapsed(start, cpu)
+        };
+        let time_fused = || {
+            let (start, cpu) = (Instant::now(), thread_cpu_time());
+            for i in 0..n {
+                let (batch, _) =
+                    RecordBatch::parse_unchecked_crc(&pool[i % POOL_BATCHES], 0).expect("batch");
+                let (crc, walk) = walk_records_crc(&batch);
+                assert_eq!(crc, batch.crc());
+                black_box(walk.expect("valid"));
+            }
+            elapsed(start, cpu)
+        };
+        let samples = alternating(rounds, time_separate, time_fused);
         report_paired(id, &samples, rounds, n, bytes);
     }
 }

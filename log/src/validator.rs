@@ -12,8 +12,8 @@
 
 use crate::config::LogConfig;
 use crate::format::{
-    walk_records, AnyBatch, Batches, Compression, RecordBatch, RecordsWalk, Tail, TimestampType,
-    DEFAULT_MAX_DECOMPRESSED_BYTES, NO_TIMESTAMP,
+    walk_records, walk_records_crc, AnyBatch, Batches, Compression, LegacyEntry, RecordBatch,
+    RecordsWalk, Tail, TimestampType, DEFAULT_MAX_DECOMPRESSED_BYTES, NO_TIMESTAMP,
 };
 use crate::{Corruption, Error, KafkaError};
 
@@ -90,9 +90,16 @@ pub fn validate(
     let mut batches = Vec::new();
     // Reused by every compressed batch of the set; an uncompressed set never allocates it.
     let mut scratch = Vec::new();
-    let mut it = Batches::new(bytes);
+    let leader = origin != AppendOrigin::Replication;
+    // A leader checks each CRC in `crc_and_walk`, with the record walk where it can.
+    let mut it = if leader {
+        Batches::new(bytes).without_crc()
+    } else {
+        Batches::new(bytes)
+    };
     for batch in it.by_ref() {
-        let batch = batch.map_err(|e| reject(KafkaError::CorruptMessage, e.to_string()))?;
+        let batch = batch.map_err(corrupt_message)?;
+        let walked = if leader { crc_and_walk(&batch)? } else { None };
         let summary = summarize(&batch);
         // `appendAsFollower` passes `ignoreRecordSize`: the leader already accepted the batch, under its
         // own limit (a follower's may be lower, or lowered since), so only a leader checks it.
@@ -115,9 +122,15 @@ pub fn validate(
             ));
         }
         let mut summary = summary;
-        if let Some(records_max) =
-            check_origin(&batch, &summary, origin, config, now_ms, &mut scratch)?
-        {
+        if let Some(records_max) = check_origin(
+            &batch,
+            &summary,
+            origin,
+            config,
+            now_ms,
+            &mut scratch,
+            walked,
+        )? {
             // Kafka's `setMaxTimestamp(CREATE_TIME, maxBatchTimestamp)`: the leader stamps it.
             summary.max_timestamp = records_max;
         }
@@ -173,6 +186,31 @@ pub fn validate(
     })
 }
 
+fn corrupt_message(e: Error) -> Error {
+    reject(KafkaError::CorruptMessage, e.to_string())
+}
+
+/// A leader's CRC check of one batch, first, as `Batches` makes it: for an uncompressed v2 batch
+/// fused with the walk of its records (`walk_records_crc`, one pass over the batch), whose result
+/// `check_origin` reports where it would have walked them; for any other batch on its own (`None`).
+fn crc_and_walk(batch: &AnyBatch<'_>) -> Result<Option<Result<RecordsWalk, Corruption>>, Error> {
+    match batch {
+        AnyBatch::V2(b) if matches!(b.compression(), Ok(Compression::None)) => {
+            let (computed, walk) = walk_records_crc(b);
+            let stored = b.crc();
+            if computed != stored {
+                let crc = Corruption::Crc { stored, computed };
+                return Err(corrupt_message(Error::corrupt(b.position(), crc)));
+            }
+            Ok(Some(walk))
+        }
+        AnyBatch::V2(b) => b.verify_crc().map(|()| None).map_err(corrupt_message),
+        AnyBatch::Legacy(e) => LegacyEntry::parse(e.as_bytes(), e.position())
+            .map(|_| None)
+            .map_err(corrupt_message),
+    }
+}
+
 fn summarize(batch: &AnyBatch<'_>) -> BatchSummary {
     let (records_count, ple, is_control, magic) = match batch {
         AnyBatch::V2(b) => (
@@ -203,6 +241,7 @@ fn check_origin(
     config: &LogConfig,
     now_ms: i64,
     scratch: &mut Vec<u8>,
+    walked: Option<Result<RecordsWalk, Corruption>>,
 ) -> Result<Option<i64>, Error> {
     if origin == AppendOrigin::Replication {
         return Ok(None);
@@ -218,7 +257,10 @@ fn check_origin(
         check_client_batch(b, at)?;
     }
     check_offsets_match_count(b, at)?;
-    let walk = walk_batch(b, at, config, scratch)?;
+    let walk = match walked {
+        Some(walk) => walk.map_err(|reason| walk_error(reason, at))?,
+        None => walk_batch(b, at, config, scratch)?,
+    };
     if let Some((index, delta)) = walk.offset_delta_gap {
         // Kafka rebuilds such a batch; klog assigns offsets in place, so the deltas must be 0..n-1.
         return Err(reject(
@@ -310,13 +352,16 @@ fn walk_batch(
             scratch.as_slice()
         }
     };
-    // Kafka's `DefaultRecord.readFrom` and the batch iterator throw `InvalidRecordException`.
-    walk_records(data, b.records_count(), b.base_timestamp()).map_err(|reason| {
-        reject(
-            KafkaError::InvalidRecord,
-            format!("batch at {at}: {reason}"),
-        )
-    })
+    walk_records(data, b.records_count(), b.base_timestamp())
+        .map_err(|reason| walk_error(reason, at))
+}
+
+/// Kafka's `DefaultRecord.readFrom` and the batch iterator throw `InvalidRecordException`.
+fn walk_error(reason: Corruption, at: usize) -> Error {
+    reject(
+        KafkaError::InvalidRecord,
+        format!("batch at {at}: {reason}"),
+    )
 }
 
 fn inflate_error(reason: Corruption, at: usize) -> Error {
@@ -376,4 +421,79 @@ fn check_timestamps(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{crc32c, BatchBuilder, CRC_START, RECORD_BATCH_OVERHEAD};
+    use proptest::prelude::*;
+
+    const NOW: i64 = 1_796_000_000_000;
+
+    /// A producer batch of `sizes` values, timestamps `NOW` on, its record bytes then changed by
+    /// `flips` (index into the records, new byte); the CRC fixed up after them when `fix_crc`.
+    fn mangled(sizes: &[usize], flips: &[(usize, u8)], fix_crc: bool) -> Vec<u8> {
+        let mut b = BatchBuilder::new(Compression::None);
+        for (i, &n) in sizes.iter().enumerate() {
+            let key = format!("k{i}");
+            b.append(
+                NOW + i as i64,
+                Some(key.as_bytes()),
+                Some(&vec![3u8; n]),
+                &[],
+            )
+            .expect("append");
+        }
+        let mut bytes = b.build().expect("build");
+        let records = bytes.len() - RECORD_BATCH_OVERHEAD;
+        for &(at, v) in flips {
+            bytes[RECORD_BATCH_OVERHEAD + at % records] = v;
+        }
+        if fix_crc {
+            let crc = crc32c(&bytes[CRC_START..]);
+            bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+        }
+        bytes
+    }
+
+    proptest! {
+        /// The leader's fused CRC + walk refuses and accepts exactly what the separate passes do: a
+        /// batch whose CRC is wrong is CORRUPT_MESSAGE with the message of the CRC check of
+        /// `Batches`, whatever its records hold; with a right CRC, it is accepted exactly when
+        /// `walk_records` accepts its records (offset deltas their indexes, timestamps in range), and a
+        /// walk that fails is INVALID_RECORD naming the walk's reason.
+        #[test]
+        fn the_leader_refuses_exactly_what_the_separate_crc_and_walk_refuse(
+            sizes in proptest::collection::vec(0usize..2500, 1..40),
+            flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..3),
+            fix_crc in any::<bool>(),
+        ) {
+            let bytes = mangled(&sizes, &flips, fix_crc);
+            let config = LogConfig::default();
+            let got = validate(&bytes, AppendOrigin::Client, &config, NOW);
+            let (batch, _) = RecordBatch::parse_unchecked_crc(&bytes, 0).expect("structure");
+            let crc_check = Batches::new(&bytes).next().expect("one batch");
+            if let Err(crc) = crc_check {
+                let e = got.expect_err("a wrong CRC is refused");
+                prop_assert_eq!(e.kafka_error(), KafkaError::CorruptMessage);
+                prop_assert_eq!(e.to_string(), corrupt_message(crc).to_string());
+                return Ok(());
+            }
+            let walk = walk_records(batch.records_payload(), batch.records_count(), batch.base_timestamp());
+            match (walk, got) {
+                (Err(reason), Err(e)) => {
+                    prop_assert_eq!(e.kafka_error(), KafkaError::InvalidRecord);
+                    prop_assert!(e.to_string().contains(&reason.to_string()), "{} / {}", e, reason);
+                }
+                (Err(reason), Ok(_)) => prop_assert!(false, "accepted, the walk refused: {reason}"),
+                (Ok(walk), got) => {
+                    let after = NOW + config.message_timestamp_after_max_ms;
+                    let fine = walk.offset_delta_gap.is_none()
+                        && walk.latest.is_none_or(|(_, t)| t <= after);
+                    prop_assert_eq!(got.is_ok(), fine, "{:?} {:?}", walk, got);
+                }
+            }
+        }
+    }
 }
