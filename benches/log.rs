@@ -39,7 +39,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use klog::log::clock::{Clock, SystemClock};
 use klog::log::config::LogConfig;
 use klog::log::format::{
-    crc32c, walk_records, walk_records_crc, BatchBuilder, Compression, RecordBatch,
+    crc32c, walk_records, walk_records_crc_in, BatchBuilder, Compression, RecordBatch,
 };
 use klog::log::io::{open_backend, IoBackend, Storage};
 use klog::log::partition_log::{OpenOptions as LogOpenOptions, PartitionLog};
@@ -352,8 +352,11 @@ fn bench_append_100b(c: &mut Criterion, env: &Env) {
     }
     // Issue #28: the CRC then the walk, each streaming the batch (the validator before branch `goals`),
     // beside `walk_records_crc`, the two in one pass: a ratio above 1 is the fused pass's gain.
-    let id = "paired/log_append_100B/separate_vs_fused";
-    if args.selected(rounds, id) {
+    for chunk in [1024, 2048, 4096, 8192, 16384] {
+        let id = format!("paired/log_append_100B/separate_vs_fused_{chunk}");
+        if !args.selected(rounds, &id) {
+            continue;
+        }
         let time_separate = || {
             let (start, cpu) = (Instant::now(), thread_cpu_time());
             for i in 0..n {
@@ -372,14 +375,14 @@ fn bench_append_100b(c: &mut Criterion, env: &Env) {
             for i in 0..n {
                 let (batch, _) =
                     RecordBatch::parse_unchecked_crc(&pool[i % POOL_BATCHES], 0).expect("batch");
-                let (crc, walk) = walk_records_crc(&batch);
+                let (crc, walk) = walk_records_crc_in(&batch, chunk);
                 assert_eq!(crc, batch.crc());
                 black_box(walk.expect("valid"));
             }
             elapsed(start, cpu)
         };
         let samples = alternating(rounds, time_separate, time_fused);
-        report_paired(id, &samples, rounds, n, bytes);
+        report_paired(&id, &samples, rounds, n, bytes);
     }
 }
 

@@ -28,7 +28,7 @@ pub use control::{
 pub use header::{Attributes, BatchHeader, TimestampType};
 pub use legacy::{LegacyEntry, LegacyRecord};
 pub use record::{walk_records, HeaderIter, Record, Records, RecordsWalk};
-pub use walk_crc::{walk_records_crc, CRC_CHUNK_BYTES};
+pub use walk_crc::{walk_records_crc, walk_records_crc_in, CRC_CHUNK_BYTES};
 
 /// Bytes before `batch_length`'s coverage starts: base offset (8) + batch length (4). Kafka's `LOG_OVERHEAD`.
 pub const LOG_OVERHEAD: usize = 12;

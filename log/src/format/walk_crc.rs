@@ -24,6 +24,15 @@ pub const CRC_CHUNK_BYTES: usize = 2048;
 /// uncompressed records, `records_count` of them from `base_timestamp`), computed in one pass. The CRC
 /// covers every byte even when the walk fails part way.
 pub fn walk_records_crc(batch: &RecordBatch<'_>) -> (u32, Result<RecordsWalk, Corruption>) {
+    walk_records_crc_in(batch, CRC_CHUNK_BYTES)
+}
+
+/// [`walk_records_crc`] with the CRC updated every `chunk_bytes` of records walked (at least one
+/// record each time), for measuring the choice of [`CRC_CHUNK_BYTES`].
+pub fn walk_records_crc_in(
+    batch: &RecordBatch<'_>,
+    chunk_bytes: usize,
+) -> (u32, Result<RecordsWalk, Corruption>) {
     let bytes = batch.as_bytes();
     let records = batch.records_payload();
     let mut digest = Digest::new(CrcAlgorithm::Crc32Iscsi);
@@ -31,7 +40,7 @@ pub fn walk_records_crc(batch: &RecordBatch<'_>) -> (u32, Result<RecordsWalk, Co
     let walk = (|| {
         let mut walker = RecordsWalker::new(batch.records_count(), batch.base_timestamp())?;
         while !walker.is_done() {
-            let stop_at = walker.position().saturating_add(CRC_CHUNK_BYTES);
+            let stop_at = walker.position().saturating_add(chunk_bytes);
             walker.walk_until(records, stop_at)?;
             let walked = RECORD_BATCH_OVERHEAD + walker.position();
             digest.update(&bytes[summed..walked]);
