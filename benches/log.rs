@@ -15,9 +15,9 @@
 //!   per-record work weighs most): every record walked by the leader's validator. Beside it, the paired
 //!   line `paired/log_append_100B/klog_std_vs_pwrite` (stderr) times both sides back to back, alternating
 //!   which goes first, 21 rounds (7 with `--quick`), and prints the median ratio pwrite time / klog time:
-//!   klog's append rate as a fraction of pwrite's (goal >= 0.9); and `.../validate_vs_pwrite`, the
+//!   klog's append rate as a fraction of pwrite's (goal >= 0.9); `.../validate_vs_pwrite`, the
 //!   validator alone (`validate`: CRC-32C, header checks, every record walked) over the same batches,
-//!   and `.../walk_vs_pwrite`, the record walk alone.
+//!   `.../walk_vs_pwrite`, the record walk alone, and `.../crc_vs_pwrite`, the CRC-32C alone.
 //! - `log_read/*`: `read(offset, 1 MiB, None, true)` from 0 to the end of a 4 MiB log of 1 MiB segments,
 //!   closed and reopened (sealed segments are memory-mapped); `+copy` copies the bytes out, as `pread`
 //!   delivers them; reference `pread`: 1 MiB `pread`s over the same `.log` files (no bound for
@@ -38,9 +38,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use klog::log::clock::{Clock, SystemClock};
 use klog::log::config::LogConfig;
-use klog::log::format::{
-    crc32c, walk_records, walk_records_crc_in, BatchBuilder, Compression, RecordBatch,
-};
+use klog::log::format::{crc32c, walk_records, BatchBuilder, Compression, RecordBatch};
 use klog::log::io::{open_backend, IoBackend, Storage};
 use klog::log::partition_log::{OpenOptions as LogOpenOptions, PartitionLog};
 use klog::log::validator::{validate, AppendOrigin};
@@ -349,40 +347,6 @@ fn bench_append_100b(c: &mut Criterion, env: &Env) {
         };
         let samples = alternating(rounds, || env.time_pwrite(pool, n), time_crc);
         report_paired(id, &samples, rounds, n, bytes);
-    }
-    // Issue #28: the CRC then the walk, each streaming the batch (the validator before branch `goals`),
-    // beside `walk_records_crc`, the two in one pass: a ratio above 1 is the fused pass's gain.
-    for chunk in [1024, 2048, 4096, 8192, 16384] {
-        let id = format!("paired/log_append_100B/separate_vs_fused_{chunk}");
-        if !args.selected(rounds, &id) {
-            continue;
-        }
-        let time_separate = || {
-            let (start, cpu) = (Instant::now(), thread_cpu_time());
-            for i in 0..n {
-                let (batch, _) = RecordBatch::parse(&pool[i % POOL_BATCHES], 0).expect("batch");
-                let walk = walk_records(
-                    batch.records_payload(),
-                    batch.records_count(),
-                    batch.base_timestamp(),
-                );
-                black_box(walk.expect("valid"));
-            }
-            elapsed(start, cpu)
-        };
-        let time_fused = || {
-            let (start, cpu) = (Instant::now(), thread_cpu_time());
-            for i in 0..n {
-                let (batch, _) =
-                    RecordBatch::parse_unchecked_crc(&pool[i % POOL_BATCHES], 0).expect("batch");
-                let (crc, walk) = walk_records_crc_in(&batch, chunk);
-                assert_eq!(crc, batch.crc());
-                black_box(walk.expect("valid"));
-            }
-            elapsed(start, cpu)
-        };
-        let samples = alternating(rounds, time_separate, time_fused);
-        report_paired(&id, &samples, rounds, n, bytes);
     }
 }
 

@@ -15,7 +15,6 @@ mod legacy;
 mod record;
 mod record_layout;
 pub mod varint;
-mod walk_crc;
 
 pub use batch::{RecordBatch, RecordBatchMut};
 pub use batch_stream::{BatchStream, OnBatch, ReadAt, DEFAULT_WINDOW_BYTES};
@@ -28,7 +27,6 @@ pub use control::{
 pub use header::{Attributes, BatchHeader, TimestampType};
 pub use legacy::{LegacyEntry, LegacyRecord};
 pub use record::{walk_records, HeaderIter, Record, Records, RecordsWalk};
-pub use walk_crc::{walk_records_crc, walk_records_crc_in, CRC_CHUNK_BYTES};
 
 /// Bytes before `batch_length`'s coverage starts: base offset (8) + batch length (4). Kafka's `LOG_OVERHEAD`.
 pub const LOG_OVERHEAD: usize = 12;

@@ -187,135 +187,71 @@ pub fn walk_records(
     declared: i32,
     base_timestamp: i64,
 ) -> Result<RecordsWalk, Corruption> {
-    let mut walker = RecordsWalker::new(declared, base_timestamp)?;
-    walker.walk_until(data, usize::MAX)?;
-    walker.finish(data)
-}
-
-/// [`walk_records`] in steps: each [`walk_until`](Self::walk_until) walks on from where the last one
-/// stopped, so a caller can work on the bytes walked so far while they are in the L1 cache (the leader's
-/// CRC-32C of the same batch, `walk_crc`). Walked in one step or in many, the same records give the
-/// same result.
-pub(super) struct RecordsWalker {
-    declared: u32,
-    base_timestamp: i64,
-    walk: RecordsWalk,
-    /// (index, timestamp); index u32::MAX until a record with a timestamp is seen.
-    earliest: (u32, i64),
-    latest: (u32, i64),
-    position: usize,
-    index: u32,
-    /// The layout of the last record the full walk took, while it keeps paying: a batch whose records
-    /// vary in size stops learning after LAYOUTS_LEARNED records.
-    layout: Option<RecordLayout>,
-    learned: u32,
-}
-
-impl RecordsWalker {
-    pub(super) fn new(declared: i32, base_timestamp: i64) -> Result<Self, Corruption> {
-        if declared < 0 {
-            return Err(Corruption::NegativeRecordCount { count: declared });
+    if declared < 0 {
+        return Err(Corruption::NegativeRecordCount { count: declared });
+    }
+    let mut walk = RecordsWalk {
+        offset_delta_gap: None,
+        earliest: None,
+        latest: None,
+    };
+    // (index, timestamp); index u32::MAX until a record with a timestamp is seen.
+    let (mut earliest, mut latest) = ((u32::MAX, i64::MAX), (u32::MAX, i64::MIN));
+    let mut position = 0usize;
+    // The layout of the last record the full walk took, while it keeps paying: a batch whose records
+    // vary in size stops learning after LAYOUTS_LEARNED records.
+    let (mut layout, mut learned) = (None::<RecordLayout>, 0u32);
+    let mut index = 0u32;
+    while index < declared as u32 {
+        if let Some(layout) = &layout {
+            (position, index) = walk_layout_run(
+                layout,
+                data,
+                (position, index),
+                declared as u32,
+                base_timestamp,
+                (&mut earliest, &mut latest),
+            );
+            if index == declared as u32 {
+                break;
+            }
         }
-        Ok(RecordsWalker {
-            declared: declared as u32,
-            base_timestamp,
-            walk: RecordsWalk {
-                offset_delta_gap: None,
-                earliest: None,
-                latest: None,
-            },
-            earliest: (u32::MAX, i64::MAX),
-            latest: (u32::MAX, i64::MIN),
-            position: 0,
-            index: 0,
-            layout: None,
-            learned: 0,
-        })
-    }
-
-    /// Where the next record starts in `data`.
-    pub(super) fn position(&self) -> usize {
-        self.position
-    }
-
-    /// Whether every declared record was walked.
-    pub(super) fn is_done(&self) -> bool {
-        self.index == self.declared
-    }
-
-    /// Walks records until the next one starts at or past `stop_at`, or the last declared one is walked.
-    /// `data` is the same slice at every step.
-    pub(super) fn walk_until(&mut self, data: &[u8], stop_at: usize) -> Result<(), Corruption> {
-        let (declared, base_timestamp) = (self.declared, self.base_timestamp);
-        let (mut position, mut index) = (self.position, self.index);
-        let (mut earliest, mut latest) = (self.earliest, self.latest);
-        let result = loop {
-            if index == declared || position >= stop_at {
-                break Ok(());
-            }
-            if let Some(layout) = &self.layout {
-                (position, index) = walk_layout_run(
-                    layout,
-                    data,
-                    (position, index),
-                    (declared, stop_at),
-                    base_timestamp,
-                    (&mut earliest, &mut latest),
-                );
-                if index == declared || position >= stop_at {
-                    break Ok(());
-                }
-            }
-            if position == data.len() {
-                break Err(Corruption::MissingRecords {
-                    declared: declared as i32,
-                    found: index,
-                });
-            }
-            let record = match skip_record_fast(data, position) {
-                Some(record) => record,
-                None => match skip_record_precise(data, position, index) {
-                    Ok(record) => record,
-                    Err(e) => break Err(e),
-                },
-            };
-            self.layout = (self.learned < LAYOUTS_LEARNED)
-                .then(|| {
-                    self.learned += 1;
-                    RecordLayout::learn(&data[position..record.0])
-                })
-                .flatten();
-            let (end, offset_delta, timestamp_delta) = record;
-            position = end;
-            if offset_delta != index as i32 {
-                note_gap(&mut self.walk.offset_delta_gap, index, offset_delta);
-            }
-            let timestamp = base_timestamp.wrapping_add(timestamp_delta);
-            if timestamp != super::NO_TIMESTAMP {
-                note_timestamp(&mut earliest, &mut latest, index, timestamp);
-            }
-            index += 1;
-        };
-        (self.position, self.index) = (position, index);
-        (self.earliest, self.latest) = (earliest, latest);
-        result
-    }
-
-    /// The walk's result once every record was walked: no byte may follow the last.
-    pub(super) fn finish(self, data: &[u8]) -> Result<RecordsWalk, Corruption> {
-        debug_assert!(self.is_done());
-        if self.position != data.len() {
-            return Err(Corruption::TrailingBytes {
-                bytes: (data.len() - self.position) as u64,
+        if position == data.len() {
+            return Err(Corruption::MissingRecords {
+                declared,
+                found: index,
             });
         }
-        let seen = |(index, t): (u32, i64)| (index != u32::MAX).then_some((index, t));
-        Ok(RecordsWalk {
-            earliest: seen(self.earliest),
-            latest: seen(self.latest),
-            ..self.walk
-        })
+        let record = match skip_record_fast(data, position) {
+            Some(record) => record,
+            None => skip_record_precise(data, position, index)?,
+        };
+        layout = (learned < LAYOUTS_LEARNED)
+            .then(|| {
+                learned += 1;
+                RecordLayout::learn(&data[position..record.0])
+            })
+            .flatten();
+        let (end, offset_delta, timestamp_delta) = record;
+        position = end;
+        if offset_delta != index as i32 {
+            note_gap(&mut walk.offset_delta_gap, index, offset_delta);
+        }
+        let timestamp = base_timestamp.wrapping_add(timestamp_delta);
+        if timestamp != super::NO_TIMESTAMP {
+            note_timestamp(&mut earliest, &mut latest, index, timestamp);
+        }
+        index += 1;
     }
+    let seen = |(index, t): (u32, i64)| (index != u32::MAX).then_some((index, t));
+    walk.earliest = seen(earliest);
+    walk.latest = seen(latest);
+    if position != data.len() {
+        return Err(Corruption::TrailingBytes {
+            bytes: (data.len() - position) as u64,
+        });
+    }
+    Ok(walk)
 }
 
 /// The precise path, for a record the fast path refused: it names the check that failed (and is the
@@ -337,21 +273,20 @@ fn skip_record_precise(
 
 /// The records from `(position, index)` on that have `layout`, walked in a loop of their own, whose
 /// few locals stay in registers (inside the walk's loop the layout's fields lived on the stack): returns
-/// where the first record that does not match starts, and its index (`declared` after the last record),
-/// or where the first record at or past `stop_at` starts. A record of the layout has the offset delta
-/// of its index, so no gap is noted here.
+/// where the first record that does not match starts, and its index (`declared` after the last record).
+/// A record of the layout has the offset delta of its index, so no gap is noted here.
 #[inline(never)]
 fn walk_layout_run(
     layout: &RecordLayout,
     data: &[u8],
     (mut position, mut index): (usize, u32),
-    (declared, stop_at): (u32, usize),
+    declared: u32,
     base_timestamp: i64,
     (earliest, latest): (&mut (u32, i64), &mut (u32, i64)),
 ) -> (usize, u32) {
     let layout = *layout;
     let (mut first, mut last) = (*earliest, *latest);
-    while index < declared && position < stop_at {
+    while index < declared {
         let Some((end, timestamp_delta)) = layout.matches(data, position, index) else {
             break;
         };
