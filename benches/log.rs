@@ -15,9 +15,9 @@
 //!   per-record work weighs most): every record walked by the leader's validator. Beside it, the paired
 //!   line `paired/log_append_100B/klog_std_vs_pwrite` (stderr) times both sides back to back, alternating
 //!   which goes first, 21 rounds (7 with `--quick`), and prints the median ratio pwrite time / klog time:
-//!   klog's append rate as a fraction of pwrite's (goal >= 0.9); and `.../validate_vs_pwrite`, the
+//!   klog's append rate as a fraction of pwrite's (goal >= 0.9); `.../validate_vs_pwrite`, the
 //!   validator alone (`validate`: CRC-32C, header checks, every record walked) over the same batches,
-//!   and `.../walk_vs_pwrite`, the record walk alone.
+//!   `.../walk_vs_pwrite`, the record walk alone, and `.../crc_vs_pwrite`, the CRC-32C alone.
 //! - `log_read/*`: `read(offset, 1 MiB, None, true)` from 0 to the end of a 4 MiB log of 1 MiB segments,
 //!   closed and reopened (sealed segments are memory-mapped); `+copy` copies the bytes out, as `pread`
 //!   delivers them; reference `pread`: 1 MiB `pread`s over the same `.log` files (no bound for
@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use klog::log::clock::{Clock, SystemClock};
 use klog::log::config::LogConfig;
-use klog::log::format::{walk_records, BatchBuilder, Compression, RecordBatch};
+use klog::log::format::{crc32c, walk_records, BatchBuilder, Compression, RecordBatch};
 use klog::log::io::{open_backend, IoBackend, Storage};
 use klog::log::partition_log::{OpenOptions as LogOpenOptions, PartitionLog};
 use klog::log::validator::{validate, AppendOrigin};
@@ -333,6 +333,19 @@ fn bench_append_100b(c: &mut Criterion, env: &Env) {
             elapsed(start, cpu)
         };
         let samples = alternating(rounds, || env.time_pwrite(pool, n), time_walk);
+        report_paired(id, &samples, rounds, n, bytes);
+    }
+    // The CRC-32C alone (what every append pays, walked or not), beside the pwrite loop.
+    let id = "paired/log_append_100B/crc_vs_pwrite";
+    if args.selected(rounds, id) {
+        let time_crc = || {
+            let (start, cpu) = (Instant::now(), thread_cpu_time());
+            for i in 0..n {
+                black_box(crc32c(&pool[i % POOL_BATCHES][21..]));
+            }
+            elapsed(start, cpu)
+        };
+        let samples = alternating(rounds, || env.time_pwrite(pool, n), time_crc);
         report_paired(id, &samples, rounds, n, bytes);
     }
 }

@@ -211,8 +211,23 @@ fn check_workloads(doc: &Value) {
 
 /// A goal names its figure; `met` follows its direction (`better`: "higher" met at or above the
 /// target, "lower" below it); a goal without a target (`better` null) is reported, never met or missed.
+/// Only a klog / Kafka goal has a ceiling (limit / Kafka), and it is beyond the bound exactly when it is
+/// missed with its target above that ceiling.
 fn check_goal(g: &Value) {
     assert!(g["name"].is_string() && g["figure"].is_string(), "{g}");
+    let ceiling = g["ceiling"].as_f64();
+    let beyond = g["beyond_bound"].as_bool().expect("beyond_bound");
+    if let Some(c) = ceiling {
+        assert!(c.is_finite() && c > 0.0, "{g}");
+        assert!(g["figure"].as_str().unwrap().ends_with("/ Kafka"), "{g}");
+    } else {
+        assert!(g["ceiling"].is_null(), "{g}");
+    }
+    assert_eq!(
+        beyond,
+        g["met"] == false && ceiling.is_some_and(|c| g["target"].as_f64().unwrap() > c),
+        "{g}"
+    );
     let Some(v) = g["value"].as_f64() else {
         assert!(g["met"].is_null(), "{g}");
         return;
@@ -401,6 +416,28 @@ fn bench_measures_kafka_beside_klog() {
         psm["kafka"]["details"]["producers"], psm["details"]["live_producers"],
         "{psm}"
     );
+    // Every klog / Kafka goal carries its ceiling: its report's limit over Kafka's figure.
+    let goals = doc["goals"].as_array().unwrap();
+    for (name, key) in [
+        ("buffered append >= 3x Kafka UnifiedLog", "append"),
+        (
+            "buffered append of 100 B records >= 2x Kafka",
+            "append/100B",
+        ),
+        ("unclean recovery >= 5x Kafka LogLoader", "recover"),
+        ("psm replay >= 5x Kafka ProducerStateManager", "psm"),
+    ] {
+        let g = goals
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("no goal {name}: {goals:?}"));
+        check_goal(g);
+        let w = &doc["workloads"][key];
+        let expected =
+            w["baseline"]["value"].as_f64().unwrap() / w["kafka"]["value"].as_f64().unwrap();
+        let ceiling = positive(&g["ceiling"], &format!("{name} ceiling"));
+        assert!((ceiling - expected).abs() <= 1e-9 * expected, "{g}\n{w}");
+    }
 }
 
 /// `clean` at the smallest size: the generated partition has every shape it promises (repeated keys,
@@ -612,7 +649,15 @@ fn bench_mirrors_many_partitions() {
     );
     assert!(per_partition["met"].is_null(), "{per_partition}");
     // The text and report.md give the target with its direction.
-    assert!(text.contains("(target    < 1)"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("failover of every partition at once < 1 s")
+        })
+        .unwrap_or_else(|| panic!("no failover goal in {text}"));
+    let columns = &line["  failover of every partition at once < 1 s".len()..];
+    assert!(columns.contains("  < 1  "), "{line}");
     let md = std::fs::read_to_string(root.join("report/report.md")).unwrap();
     assert!(
         md.contains("| failover of every partition at once < 1 s | "),

@@ -45,7 +45,7 @@ pub(super) fn write_report(
     if !goals.is_empty() {
         writeln!(
             md,
-            "## Goals\n\n| goal | value | target | verdict | figure |\n|---|---:|---:|---|---|"
+            "## Goals\n\n| goal | value | target | ceiling | verdict | figure |\n|---|---:|---:|---:|---|---|"
         )?;
         for g in goals {
             let verdict = match g.verdict() {
@@ -55,9 +55,10 @@ pub(super) fn write_report(
             let value = g.value.map_or("-".into(), |v| format!("{v:.2}"));
             writeln!(
                 md,
-                "| {} | {value} | {} | {verdict} | {} |",
+                "| {} | {value} | {} | {} | {verdict} | {} |",
                 g.name,
                 g.target_text(),
+                g.ceiling_text(),
                 g.figure
             )?;
         }

@@ -463,6 +463,19 @@ impl Report {
         self.row(name, backend).map(|r| r.series.median() / k)
     }
 
+    /// limit / Kafka of a row (the ratio of the medians, as `kafka_ratio`): the best klog / Kafka any
+    /// implementation held to the row's limit can reach.
+    fn ceiling(&self, name: &str, backend: &str) -> Option<f64> {
+        let k = self.kafka.median()?;
+        self.row(name, backend).map(|r| {
+            r.bound
+                .as_ref()
+                .map_or(&self.baseline, |b| &b.series)
+                .median()
+                / k
+        })
+    }
+
     fn comparison(&self, name: &str) -> Option<f64> {
         self.comparisons
             .iter()
