@@ -155,9 +155,11 @@ impl<'env> ReadAhead<'env> {
             .as_ref()
             .and_then(|(_, filled)| filled.recv().ok());
         let chunk = match ahead {
-            Some(chunk) => chunk?,
-            None => {
-                // No helper, or it is gone (it stops at the end and after an error it handed over).
+            Some(Ok(chunk)) => chunk,
+            _ => {
+                // No helper, it is gone, or its read failed: the chunk is read here, so only an error of
+                // this thread's read fails the pass (not one of the helper's own, a ring it could not
+                // set up say). The helper stops after an error.
                 self.helper = None;
                 let buf = self.spare.pop().unwrap_or_default();
                 let want = (self.size - self.read_to).min(CHUNK as u64) as usize;

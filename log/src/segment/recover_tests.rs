@@ -292,3 +292,59 @@ fn a_batch_length_past_the_end_across_a_chunk_end_is_a_partial_tail_both_ways() 
     assert_eq!(out.recovery.valid_bytes, across(&placed, boundary).0);
     assert!(matches!(out.recovery.tail, Tail::Partial { .. }));
 }
+
+/// File bytes behind [`StorageFile`], whose reads fail on the read-ahead helper's thread (as a thread
+/// that cannot set up its own io_uring would).
+#[derive(Debug)]
+struct FailsOffThread(Vec<u8>);
+
+impl crate::io::StorageFile for FailsOffThread {
+    fn read_at(&self, buf: &mut [u8], position: u64) -> std::io::Result<usize> {
+        if std::thread::current().name() == Some("klog-recover-read") {
+            return Err(std::io::Error::other("no ring on this thread"));
+        }
+        let from = (position as usize).min(self.0.len());
+        let n = buf.len().min(self.0.len() - from);
+        buf[..n].copy_from_slice(&self.0[from..from + n]);
+        Ok(n)
+    }
+    fn write_at(&self, _: &[u8], _: u64) -> std::io::Result<()> {
+        Err(std::io::Error::other("read only"))
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn set_len(&self, _: u64) -> std::io::Result<()> {
+        Err(std::io::Error::other("read only"))
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        Ok(self.0.len() as u64)
+    }
+    fn os_path(&self) -> Option<&Path> {
+        None
+    }
+}
+
+#[test]
+fn a_read_the_helper_cannot_make_is_made_by_the_pass() {
+    let bytes: Vec<u8> = (0..(5 * CHUNK + 777)).map(|i| (i % 253) as u8).collect();
+    let file = FailsOffThread(bytes.clone());
+    let mut pool = Vec::new();
+    let mut read = Vec::new();
+    std::thread::scope(|scope| {
+        let mut ahead =
+            super::read_ahead::ReadAhead::start(scope, &file, bytes.len() as u64, true, &mut pool);
+        assert!(ahead.has_helper());
+        loop {
+            let chunk = ahead.next().expect("read on the pass's thread");
+            read.extend_from_slice(&chunk.buf[HEADROOM..HEADROOM + chunk.len]);
+            ahead.recycle(chunk.buf);
+            if chunk.len == 0 || ahead.position() >= bytes.len() as u64 {
+                break;
+            }
+        }
+        assert!(!ahead.has_helper(), "the helper stopped after its error");
+        ahead.finish(&mut pool);
+    });
+    assert_eq!(read, bytes);
+}
