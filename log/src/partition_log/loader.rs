@@ -512,8 +512,8 @@ pub(super) struct RecoveredBatches {
     rebuilt: BTreeMap<i64, crate::segment::SegmentRecovery>,
     /// Segments with missing or corrupt indexes that the unclean rescan rebuilds.
     deferred: std::collections::BTreeSet<i64>,
-    /// The read buffer every segment's recovery reuses.
-    buf: Vec<u8>,
+    /// The read buffers every segment's recovery reuses.
+    buffers: crate::segment::RecoverBuffers,
 }
 
 /// About 64 MiB of summaries: a 1 GiB unclean log of 16 KiB batches needs ~65,000.
@@ -530,7 +530,7 @@ impl RecoveredBatches {
         let mut summaries = Vec::new();
         let mut over_budget = self.kept >= RECOVERED_SUMMARIES_MAX;
         let recovery = seg.recover_through(
-            &mut self.buf,
+            &mut self.buffers,
             &mut |batch| {
                 if over_budget {
                     return;

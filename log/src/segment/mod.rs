@@ -12,9 +12,12 @@
 
 mod lookup;
 mod open;
+mod read_ahead;
 mod recover;
-#[cfg(target_os = "linux")]
-mod windows_ahead;
+#[cfg(test)]
+mod recover_tests;
+
+pub use recover::RecoverBuffers;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,26 +1,16 @@
 //! A segment's recovery (Kafka's `LogSegment.recover`): the pass that checks every batch of the `.log`,
-//! rebuilds the offset and time indexes and collects the leader epochs, then cuts an invalid tail;
-//! through mapped windows of a real file, `pread` chunks otherwise.
+//! rebuilds the offset and time indexes and collects the leader epochs, then cuts an invalid tail; the
+//! `.log` read in 1 MiB chunks, by a helper thread ahead of the check when a core is free
+//! (`read_ahead.rs`).
 
 use std::sync::atomic::Ordering;
 
 use crate::error::IoContext;
-use crate::format::{Batches, Tail};
+use crate::format::{Batches, Tail, LOG_OVERHEAD, MIN_RECORD_OVERHEAD};
 use crate::{Corruption, Error};
 
-#[cfg(target_os = "linux")]
-use super::windows_ahead::WindowsAhead;
+use super::read_ahead::{Pass, ReadAhead, CHUNK, HEADROOM};
 use super::{LogSegment, SegmentRecovery, State};
-
-/// Bytes read at a time by `recover` through `pread` (one buffer, reused: it stays in the CPU cache).
-const RECOVER_CHUNK: u64 = 1 << 20;
-/// Bytes mapped at a time by `recover` when the `.log` is a real file. A map costs a page-table entry per
-/// page where a `pread` copies the page: the copy was ~90% of an unclean open (BENCHMARKS.md). Large
-/// enough that the map and unmap calls are noise, small enough to keep what an open maps bounded.
-const RECOVER_WINDOW: u64 = 16 << 20;
-/// How far before a window's end the next window starts, so that the batch the end cuts is whole in the
-/// next one (batches up to this size; a larger one is mapped again from its start).
-const WINDOW_OVERLAP: u64 = 1 << 20;
 
 /// What a recovery pass over one segment has found so far.
 struct RecoveryPass {
@@ -74,69 +64,31 @@ fn to_file_end(tail: Tail, size: u64) -> Tail {
     }
 }
 
-/// `[start, end)` of `file` mapped read-only with every page populated. `MADV_POPULATE_READ` reads what is
-/// not cached and fails with the I/O error, where touching an unreadable page of a map raises SIGBUS.
-#[cfg(target_os = "linux")]
-fn map_populated(file: &std::fs::File, start: u64, end: u64) -> std::io::Result<memmap2::Mmap> {
-    // SAFETY: recovery runs while the partition is opened, before any reader or writer can reach it,
-    // with the log directory's lock held (no other klog process writes it), and the map is dropped
-    // before the pass cuts the file (a map made or unmapped by the `WindowsAhead` helper is dropped
-    // before `recover_mapped`'s thread scope, which joins the helper, returns): nothing shrinks the
-    // file under the map.
-    let map = unsafe {
-        memmap2::MmapOptions::new()
-            .offset(start)
-            .len((end - start) as usize)
-            .map(file)
-    }?;
-    map.advise(memmap2::Advice::PopulateRead)?;
-    Ok(map)
-}
+/// The read buffers of recovery passes, lent to each segment's pass in turn: a log recovering many
+/// segments allocates and faults them in once per open, not once per segment.
+#[derive(Debug, Default)]
+pub struct RecoverBuffers(Vec<Vec<u8>>);
 
-/// Starts reading `[position, position + len)` of `file` into the page cache unless its first page is
-/// cached already (a 1-byte `RWF_NOWAIT` read says so without waiting): on a warm cache the pass then
-/// pays one syscall per window, not a page-cache lookup per page. Advice only: errors are ignored.
-#[cfg(target_os = "linux")]
-fn read_ahead_if_cold(file: &std::fs::File, position: u64, len: u64) {
-    use std::os::fd::AsRawFd;
-    let fd = file.as_raw_fd();
-    let mut byte = 0u8;
-    let iov = libc::iovec {
-        iov_base: (&mut byte as *mut u8).cast(),
-        iov_len: 1,
-    };
-    // SAFETY: `iov` points at one writable byte that outlives the call; `fd` is open.
-    let n = unsafe { libc::preadv2(fd, &iov, 1, position as libc::off_t, libc::RWF_NOWAIT) };
-    if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN) {
-        // SAFETY: plain advice on an open descriptor; no memory is passed.
-        unsafe {
-            libc::posix_fadvise(
-                fd,
-                position as libc::off_t,
-                len as libc::off_t,
-                libc::POSIX_FADV_WILLNEED,
-            )
-        };
+/// The tail of the segment when the unchecked bytes `work[from..]` (the file's from `position`) already
+/// decide it, so the pass need not read on: a batch whose length runs past the file's end is a partial
+/// tail whatever follows. A run of zeros longer than the headroom is kept to its first `HEADROOM` bytes
+/// instead: from a position whose first 12 bytes are zero the iterator ends there whatever follows
+/// (zero-filled to the end, or a batch length too small), so later zeros change nothing but the memory
+/// the carry would hold.
+fn settled(work: &mut Vec<u8>, from: usize, position: u64, size: u64) -> Option<Tail> {
+    let rest = &work[from..];
+    let length = rest.get(8..LOG_OVERHEAD)?;
+    let length = i32::from_be_bytes(length.try_into().ok()?);
+    if length >= MIN_RECORD_OVERHEAD && position + LOG_OVERHEAD as u64 + length as u64 > size {
+        return Some(Tail::Partial {
+            position,
+            bytes: size - position,
+        });
     }
-}
-
-/// Whether this kernel has `MADV_POPULATE_READ` (Linux 5.14+); without it recovery reads through `pread`,
-/// never through a map whose unreadable page would raise SIGBUS.
-#[cfg(target_os = "linux")]
-fn populate_supported() -> bool {
-    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SUPPORTED.get_or_init(|| {
-        memmap2::MmapOptions::new()
-            .len(4096)
-            .map_anon()
-            .and_then(|m| m.advise(memmap2::Advice::PopulateRead))
-            .is_ok()
-    })
-}
-
-#[cfg(not(target_os = "linux"))]
-fn populate_supported() -> bool {
-    false
+    if rest.len() > HEADROOM && rest.iter().all(|&b| b == 0) {
+        work.truncate(from + HEADROOM);
+    }
+    None
 }
 
 impl LogSegment {
@@ -152,17 +104,18 @@ impl LogSegment {
         &self,
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
     ) -> Result<SegmentRecovery, Error> {
-        self.recover_through(&mut Vec::new(), on_batch, &mut || Ok(()))
+        self.recover_through(&mut RecoverBuffers::default(), on_batch, &mut || Ok(()))
     }
 
-    /// [`LogSegment::recover_with`], reading through `buf`: a caller recovering many segments passes the
-    /// same buffer to each, so it is allocated, zeroed and faulted in once per open, not per segment.
+    /// [`LogSegment::recover_with`], reading through `buffers`: a caller recovering many segments passes
+    /// the same buffers to each, so they are allocated, zeroed and faulted in once per open, not per
+    /// segment.
     /// `before_cut` runs when the pass found bytes to cut, before the cut is made (and made durable): a
     /// log deletes its later segments there, so a crash never leaves the cut without the evidence for
     /// deleting them.
     pub fn recover_through(
         &self,
-        buf: &mut Vec<u8>,
+        buffers: &mut RecoverBuffers,
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
         before_cut: &mut dyn FnMut() -> Result<(), Error>,
     ) -> Result<SegmentRecovery, Error> {
@@ -181,16 +134,16 @@ impl LogSegment {
         let bytes_since_last_index_entry =
             std::mem::replace(&mut state.bytes_since_last_index_entry, 0);
         let mut pass = RecoveryPass::new(self.base_offset);
-        let tail = match self.mappable_log(size)? {
-            Some(file) => self.recover_mapped(&file, size, &mut state, &mut pass, on_batch)?,
-            None => self.recover_read(buf, size, &mut state, &mut pass, on_batch)?,
-        };
+        let (_counted, core_free) = Pass::begin();
+        let spawn = core_free && size > CHUNK as u64;
+        #[cfg(test)]
+        let spawn = tests_hook::HELPER.with(|h| h.get()).unwrap_or(spawn);
+        let tail = self.recover_read(buffers, size, spawn, &mut state, &mut pass, on_batch)?;
         let tail = to_file_end(tail, size);
         drop(state);
         if pass.valid < size {
             before_cut()?;
         }
-        // Any window map of the pass is gone by now: the cut may shrink the file in place.
         self.cut(pass.valid, size)?;
         let mut state = self.state();
         let (ts, off) = state.max_timestamp_so_far.expect("set above");
@@ -206,126 +159,77 @@ impl LogSegment {
         })
     }
 
-    /// The recovery pass through `pread`s (storage that cannot be mapped: simulated, read-only, a direct
-    /// write path's file): `RECOVER_CHUNK` reads into one reused buffer. `buf` holds the file's bytes from
-    /// `buf_start`; a batch cut by a read stays in it (the iterator ends with a `Tail`, not an error) and
-    /// is completed by the next read. The last read decides the segment's tail. `buf[..filled]` is live;
-    /// the buffer is zeroed only when it grows (a batch larger than a chunk), not on every read.
+    /// The recovery pass over the chunks of the `.log` (`read_ahead.rs`), read by a helper thread ahead
+    /// of this one when `spawn`. A batch cut by a chunk's end stays unchecked (the iterator ends with a
+    /// `Tail`, not an error) and is checked with the next chunk: its bytes are copied into the headroom
+    /// in front of that chunk, or (a batch larger than the headroom) the chunk is added to a carry buffer
+    /// that holds it. Each check sees the file's bytes from the last whole batch to the end of the chunks
+    /// read, as a pass reading the whole file at once would, so the cut does not depend on the helper or
+    /// on where the chunks end. The last chunk decides the segment's tail.
     fn recover_read(
         &self,
-        buf: &mut Vec<u8>,
+        buffers: &mut RecoverBuffers,
         size: u64,
+        spawn: bool,
         state: &mut State,
         pass: &mut RecoveryPass,
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
     ) -> Result<Tail, Error> {
-        let mut filled = 0usize;
-        let (mut buf_start, mut read_to) = (0u64, 0u64);
-        loop {
-            let want = RECOVER_CHUNK.min(size - read_to) as usize;
-            if buf.len() < filled + want {
-                buf.resize(filled + want, 0);
-            }
-            let n = self
-                .log_file()
-                .read_at(&mut buf[filled..filled + want], read_to)
-                .map_err(|e| Error::io(&self.log_path_of(), e))?;
-            filled += n;
-            read_to += n as u64;
-            let at_end = n == 0 || read_to >= size;
-            let (position, tail) =
-                self.check_batches(state, pass, &buf[..filled], buf_start, on_batch)?;
-            if pass.corruption.is_some() || at_end {
-                return Ok(tail.unwrap_or(Tail::Clean));
-            }
-            let consumed = (position - buf_start) as usize;
-            buf.copy_within(consumed..filled, 0);
-            filled -= consumed;
-            buf_start += consumed as u64;
-        }
-    }
-
-    /// The `.log` opened for mapping when the pass can read it through maps: a real file, not empty, on a
-    /// kernel that populates a map with an error instead of a SIGBUS (Linux 5.14+).
-    fn mappable_log(&self, size: u64) -> Result<Option<std::fs::File>, Error> {
-        let log = self.log_file();
-        let Some(path) = log.os_path().filter(|_| size > 0 && populate_supported()) else {
-            return Ok(None);
-        };
-        Ok(Some(std::fs::File::open(path).at(path)?))
-    }
-
-    /// The recovery pass through maps: each `RECOVER_WINDOW` of the file is mapped, its pages populated in
-    /// one call, checked in place and unmapped, so nothing is copied and at most three windows (or one
-    /// batch larger than a window) are mapped at once. A segment of more than one window has a helper
-    /// thread ([`WindowsAhead`]) map and populate the next window, and unmap the last, while this one
-    /// checks the current window; the next window starts `WINDOW_OVERLAP` before the current one ends,
-    /// so the batch its end cuts is whole in it unless that batch is larger than the overlap (then the
-    /// window from that batch on is mapped here, as without the helper).
-    #[cfg(target_os = "linux")]
-    fn recover_mapped(
-        &self,
-        file: &std::fs::File,
-        size: u64,
-        state: &mut State,
-        pass: &mut RecoveryPass,
-        on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
-    ) -> Result<Tail, Error> {
-        let path = self.log_path_of();
+        let file = self.log_file();
         std::thread::scope(|scope| {
-            let spawn = size > RECOVER_WINDOW;
-            let mut ahead =
-                WindowsAhead::start(scope, file, map_populated, read_ahead_if_cold, spawn);
-            let mut window = map_populated(file, 0, RECOVER_WINDOW.min(size)).at(&path)?;
-            let (mut window_start, mut start) = (0u64, 0u64);
-            loop {
-                let end = window_start + window.len() as u64;
-                let at_end = end >= size;
-                if !at_end {
-                    let next = end.saturating_sub(WINDOW_OVERLAP).max(start);
-                    let next_end = next.saturating_add(RECOVER_WINDOW).min(size);
-                    ahead.request(next, next_end, RECOVER_WINDOW.min(size - next_end));
-                }
-                let bytes = &window[(start - window_start) as usize..];
-                let (position, tail) = self.check_batches(state, pass, bytes, start, on_batch)?;
-                ahead.unmap(window);
-                if pass.corruption.is_some() || at_end {
-                    return Ok(tail.unwrap_or(Tail::Clean));
-                }
-                (window_start, window) = match ahead.take() {
-                    Some((next, map)) if next <= position && position > start => {
-                        (next, map.at(&path)?)
-                    }
-                    unused => {
-                        if let Some((_, Ok(map))) = unused {
-                            ahead.unmap(map);
-                        }
-                        // No whole batch from `start` in the window: one batch is larger than it, so
-                        // map more of it.
-                        let len = if position == start {
-                            (end - start).saturating_mul(2)
-                        } else {
-                            RECOVER_WINDOW
-                        };
-                        let map_end = position.saturating_add(len).min(size);
-                        (position, map_populated(file, position, map_end).at(&path)?)
-                    }
-                };
-                start = position;
-            }
+            let mut ahead = ReadAhead::start(scope, &*file, size, spawn, &mut buffers.0);
+            #[cfg(test)]
+            tests_hook::HELPED.with(|h| h.set(h.get() || ahead.has_helper()));
+            let (tail, work) = self.check_chunks(&mut ahead, size, state, pass, on_batch)?;
+            ahead.recycle(work);
+            ahead.finish(&mut buffers.0);
+            Ok(tail)
         })
     }
 
-    #[cfg(not(target_os = "linux"))]
-    fn recover_mapped(
+    /// [`recover_read`](Self::recover_read)'s loop; returns the tail and the last buffer checked.
+    fn check_chunks(
         &self,
-        _file: &std::fs::File,
+        ahead: &mut ReadAhead<'_>,
         size: u64,
         state: &mut State,
         pass: &mut RecoveryPass,
         on_batch: &mut dyn FnMut(&crate::format::AnyBatch<'_>),
-    ) -> Result<Tail, Error> {
-        self.recover_read(&mut Vec::new(), size, state, pass, on_batch)
+    ) -> Result<(Tail, Vec<u8>), Error> {
+        // `work[from..]`: the file's bytes from `position` to the end of the chunks read (a run of zeros
+        // in it kept to its first `HEADROOM` bytes, `settled`).
+        let (mut work, mut from, mut position) = (Vec::new(), 0usize, 0u64);
+        loop {
+            let chunk = ahead
+                .next()
+                .map_err(|e| Error::io(&self.log_path_of(), e))?;
+            let left = work.len() - from;
+            if left <= HEADROOM {
+                let mut buf = chunk.buf;
+                buf[HEADROOM - left..HEADROOM].copy_from_slice(&work[from..]);
+                let last = std::mem::replace(&mut work, buf);
+                if last.capacity() > 0 {
+                    ahead.recycle(last);
+                }
+                from = HEADROOM - left;
+            } else {
+                work.drain(..from);
+                from = 0;
+                work.extend_from_slice(&chunk.buf[HEADROOM..HEADROOM + chunk.len]);
+                ahead.recycle(chunk.buf);
+            }
+            let at_end = chunk.len == 0 || ahead.position() >= size;
+            let (next, tail) =
+                self.check_batches(state, pass, &work[from..], position, on_batch)?;
+            if pass.corruption.is_some() || at_end {
+                return Ok((tail.unwrap_or(Tail::Clean), work));
+            }
+            from += (next - position) as usize;
+            position = next;
+            if let Some(tail) = settled(&mut work, from, position, size) {
+                return Ok((tail, work));
+            }
+        }
     }
 
     /// Checks the batches of `bytes` (the file's bytes from `start`) into `pass`, indexing each and handing
@@ -375,5 +279,18 @@ impl LogSegment {
                 first,
                 last,
             })
+    }
+}
+
+/// Lets the tests choose how a pass reads (`recover_tests.rs`) and see which way it did, on their thread.
+#[cfg(test)]
+pub(super) mod tests_hook {
+    use std::cell::Cell;
+    thread_local! {
+        /// `Some(helper)`: the passes of this thread read ahead on a helper thread or not, whatever the
+        /// cores say.
+        pub static HELPER: Cell<Option<bool>> = const { Cell::new(None) };
+        /// Whether a pass of this thread had a helper.
+        pub static HELPED: Cell<bool> = const { Cell::new(false) };
     }
 }

@@ -1,77 +1,23 @@
-//! An unclean open of a real file checks each segment through maps of 16 MiB windows instead of copying it
-//! through `pread`s (the copy was ~90% of the open's time). The cut must not depend on how the bytes were
-//! read: batches cut by a window's end, a batch larger than a window, a corrupt batch across a window's
-//! end and a torn tail in the last window give the same recovery through maps (std storage) as through
-//! 1 MiB `pread`s (the same files behind a storage that cannot be mapped).
+//! An unclean open checks each segment's `.log` in 1 MiB chunks, read once (by a helper thread ahead of
+//! the check when a core is free, `segment/read_ahead.rs`). The cut must not depend on where the chunks
+//! end: batches cut by a chunk's end, a batch larger than many chunks, a corrupt batch across a chunk's
+//! end and a torn tail in the last chunk recover as the batches say, on a real 44 MiB segment.
+//! (`segment/recover_tests.rs` checks the same damage with and without the helper against each other.)
 
-use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use klog_log::config::LogConfig;
 use klog_log::format::{BatchBuilder, Compression, Tail};
-use klog_log::io::{CountingStorage, IoOp, StdStorage, Storage, StorageFile};
+use klog_log::io::{CountingStorage, IoOp, StdStorage};
 use klog_log::partition_log::{OpenOptions, PartitionLog};
 use klog_log::segment::SegmentRecovery;
 
-/// The window `recover` maps at a time (`segment/recover.rs`, `RECOVER_WINDOW`).
+/// A boundary the batches are checked across: 16 chunks of 1 MiB (`segment/read_ahead.rs`, `CHUNK`).
 const WINDOW: u64 = 16 << 20;
-
-/// StdStorage whose files say they are not on a real file system, so recovery reads them with `pread`.
-#[derive(Debug)]
-struct NoMap;
-
-#[derive(Debug)]
-struct NoMapFile(Arc<dyn StorageFile>);
-
-impl StorageFile for NoMapFile {
-    fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
-        self.0.read_at(buf, position)
-    }
-    fn write_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
-        self.0.write_at(buf, position)
-    }
-    fn sync(&self) -> io::Result<()> {
-        self.0.sync()
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.0.len()
-    }
-    fn os_path(&self) -> Option<&Path> {
-        None
-    }
-}
-
-impl Storage for NoMap {
-    fn create(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
-        Ok(Arc::new(NoMapFile(StdStorage.create(path)?)))
-    }
-    fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
-        Ok(Arc::new(NoMapFile(StdStorage.open(path)?)))
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        StdStorage.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        StdStorage.remove(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        StdStorage.sync_dir(dir)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        StdStorage.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        StdStorage.create_dir_all(dir)
-    }
-    fn name(&self) -> &'static str {
-        "no-map"
-    }
-}
+/// What the pass reads at a time.
+const CHUNK: u64 = 1 << 20;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
@@ -166,51 +112,48 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Recovers a copy of `dir` through maps and another through `pread`s; both must find the same. Returns
-/// the recovery, the log end offset and the `.log` length after it.
-fn recover_both(dir: &Path) -> (SegmentRecovery, i64, u64) {
-    let mut results = Vec::new();
-    for (name, storage) in [
-        ("mapped-0", Arc::new(StdStorage) as Arc<dyn Storage>),
-        ("read-0", Arc::new(NoMap)),
-    ] {
-        let copy = dir.parent().unwrap().join(name);
-        copy_dir(dir, &copy);
-        let (log, report) = PartitionLog::open(storage, &copy, config(), unclean()).unwrap();
-        let (_, rec) = report.recovered_segments[0].clone();
-        let len = std::fs::metadata(copy.join("00000000000000000000.log"))
-            .unwrap()
-            .len();
-        results.push((rec, log.log_end_offset(), len));
-        log.close().unwrap();
-    }
-    let read = results.pop().unwrap();
-    let mapped = results.pop().unwrap();
-    assert_eq!(mapped, read, "maps and preads disagree");
-    mapped
+/// Recovers a copy of `dir` unclean; returns the recovery, the log end offset and the `.log` length
+/// after it.
+fn recover_copy(dir: &Path) -> (SegmentRecovery, i64, u64) {
+    let copy = dir.parent().unwrap().join("recovered-0");
+    copy_dir(dir, &copy);
+    let (log, report) =
+        PartitionLog::open(Arc::new(StdStorage), &copy, config(), unclean()).unwrap();
+    let (_, rec) = report.recovered_segments[0].clone();
+    let len = std::fs::metadata(copy.join("00000000000000000000.log"))
+        .unwrap()
+        .len();
+    let leo = log.log_end_offset();
+    log.close().unwrap();
+    std::fs::remove_dir_all(&copy).unwrap();
+    (rec, leo, len)
 }
 
 #[test]
-fn an_unclean_open_of_a_real_file_copies_no_log_bytes() {
-    let root = temp_dir("recover-windows-copy");
+fn an_unclean_open_reads_each_log_byte_once_in_chunks() {
+    let root = temp_dir("recover-chunks-reads");
     let (dir, batches) = write(&root);
     let size: u64 = batches.iter().map(|b| b.2).sum();
     let counting = Arc::new(CountingStorage::new(Arc::new(StdStorage)));
     let (log, report) = PartitionLog::open(counting.clone(), &dir, config(), unclean()).unwrap();
     assert_eq!(report.recovered_segments[0].1.valid_bytes, size);
-    // Before the maps, the pass read every byte of the `.log` through `pread` (44 MiB here).
     let read = counting.count(IoOp::ReadBytes, "log");
+    let reads = counting.count(IoOp::Read, "log");
     assert!(
-        read < 1 << 20,
-        "the open copied {read} of the .log's {size} bytes"
+        (size..size + CHUNK).contains(&read),
+        "the open read {read} bytes of the .log's {size}"
     );
+    // One read per chunk, and a few small ones of the open's other steps (the log end's walk from the
+    // last index entry, the active segment's first batch).
+    assert!(reads <= size.div_ceil(CHUNK) + 8, "{reads} reads");
+    assert_eq!(counting.count(IoOp::LargestRead, "log"), CHUNK);
     log.close().unwrap();
     std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
-fn a_clean_segment_across_windows_and_a_batch_larger_than_one_recover_whole() {
-    let root = temp_dir("recover-windows-clean");
+fn a_clean_segment_across_chunk_ends_and_a_batch_of_many_chunks_recover_whole() {
+    let root = temp_dir("recover-chunks-clean");
     let (dir, batches) = write(&root);
     let size: u64 = batches.iter().map(|b| b.2).sum();
     assert!(
@@ -218,7 +161,7 @@ fn a_clean_segment_across_windows_and_a_batch_larger_than_one_recover_whole() {
         "a batch larger than a window"
     );
     across(&batches, WINDOW);
-    let (rec, leo, len) = recover_both(&dir);
+    let (rec, leo, len) = recover_copy(&dir);
     assert_eq!((rec.valid_bytes, rec.truncated_bytes, len), (size, 0, size));
     assert_eq!(rec.tail, Tail::Clean);
     assert!(rec.corruption.is_none());
@@ -226,11 +169,11 @@ fn a_clean_segment_across_windows_and_a_batch_larger_than_one_recover_whole() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
-/// The next window is mapped ahead starting 1 MiB before the current one ends: a batch of 3 MiB
-/// across the end does not start in it, and is found whole in a window mapped from its start.
+/// A batch of 3 MiB starting 1-2 MiB before a chunk's end is larger than the headroom a chunk keeps for
+/// the batch the last one cut: it is carried across the chunks it spans and found whole.
 #[test]
-fn a_batch_larger_than_the_windows_overlap_across_a_window_end_recovers_whole() {
-    let root = temp_dir("recover-windows-overlap");
+fn a_batch_of_three_chunks_across_a_chunk_end_recovers_whole() {
+    let root = temp_dir("recover-chunks-overlap");
     let (dir, batches) = write_batches(&root, 40 << 20, |position, _| {
         if (WINDOW - (2 << 20)..WINDOW - (1 << 20)).contains(&position) {
             3 << 20
@@ -241,7 +184,7 @@ fn a_batch_larger_than_the_windows_overlap_across_a_window_end_recovers_whole() 
     let (pos, _, big) = across(&batches, WINDOW);
     assert!(big > 3 << 20 && pos < WINDOW - (1 << 20), "{pos} {big}");
     let size: u64 = batches.iter().map(|b| b.2).sum();
-    let (rec, leo, len) = recover_both(&dir);
+    let (rec, leo, len) = recover_copy(&dir);
     assert_eq!((rec.valid_bytes, rec.truncated_bytes, len), (size, 0, size));
     assert_eq!(rec.tail, Tail::Clean);
     assert_eq!(leo, batches.last().unwrap().1 + 1);
@@ -249,8 +192,8 @@ fn a_batch_larger_than_the_windows_overlap_across_a_window_end_recovers_whole() 
 }
 
 #[test]
-fn a_corrupt_batch_across_a_window_end_cuts_the_log_at_its_start() {
-    let root = temp_dir("recover-windows-corrupt");
+fn a_corrupt_batch_across_a_chunk_end_cuts_the_log_at_its_start() {
+    let root = temp_dir("recover-chunks-corrupt");
     let (dir, batches) = write(&root);
     // One flipped byte in the window after the boundary, inside the batch that crosses it.
     let (pos, first, size) = across(&batches, WINDOW);
@@ -260,7 +203,7 @@ fn a_corrupt_batch_across_a_window_end_cuts_the_log_at_its_start() {
     f.read_exact_at(&mut byte, at).unwrap();
     f.write_all_at(&[byte[0] ^ 0x40], at).unwrap();
     drop(f);
-    let (rec, leo, len) = recover_both(&dir);
+    let (rec, leo, len) = recover_copy(&dir);
     assert_eq!((rec.valid_bytes, len, leo), (pos, pos, first));
     assert!(rec.corruption.is_some(), "{rec:?}");
     // The tail counts the bytes to the end of the file, however much of it the pass had read.
@@ -276,19 +219,19 @@ fn a_corrupt_batch_across_a_window_end_cuts_the_log_at_its_start() {
 }
 
 #[test]
-fn a_torn_tail_of_a_batch_larger_than_a_window_is_cut() {
-    let root = temp_dir("recover-windows-torn");
+fn a_torn_tail_of_a_batch_of_many_chunks_is_cut() {
+    let root = temp_dir("recover-chunks-torn");
     let (dir, batches) = write(&root);
     let end: u64 = batches.iter().map(|b| b.2).sum();
     // The first half of a copy of the 17 MiB batch after the last one, as a crash mid-write leaves it:
-    // the pass maps more than a window to find that it ends with the file.
+    // its length runs past the file's end, so it is a partial tail whatever the chunks after it hold.
     let &(pos, _, size) = batches.iter().find(|b| b.2 > WINDOW).unwrap();
     let f = segment_file(&dir);
     let mut big = vec![0u8; size as usize / 2];
     f.read_exact_at(&mut big, pos).unwrap();
     f.write_all_at(&big, end).unwrap();
     drop(f);
-    let (rec, leo, len) = recover_both(&dir);
+    let (rec, leo, len) = recover_copy(&dir);
     assert_eq!((rec.valid_bytes, len), (end, end));
     assert_eq!(leo, batches.last().unwrap().1 + 1);
     assert!(rec.corruption.is_none(), "{rec:?}");
