@@ -593,6 +593,28 @@ fn bench_mirrors_many_partitions() {
             "leader append into 20 partitions",
         );
     }
+    // The plainest read of the same fetches, and the ceiling it puts on the ratio to the bound of a
+    // mirror that copies them out of its source: below 1, as the read takes time.
+    for wl in [&doc["workloads"]["mirror"], wl] {
+        positive(
+            &wl["details"]["pread_mb_per_s"]["value"],
+            "pread of the fetches",
+        );
+        let ceilings: Vec<f64> = wl["comparisons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| {
+                c["name"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("ceiling of mirror / limit")
+            })
+            .map(|c| positive(&c["ratio"], "ceiling"))
+            .collect();
+        assert_eq!(ceilings.len(), backends.len(), "{wl}");
+        assert!(ceilings.iter().all(|c| *c < 1.0), "{ceilings:?}");
+    }
     let failover = d["failover"].as_array().expect("failover");
     assert_eq!(failover.len(), backends.len(), "{d}");
     for f in failover {

@@ -10,7 +10,7 @@ mod support;
 use std::sync::Arc;
 
 use klog::log::format::ControlRecordType;
-use klog::log::io::{SimStorage, StdStorage, Storage};
+use klog::log::io::{CountingStorage, IoOp, SimStorage, StdStorage, Storage};
 use klog::mirror::{Cluster, MirrorState};
 use support::*;
 
@@ -229,4 +229,111 @@ fn a_partition_failing_in_a_batched_stop_fails_alone() {
     let r = b.run_until_idle(100);
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert_stopped(&a, &b, n, "after the retry");
+}
+
+/// Source A with `topics` topics `t0`, `t1`, ... of `partitions` partitions each, one batch in every
+/// partition, and B mirroring all of them until idle (on `storage`).
+fn mirrored_topics(
+    env: &Env,
+    storage: Arc<dyn Storage>,
+    topics: usize,
+    partitions: i32,
+) -> (Arc<Cluster>, Arc<Cluster>, Vec<String>) {
+    let a = env.cluster_on(Arc::new(StdStorage), "a");
+    let names: Vec<String> = (0..topics).map(|t| format!("t{t}")).collect();
+    for t in &names {
+        a.create_topic(t, partitions, None, &[]).unwrap();
+        for p in 0..partitions {
+            // Idempotent, as a producer's batches are: the barrier then resets a producer.
+            let mut b = batch(1000 + p as i64, 0, 0, 2, false, &format!("{t}-{p}"));
+            a.produce(t, p, &mut b).unwrap();
+        }
+    }
+    let b = env.cluster_on(storage, "b");
+    link(&b, "m", &a);
+    all_ok(b.add_topics("m", &names).unwrap());
+    let r = b.run_until_idle(100);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    (a, b, names)
+}
+
+/// What a failover of every topic of `b`'s mirror `m` syncs, by the kind of file (`log`, `json` for
+/// `cluster.json`, `tmp` for a checkpoint's temp file, `dir` for directories, ...), and how many times
+/// it puts `cluster.json` in place: the remove request and every tick until idle.
+fn failover_io(
+    storage: &CountingStorage,
+    b: &Cluster,
+    names: &[String],
+) -> (std::collections::BTreeMap<String, u64>, u64) {
+    storage.take();
+    all_ok(b.remove_topics("m", names).unwrap());
+    let r = b.run_until_idle(100);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let mut syncs = std::collections::BTreeMap::new();
+    let mut metadata_writes = 0;
+    for ((op, kind), count) in storage.take() {
+        if matches!(op, IoOp::Sync | IoOp::SyncDir) {
+            *syncs.entry(kind.clone()).or_default() += count;
+        }
+        if op == IoOp::Rename && kind == "json" {
+            metadata_writes += count;
+        }
+    }
+    (syncs, metadata_writes)
+}
+
+/// A failover of a mirror of many topics writes `cluster.json` a fixed number of times (the remove
+/// request's desired states, the epoch bumps), not once per topic: each write is synced, and at 20
+/// topics the per-topic writes were a third of the failover of 1,000 partitions.
+#[test]
+fn a_failover_of_many_topics_writes_the_metadata_a_fixed_number_of_times() {
+    let env = Env::new();
+    let storage = Arc::new(CountingStorage::new(Arc::new(StdStorage)));
+    let (a, b, names) = mirrored_topics(&env, storage.clone(), 12, 2);
+    let (_, metadata_writes) = failover_io(&storage, &b, &names);
+    assert!(
+        metadata_writes <= 2,
+        "a failover of {} topics wrote cluster.json {metadata_writes} times",
+        names.len()
+    );
+    for t in &names {
+        for p in 0..2 {
+            assert_eq!(state_of(&b, t, p), Some(MirrorState::Stopped), "{t}-{p}");
+            let from_a = batches(&a.log(t, p).unwrap());
+            let all = batches(&b.log(t, p).unwrap());
+            assert_eq!(
+                all.len(),
+                from_a.len() + 1,
+                "{t}-{p}: A's batches and a barrier"
+            );
+        }
+    }
+}
+
+/// What each partition adds to a failover's syncs, the constant parts (`__mirror_state`, `cluster.json`)
+/// taken out by failing over twice as many: per partition, its `.log` twice (what it mirrored, before
+/// its LME is recorded; then its barrier), the leader-epoch checkpoint of its new epoch once (a temp
+/// file, synced, renamed) and its directory twice (its segment's entry at its first flush, the
+/// checkpoint renamed into it), nothing else: these are the syncs the failover's bound is made of
+/// (BENCHMARKS.md, "Mirroring"). (A barrier whose timestamp is `segment.ms` past the segment's first
+/// batch rolls a segment as Kafka does, which adds the sealed indexes, a snapshot and the new files.)
+#[test]
+fn a_failover_syncs_each_partition_a_fixed_number_of_times() {
+    let syncs = |topics: usize| {
+        let env = Env::new();
+        let storage = Arc::new(CountingStorage::new(Arc::new(StdStorage)));
+        let (_a, b, names) = mirrored_topics(&env, storage.clone(), topics, 4);
+        failover_io(&storage, &b, &names).0
+    };
+    let (small, large) = (syncs(2), syncs(4));
+    let per_partition = |kind: &str| {
+        let count = |m: &std::collections::BTreeMap<String, u64>| m.get(kind).copied().unwrap_or(0);
+        (count(&large) - count(&small)) as f64 / 8.0
+    };
+    assert_eq!(per_partition("log"), 2.0, "{small:?} {large:?}");
+    assert_eq!(per_partition("tmp"), 1.0, "{small:?} {large:?}");
+    assert_eq!(per_partition("dir"), 2.0, "{small:?} {large:?}");
+    let kinds: Vec<&String> = large.keys().collect();
+    assert_eq!(kinds, ["dir", "json", "log", "tmp"], "{large:?}");
+    assert_eq!(per_partition("json"), 0.0, "{small:?} {large:?}");
 }

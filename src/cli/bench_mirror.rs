@@ -8,14 +8,19 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use klog::log::clock::SystemClock;
+use klog::log::clock::{Clock, SystemClock};
 use klog::log::format::{BatchBuilder, Compression};
 use klog::log::io::Storage;
 use klog::mirror::{Cluster, ClusterOptions, MirrorSettings, MirrorState};
 
 /// `count` batches of `records` records of `value_size` random-ish bytes (a producer's 16 KiB batches
-/// of 1 KiB records by default), idempotent, one producer per 64 batches.
+/// of 1 KiB records by default), idempotent, one producer per 64 batches, stamped with the time they
+/// are built, as a live producer's are. (A fixed stamp years in the past made every failover's barrier,
+/// stamped now, roll a new segment in each partition, Kafka's `segment.ms` rule on the batches' own
+/// timestamps: a seal, a producer snapshot and three new files per partition that a failover of live
+/// data does not pay.)
 pub fn build_batches(count: usize, records: usize, value_size: usize) -> Vec<Vec<u8>> {
+    let timestamp = SystemClock.now_ms();
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut value = vec![0u8; value_size];
     (0..count)
@@ -31,7 +36,7 @@ pub fn build_batches(count: usize, records: usize, value_size: usize) -> Vec<Vec
                     *byte = seed as u8;
                 }
                 let key = format!("key-{i}-{r}");
-                b.append(1_700_000_000_000, Some(key.as_bytes()), Some(&value), &[])
+                b.append(timestamp, Some(key.as_bytes()), Some(&value), &[])
                     .expect("valid record");
             }
             b.build().expect("valid batch")
@@ -507,4 +512,108 @@ pub fn peak_rss_kib() -> anyhow::Result<u64> {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .ok_or_else(|| anyhow::anyhow!("no VmHWM line in /proc/self/status"))
+}
+
+/// The `.log` files of `dir` (a partition directory), in offset order, open for reading.
+fn log_files(dir: &Path) -> anyhow::Result<Vec<std::fs::File>> {
+    let mut paths: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    paths.sort();
+    anyhow::ensure!(!paths.is_empty(), "no .log file in {}", dir.display());
+    paths
+        .iter()
+        .map(|p| std::fs::File::open(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display())))
+        .collect()
+}
+
+/// One partition's `.log` files read as the mirror's fetches take them: `pread`s of consecutive ranges
+/// of the given lengths from `start`, a range never crossing into the next file (a fetch never spans
+/// two segments).
+struct ReadCursor {
+    /// Each file with its length (taken at open: the source is not written meanwhile).
+    files: Vec<(std::fs::File, u64)>,
+    file: usize,
+    position: u64,
+}
+
+impl ReadCursor {
+    fn open(dir: &Path, start: u64) -> anyhow::Result<Self> {
+        let files = log_files(dir)?
+            .into_iter()
+            .map(|f| Ok((f.metadata()?.len(), f)))
+            .map(|r: std::io::Result<_>| r.map(|(len, f)| (f, len)))
+            .collect::<std::io::Result<_>>()?;
+        Ok(ReadCursor {
+            files,
+            file: 0,
+            position: start,
+        })
+    }
+
+    /// Reads the next `buf.len()` bytes into `buf`.
+    fn read(&mut self, buf: &mut [u8]) -> anyhow::Result<()> {
+        use std::os::unix::fs::FileExt;
+        loop {
+            let (file, len) = self
+                .files
+                .get(self.file)
+                .ok_or_else(|| anyhow::anyhow!("read past the last segment"))?;
+            if self.position + buf.len() as u64 <= *len {
+                file.read_exact_at(buf, self.position)?;
+                self.position += buf.len() as u64;
+                return Ok(());
+            }
+            self.file += 1;
+            self.position = 0;
+        }
+    }
+}
+
+/// The plainest read of what `mirror_run` fetches from partition 0 of `topic` in `source`: a `pread` of
+/// each fetch's bytes (`chunks`' lengths, in order) from the source's `.log` into one reused buffer.
+/// Every mirror that copies its fetches out of the source pays at least this (a copy out of the page
+/// cache); beside `mirror_append_run` it gives the ceiling of the mirror's ratio to its bound.
+pub fn pread_run(source: &Cluster, topic: &str, chunks: &[Vec<u8>]) -> anyhow::Result<Duration> {
+    let mut cursor = ReadCursor::open(&source.root().join(format!("{topic}-0")), 0)?;
+    let mut buf = vec![0u8; chunks.iter().map(Vec::len).max().unwrap_or(0)];
+    let started = Instant::now();
+    for c in chunks {
+        cursor.read(&mut buf[..c.len()])?;
+    }
+    Ok(started.elapsed())
+}
+
+/// [`pread_run`] at cluster scale: every partition's fetched sets (`sets`, as `many_fetch_sets` read
+/// them) read with `pread` from its `.log` in `source`, in the order of a fetch round (set k of every
+/// partition, then k + 1), into one reused buffer; the files are opened before the clock.
+pub fn pread_many_run(
+    source: &Cluster,
+    layout: &[(String, i32)],
+    sets: &[PartitionSets],
+) -> anyhow::Result<Duration> {
+    let mut cursors = Vec::with_capacity(sets.len());
+    let dirs = layout
+        .iter()
+        .flat_map(|(t, n)| (0..*n).map(move |p| format!("{t}-{p}")));
+    for (dir, s) in dirs.zip(sets) {
+        cursors.push(ReadCursor::open(
+            &source.root().join(dir),
+            s.first.len() as u64,
+        )?);
+    }
+    anyhow::ensure!(cursors.len() == sets.len(), "{} sets", sets.len());
+    let largest = sets.iter().flat_map(|s| &s.rest).map(Vec::len).max();
+    let mut buf = vec![0u8; largest.unwrap_or(0)];
+    let rounds = sets.iter().map(|s| s.rest.len()).max().unwrap_or(0);
+    let started = Instant::now();
+    for k in 0..rounds {
+        for (cursor, s) in cursors.iter_mut().zip(sets) {
+            if let Some(set) = s.rest.get(k) {
+                cursor.read(&mut buf[..set.len()])?;
+            }
+        }
+    }
+    Ok(started.elapsed())
 }

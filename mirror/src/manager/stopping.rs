@@ -7,7 +7,8 @@
 //!
 //! A failover stops many partitions together, step by step across them, so each step's syncs are paid
 //! once, not once per partition: one flush of every log, one `__mirror_state` write of every LME, one
-//! metadata write of every epoch bump, the truncations and barriers, one flush of every log. Each
+//! metadata write of every epoch bump, the truncations and barriers, one flush of every log (each
+//! log's right after its barrier where the storage syncs one file at a time). Each
 //! partition still goes through its steps in order, and a partition whose step fails leaves the others
 //! to go on without it.
 
@@ -86,9 +87,14 @@ pub(super) fn stop_many(
     // 4, 5. End the open transactions (truncate mode: cut to the local LSO; abort mode: an ABORT
     //    marker each), so none stays open across the barrier, then the barrier through the leader path
     //    (STOPPING admits exactly these appends).
-    cut_and_barrier_all(node, &mut stops, &mut out);
-    // 6. The barriers made durable, every log in one flush.
-    if settings.fsync {
+    // 6. The barriers made durable: where the storage syncs many files in one call (io_uring), every
+    //    log in one flush after all the barriers; otherwise each log right after its own barrier, on
+    //    the same thread, so its sync overlaps the other partitions' barriers instead of waiting for
+    //    the slowest of them (what a wave of 1,000 checkpoint writes ends with).
+    let together = node.storage.syncs_together();
+    let flush_each_barrier = settings.fsync && !together;
+    cut_and_barrier_all(node, &mut stops, &mut out, flush_each_barrier);
+    if settings.fsync && together {
         flush_all(&mut stops, &mut out);
     }
     for s in &stops {
@@ -99,11 +105,13 @@ pub(super) fn stop_many(
         .collect()
 }
 
-/// Steps 4 and 5 of every stop, on [`parallel`] threads.
+/// Steps 4 and 5 of every stop, on [`on_threads`] threads; with `flush`, step 6 too: each log flushed
+/// after its barrier, on the barrier's thread.
 fn cut_and_barrier_all(
     node: &Node,
     stops: &mut Vec<Stop<'_>>,
     out: &mut [Option<Result<bool, Error>>],
+    flush: bool,
 ) {
     let mirrors: Vec<(Option<String>, StopMode)> = {
         let meta = lock(&node.meta);
@@ -119,7 +127,11 @@ fn cut_and_barrier_all(
     };
     let each = on_threads(stops, |i, s| {
         let (source_id, mode) = &mirrors[i];
-        cut_and_barrier(node, s, source_id.as_deref(), *mode)
+        let truncated = cut_and_barrier(node, s, source_id.as_deref(), *mode)?;
+        if flush {
+            s.log.flush(s.log.log_end_offset())?;
+        }
+        Ok(truncated)
     });
     settle(stops, out, each, |s, truncated| {
         s.truncated = truncated;

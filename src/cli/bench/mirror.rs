@@ -36,6 +36,13 @@ const MANY_LEADER: &str =
     "leader append of the same batches into the same partitions, one per call";
 /// The mirror's bound: its appends without its fetches.
 const BOUND: &str = "append_as_mirror of the same 1 MiB fetches, read beforehand";
+/// What the bound leaves out and no mirror that copies its fetches out of the source can: the copy.
+/// The ratio of the bound's time to the bound's plus a plain `pread` of the same bytes from the
+/// source's `.log` (issue #28: the physical ceiling of the mirror's ratio to its bound).
+const READ_CEILING: &str =
+    "ceiling of mirror / limit with the fetch's copy: limit / (limit + pread of the same fetches)";
+/// The mirror beside that ceiling's work (its bound's appends plus the plain reads).
+const TO_CEILING: &str = "mirror / (limit + pread of the same fetches)";
 
 /// 16 KiB batches of 15 1-KiB records, as in `append`.
 const RECORDS: usize = 15;
@@ -62,8 +69,14 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     let mut bounds: Vec<Series> = vec![Series::default(); nb];
     let mut rows: Vec<Series> = vec![Series::default(); nb];
     let mut leader: Vec<Series> = vec![Series::default(); nb];
+    // Once a round: the plainest read of the same fetches (`pread` from the source's `.log`).
+    let mut reads = Series::default();
     let mut n = 0;
     for round in 0..ctx.rounds() {
+        reads.push(mb_per_s(
+            bytes,
+            bench_mirror::pread_run(&sources[0], "t", &chunks[0])?,
+        ));
         ctx.progress.say(&format!("round {}", round + 1));
         let slots: Vec<usize> = (0..3 * nb).collect();
         for &slot in alternate(round, &slots) {
@@ -149,6 +162,13 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
             ),
             super::ratios(&rows[i], &leader[i]),
         ));
+        let (ceiling, to_ceiling) = read_ceiling(&rows[i], &bounds[i], &reads);
+        report
+            .comparisons
+            .push((format!("{READ_CEILING}, {}", b.name), ceiling));
+        report
+            .comparisons
+            .push((format!("{TO_CEILING}, {}", b.name), to_ceiling));
     }
     report.extra = json!({
         "bytes": bytes,
@@ -156,6 +176,7 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
         "records": count * RECORDS,
         "failover": failover,
         "fetches": chunks[0].len(),
+        "pread_mb_per_s": {"value": reads.median(), "runs": reads.runs},
         "leader_append_mb_per_s": ctx.backends.iter().zip(&leader)
             .map(|(b, s)| (b.name.to_owned(), json!({"value": s.median(), "runs": s.runs})))
             .collect::<serde_json::Map<_, _>>(),
@@ -212,9 +233,14 @@ fn partitions(ctx: &Ctx) -> anyhow::Result<Report> {
         "the bound's sets hold {set_bytes} of {bytes} bytes"
     );
     let mut series = vec![ManySeries::default(); nb];
+    let mut reads = Series::default();
     let mut runs = 0;
     let rounds = ctx.rounds().min(MANY_ROUNDS);
     for round in 0..rounds {
+        reads.push(mb_per_s(
+            bytes,
+            bench_mirror::pread_many_run(&sources[0], &layout, &sets)?,
+        ));
         let slots: Vec<usize> = (0..3 * nb).collect();
         for &slot in alternate(round, &slots) {
             runs += 1;
@@ -274,9 +300,9 @@ fn partitions(ctx: &Ctx) -> anyhow::Result<Report> {
     Ok(many_report(
         ctx,
         &layout,
-        per_partition,
-        bytes,
+        (per_partition, bytes),
         &series,
+        &reads,
         rss,
     ))
 }
@@ -284,9 +310,9 @@ fn partitions(ctx: &Ctx) -> anyhow::Result<Report> {
 fn many_report(
     ctx: &Ctx,
     layout: &[(String, i32)],
-    per_partition: usize,
-    bytes: u64,
+    (per_partition, bytes): (usize, u64),
     series: &[ManySeries],
+    reads: &Series,
     rss: Value,
 ) -> Report {
     let n = ctx.args.partitions;
@@ -325,12 +351,20 @@ fn many_report(
             format!("{MANY_ROW} / {MANY_LEADER}, {}", b.name),
             super::ratios(&s.mirror, &s.leader),
         ));
+        let (ceiling, to_ceiling) = read_ceiling(&s.mirror, &s.bound, reads);
+        report
+            .comparisons
+            .push((format!("{READ_CEILING}, {}", b.name), ceiling));
+        report
+            .comparisons
+            .push((format!("{TO_CEILING}, {}", b.name), to_ceiling));
     }
     report.extra = json!({
         "partitions": n,
         "topics": layout.len(),
         "batches_per_partition": per_partition,
         "bytes": bytes,
+        "pread_mb_per_s": {"value": reads.median(), "runs": reads.runs},
         "failover": ctx.backends.iter().zip(series).map(|(b, s)| json!({
             "backend": b.name,
             "partitions": n,
@@ -344,6 +378,18 @@ fn many_report(
             .collect::<serde_json::Map<_, _>>(),
     });
     report
+}
+
+/// Per round, from rates in MB/s of the same bytes: the ceiling `limit / (limit + read)` (times add:
+/// the read's share of a mirror that reads, then appends) and the mirror's ratio to that work.
+fn read_ceiling(mirror: &Series, bound: &Series, reads: &Series) -> (Vec<f64>, Vec<f64>) {
+    let rounds = mirror.runs.iter().zip(&bound.runs).zip(&reads.runs);
+    rounds
+        .map(|((m, b), r)| {
+            let both = 1.0 / (1.0 / b + 1.0 / r);
+            (both / b, m / both)
+        })
+        .unzip()
 }
 
 /// Batches in each partition of the cluster-scale run: `--mirror-bytes` in all, at least two each
