@@ -518,6 +518,28 @@ pub fn for_each_key(batch: &RecordBatch<'_>, f: &mut OnKey<'_>) -> Result<(), Er
     })
 }
 
+/// The (offset, digest) of every keyed record of `batch` at or after `start`, in order, into `out` (cleared
+/// first), with each digest's slot touched ([`OffsetMap::prefetch`]) before any is put: the map build's
+/// puts of a batch then find their slots loading together, not one miss after another. A control batch
+/// has no data keys. The map build puts them with [`OffsetMap::put_digest`].
+pub fn key_digests(
+    batch: &AnyBatch<'_>,
+    start: i64,
+    map: &OffsetMap,
+    out: &mut Vec<(i64, KeyDigest)>,
+) -> Result<(), Error> {
+    out.clear();
+    for_each_key_any(batch, &mut |offset, key| {
+        if offset >= start {
+            out.push((offset, map.digest(key)));
+        }
+        Ok(())
+    })?;
+    let touched = out.iter().fold(0u8, |acc, (_, d)| acc ^ map.prefetch(d));
+    std::hint::black_box(touched);
+    Ok(())
+}
+
 /// [`for_each_key`] over a batch of any magic: a v0/v1 entry's records, inflated when it is a wrapper.
 pub fn for_each_key_any(batch: &AnyBatch<'_>, f: &mut OnKey<'_>) -> Result<(), Error> {
     match batch {

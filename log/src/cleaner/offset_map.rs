@@ -77,7 +77,8 @@ pub struct OffsetMap {
     hash_size: usize,
     bytes_per_entry: usize,
     slots: usize,
-    load_factor: f64,
+    /// `(slots * load_factor) as int`, computed once: the map build asks for it before every put.
+    max_desired_size: usize,
     entries: usize,
     last_offset: i64,
 }
@@ -94,7 +95,7 @@ impl OffsetMap {
             hash_size,
             bytes_per_entry,
             slots,
-            load_factor,
+            max_desired_size: (slots as f64 * load_factor) as usize,
             entries: 0,
             last_offset: -1,
         }
@@ -221,7 +222,7 @@ impl OffsetMap {
 
     /// `(slots * load_factor) as int`: the pass treats the map as full at this size.
     pub fn max_desired_size(&self) -> usize {
-        (self.slots as f64 * self.load_factor) as usize
+        self.max_desired_size
     }
 
     /// The buffer's size in bytes (whole slots).

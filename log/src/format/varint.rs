@@ -82,6 +82,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// `n` bytes, borrowed.
+    #[inline]
     pub fn read_bytes(
         &mut self,
         len: usize,
