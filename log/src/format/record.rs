@@ -123,18 +123,7 @@ impl<'a> Records<'a> {
 
     /// Before a record: `None` when one is to be parsed, else how the iteration ends (`Some(None)`: it
     /// ended cleanly; `Some(Some(_))`: with this error, once).
-    #[inline]
     pub(super) fn end_check(&mut self) -> Option<Option<Error>> {
-        if !self.done && (self.index as i64) < self.declared as i64 && self.cursor.remaining() != 0
-        {
-            return None;
-        }
-        self.end_of_records()
-    }
-
-    /// [`Records::end_check`] past the last record, or after an error, or with no bytes left.
-    #[cold]
-    fn end_of_records(&mut self) -> Option<Option<Error>> {
         if self.done {
             return Some(None);
         }

@@ -67,7 +67,6 @@ struct Fast {
 
 impl<'a> Records<'a> {
     /// The next record as a [`RecordSpan`]: the same record, or the same error, as [`Iterator::next`].
-    #[inline]
     pub fn next_span(&mut self) -> Option<Result<RecordSpan<'a>, Error>> {
         if let Some(end) = self.end_check() {
             return end.map(Err);

@@ -82,7 +82,6 @@ impl<'a> Cursor<'a> {
     }
 
     /// `n` bytes, borrowed.
-    #[inline]
     pub fn read_bytes(
         &mut self,
         len: usize,
