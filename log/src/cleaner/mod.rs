@@ -22,10 +22,10 @@ pub use checkpoint::{
     read_cleaner_checkpoint, write_cleaner_checkpoint, CLEANER_OFFSET_CHECKPOINT,
 };
 pub use filter::{
-    filter_batch, filter_legacy_entry, for_each_key, for_each_key_any, BatchOutcome, FilterContext,
-    FilterStats, LastRecord, OnKey,
+    filter_batch, filter_legacy_entry, for_each_key, for_each_key_any, key_digests, BatchOutcome,
+    FilterContext, FilterStats, LastRecord, OnKey,
 };
-pub use offset_map::{DigestKind, OffsetMap};
+pub use offset_map::{DigestKind, KeyDigest, OffsetMap};
 pub use txn_metadata::CleanedTransactionMetadata;
 
 /// Broker-level cleaner settings, with Kafka's names and defaults (`CleanerConfig.java`, one thread).

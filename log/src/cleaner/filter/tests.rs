@@ -780,6 +780,26 @@ fn for_each_key_yields_data_keys_only() {
     assert_eq!(seen, vec![(8, C.to_vec())]);
 }
 
+#[test]
+fn key_digests_are_the_keys_from_start_on_as_the_map_digests_them() {
+    let map = OffsetMap::new(4096, 0.9, DigestKind::Xxh3);
+    let mut b = BatchBuilder::new(Compression::None).base_offset(40);
+    b.append(1, Some(A), Some(b"1"), &[]).unwrap();
+    b.append(2, None, Some(b"2"), &[]).unwrap();
+    b.append(3, Some(B), None, &[]).unwrap();
+    b.append(4, Some(C), Some(b"4"), &[]).unwrap();
+    let bytes = b.build().unwrap();
+    let mut out = vec![(0, map.digest(b"stale"))];
+    key_digests(&AnyBatch::V2(view(&bytes)), 41, &map, &mut out).unwrap();
+    assert_eq!(out, vec![(42, map.digest(B)), (43, map.digest(C))]);
+    let marker = BatchBuilder::end_txn_marker(ControlRecordType::Abort, PID, 0, 0, 1)
+        .unwrap()
+        .build()
+        .unwrap();
+    key_digests(&AnyBatch::V2(view(&marker)), 0, &map, &mut out).unwrap();
+    assert!(out.is_empty(), "a control record's key is no data key");
+}
+
 proptest::proptest! {
     /// Any batch sequence filtered with an empty map and no tombstones comes out verbatim.
     #[test]
