@@ -201,6 +201,17 @@ fn check_workloads(doc: &Value) {
             .unwrap()
             > 0.0
     );
+    // How many appends each flush covered, per backend and group size: at least one, at most the group
+    // (an appender waits for its flush before its next append).
+    let per_flush = &doc["workloads"]["durable"]["details"]["appends_per_flush"];
+    for b in &backends {
+        for t in [1u32, 4] {
+            let covered = per_flush[*b][t.to_string()]
+                .as_f64()
+                .unwrap_or_else(|| panic!("appends_per_flush of {b}, {t}: {per_flush}"));
+            assert!((1.0..=t as f64).contains(&covered), "{b} {t}: {per_flush}");
+        }
+    }
     // Every goal names its figure; a measured value is finite.
     let goals = doc["goals"].as_array().expect("goals");
     assert!(goals.len() >= 9, "{goals:?}");

@@ -33,7 +33,10 @@ pub use read_only::ReadOnlyStorage;
 pub use sim::{Fault, SimStorage};
 pub use std_fs::StdStorage;
 #[cfg(target_os = "linux")]
-pub use uring::{direct_io_supported, uring_available, uring_registration, UringStorage};
+pub use uring::{
+    direct_io_supported, uring_available, uring_iowq_max_workers, uring_registration, UringStorage,
+    IOWQ_BOUNDED_WORKERS,
+};
 
 /// io_uring is Linux only.
 #[cfg(not(target_os = "linux"))]

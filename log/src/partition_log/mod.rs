@@ -37,6 +37,8 @@ pub use klog_psm::TransactionVersion;
 
 mod append;
 mod flush;
+pub use flush::FlushGroups;
+use flush::FlushState;
 mod loader;
 mod local_log;
 mod producer_state;
@@ -265,8 +267,8 @@ pub struct PartitionLog {
     psm: Mutex<ProducerStateManager>,
     /// Producer snapshots taken at rolls, written by the next flush (off the append path).
     pending_snapshots: Mutex<Vec<(i64, Vec<u8>)>>,
-    /// Which flushes are under way; callers wait on `flush_done` for the one that covers them, or for
-    /// the one gathering to finish gathering.
+    /// The flush under way (one at a time) and who waits for it; callers wait on `flush_done` for it
+    /// to end (`flush.rs`).
     flush_lock: Mutex<FlushState>,
     flush_done: Condvar,
     /// Held by a flush while it writes the pending snapshots and syncs the directory.
@@ -300,30 +302,6 @@ impl std::fmt::Debug for PartitionLog {
             .field("log_end_offset", &self.log_end_offset())
             .finish()
     }
-}
-
-/// Who is flushing and who waits for it (under `flush_lock`).
-#[derive(Debug, Default)]
-struct FlushState {
-    /// A flush is gathering its group and reading its target: one at a time (the group is what it
-    /// gathers).
-    running: bool,
-    /// The targets of the flushes past that point, whose syncs are under way: a caller whose offset one
-    /// of them covers waits for it; any other may start the next flush at once, so the next group is
-    /// written while this one's device flush runs.
-    syncing: Vec<i64>,
-    /// Callers asleep on `flush_done`.
-    waiting: usize,
-    /// Callers woken by the last flush that have not yet rechecked: those it covered return and, as a
-    /// rule, append again at once; the next flush waits for them (see `gather_appends`).
-    rechecking: usize,
-    /// Callers the last flush covered (its leader included): they usually append again at once.
-    released: u64,
-    /// `appends_started` when the last flush ended.
-    appends_started_at_release: u64,
-    /// Flushes ended so far: a waiter woken by a flush that only finished gathering is not one the
-    /// last flush released.
-    ended: u64,
 }
 
 /// Threads [`PartitionLog::flush_each`] syncs on where the storage syncs one file at a time. They wait

@@ -12,7 +12,7 @@ use anyhow::{bail, Context};
 use klog::log::config::LogConfig;
 use klog::log::format::{BatchBuilder, Compression};
 use klog::log::io::{open_backend, IoBackend, Storage};
-use klog::log::partition_log::{OpenOptions as LogOpenOptions, PartitionLog};
+use klog::log::partition_log::{FlushGroups, OpenOptions as LogOpenOptions, PartitionLog};
 use serde_json::json;
 
 use super::{alternate, mb_per_s, per_s, Ctx, Report, Row, Series};
@@ -392,14 +392,15 @@ fn durable_single_run(
 }
 
 /// `threads` appenders sharing one log, each appending then flushing up to its own last offset; returns
-/// the time from the common start until the last finished, and the appends made.
+/// the time from the common start until the last finished, the appends made, and how the log's flushes
+/// grouped them (flushes run, `flush` calls they covered).
 fn durable_group_run(
     ctx: &Ctx,
     storage: &Arc<dyn Storage>,
     pool: &[Vec<u8>],
     threads: usize,
     n: u64,
-) -> anyhow::Result<(Duration, u64)> {
+) -> anyhow::Result<(Duration, u64, FlushGroups)> {
     let (log, dir) = fresh_log(ctx, storage, ctx.args.segment_bytes)?;
     let log = Arc::new(log);
     let per_thread = n.div_ceil(threads as u64);
@@ -434,8 +435,9 @@ fn durable_group_run(
         result.map(|()| start.elapsed())
     })?;
     let log = Arc::into_inner(log).expect("the appender threads have ended");
+    let groups = log.flush_groups();
     finish_log(log, &dir)?;
-    Ok((elapsed, per_thread * threads as u64))
+    Ok((elapsed, per_thread * threads as u64, groups))
 }
 
 fn group_name(threads: usize) -> String {
@@ -466,6 +468,8 @@ pub(super) fn durable(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     let mut bounds: Vec<Series> = vec![Series::default(); threads.len()];
     let slots: Vec<usize> = (0..=klog_slots + threads.len()).collect();
     let mut group_appends = vec![0u64; threads.len()];
+    // Per klog slot: flushes run and the callers they covered, summed over the rounds.
+    let mut grouped = vec![FlushGroups::default(); klog_slots];
     for round in 0..ctx.rounds() {
         for &slot in alternate(round, &slots) {
             if slot > klog_slots {
@@ -499,8 +503,10 @@ pub(super) fn durable(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
                     group_name(t),
                     round + 1
                 ));
-                let (d, appends) = durable_group_run(ctx, &b.storage, &pool, t, n)?;
+                let (d, appends, groups) = durable_group_run(ctx, &b.storage, &pool, t, n)?;
                 group_appends[j - 1] = appends;
+                grouped[slot - 1].flushes += groups.flushes;
+                grouped[slot - 1].callers += groups.callers;
                 series[slot - 1].push(per_s(appends, d));
             }
         }
@@ -537,9 +543,24 @@ pub(super) fn durable(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     names.extend(threads.iter().map(|&t| group_name(t)));
     report.add_uring_vs_std(&names.iter().map(String::as_str).collect::<Vec<_>>());
     latencies.sort_by(f64::total_cmp);
+    // How many appends one flush (one fdatasync of the segment) covered, per backend and group size:
+    // at best the group size, since an appender waits for its flush before its next append.
+    let mut per_flush = serde_json::Map::new();
+    for (i, b) in ctx.backends.iter().enumerate() {
+        let mut by_threads = serde_json::Map::new();
+        for (j, &t) in threads.iter().enumerate() {
+            let g = grouped[i * per_backend + 1 + j];
+            by_threads.insert(
+                t.to_string(),
+                json!(g.callers as f64 / g.flushes.max(1) as f64),
+            );
+        }
+        per_flush.insert(b.name.to_owned(), by_threads.into());
+    }
     report.extra = json!({
         "appends": n,
         "group_appends": group_appends,
+        "appends_per_flush": per_flush,
         "threads": threads,
         "fdatasync_us": {
             "p50": quantile(&latencies, 0.5),
