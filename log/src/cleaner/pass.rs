@@ -22,9 +22,10 @@ use crate::segment::LogSegment;
 use crate::txn_index::AbortedTxn;
 use crate::Error;
 
-use super::filter::{for_each_key_any, FilterContext, LastRecord};
+use super::filter::{for_each_key_any, FilterContext, FilterStats, LastRecord};
 use super::group::{clean_into, group_segments_by_size, in_segment, CleanedSink, SegmentSizes};
 use super::range::segments_in;
+use super::rewrite::rewrite_groups;
 use super::swap::{delete_cleaned, remove_deleted, swap_files};
 use super::txn_metadata::CleanedTransactionMetadata;
 use super::{
@@ -48,7 +49,7 @@ pub(super) struct CrcChecked {
 
 /// The offset map of a pass and the ranges its build checked.
 #[derive(Clone, Copy)]
-struct BuiltMap<'a> {
+pub(super) struct BuiltMap<'a> {
     map: &'a OffsetMap,
     checked: &'a [CrcChecked],
 }
@@ -62,6 +63,43 @@ impl BuiltMap<'_> {
             .filter(|c| segment.size() == c.to)
             .map(|c| (c.from, c.to))
     }
+}
+
+/// A group's `.cleaned` segment written and flushed (`None` for a dry run), not yet swapped in.
+pub(super) struct WrittenGroup {
+    cleaned: Option<LogSegment>,
+    /// Bytes of its `.log`.
+    bytes: u64,
+    /// The sizes of the group's segments when the pass read them.
+    sizes: Vec<u64>,
+    /// What its filter read and kept.
+    stats: FilterStats,
+}
+
+/// `from` added into `into`, field by field (a field added to [`FilterStats`] must be added here).
+fn add_stats(into: &mut FilterStats, from: &FilterStats) {
+    let FilterStats {
+        batches_read,
+        records_read,
+        records_retained,
+        tombstones_removed,
+        markers_removed,
+        aborted_removed,
+        batches_emptied,
+        batches_rebuilt,
+        bytes_read,
+        bytes_written,
+    } = *from;
+    into.batches_read += batches_read;
+    into.records_read += records_read;
+    into.records_retained += records_retained;
+    into.tombstones_removed += tombstones_removed;
+    into.markers_removed += markers_removed;
+    into.aborted_removed += aborted_removed;
+    into.batches_emptied += batches_emptied;
+    into.batches_rebuilt += batches_rebuilt;
+    into.bytes_read += bytes_read;
+    into.bytes_written += bytes_written;
 }
 
 /// The dirty bytes a map build may still read (`CleanOptions::max_dirty_bytes`).
@@ -194,14 +232,12 @@ impl PartitionLog {
                     .collect()
             })
             .collect();
-        let mut txn = CleanedTransactionMetadata::new();
         let built = BuiltMap {
             map: &map,
             checked: &checked,
         };
-        for group in groups {
-            self.clean_segments(&to_clean[group], built, &mut txn, cleaner, opts, report)?;
-        }
+        let groups: Vec<&[Arc<LogSegment>]> = groups.into_iter().map(|g| &to_clean[g]).collect();
+        rewrite_groups(self, &groups, built, cleaner, opts, report)?;
         if !opts.dry_run {
             report.segments_after = self.segment_base_offsets().len();
             report.bytes_after = self.size_in_bytes();
@@ -246,7 +282,7 @@ impl PartitionLog {
     /// Kafka's `collectAbortedTransactions(startOffset, upperBoundOffset)`: from the segment holding
     /// `from` on, the aborted transactions of the `.txnindex`es ending at or after the log start and
     /// beginning before `upper`, until one's last stable offset reaches `upper`.
-    fn collect_aborted_transactions(&self, from: i64, upper: i64) -> Vec<AbortedTxn> {
+    pub(super) fn collect_aborted_transactions(&self, from: i64, upper: i64) -> Vec<AbortedTxn> {
         let log_start = self.log_start_offset();
         let segments = self.segment_list();
         let floor = segments
@@ -264,17 +300,16 @@ impl PartitionLog {
         all
     }
 
-    /// `Cleaner.cleanSegments`: `group` written into one `.cleaned` segment based at its first base
-    /// offset, then swapped in (a dry run writes nothing and only counts).
-    fn clean_segments(
+    /// `Cleaner.cleanSegments`, its first half: `group` written into one `.cleaned` segment based at its
+    /// first base offset and flushed (a dry run writes nothing and only counts), not yet swapped in.
+    pub(super) fn write_group(
         &self,
         group: &[Arc<LogSegment>],
         built: BuiltMap<'_>,
         txn: &mut CleanedTransactionMetadata,
         cleaner: &CleanerConfig,
         opts: &CleanOptions,
-        report: &mut CleanReport,
-    ) -> Result<(), Error> {
+    ) -> Result<WrittenGroup, Error> {
         let base = group[0].base_offset();
         let sizes: Vec<u64> = group.iter().map(|s| s.size()).collect();
         let (storage, dir, config) = (self.storage(), self.dir(), self.config());
@@ -292,19 +327,41 @@ impl PartitionLog {
             )?)
         };
         let mut sink = CleanedSink::new(cleaned, base, cleaner.io_buffer_size);
+        let mut stats = FilterStats::default();
         let written = self
-            .clean_group_into(group, built, txn, opts, &mut sink, report)
+            .clean_group_into(group, built, txn, opts, &mut sink, &mut stats)
             .and_then(|()| sink.finish());
-        let (cleaned, bytes) = match written {
-            Ok(w) => w,
+        match written {
+            Ok((cleaned, bytes)) => Ok(WrittenGroup {
+                cleaned,
+                bytes,
+                sizes,
+                stats,
+            }),
             Err(e) => {
                 if !opts.dry_run {
                     // The old segments are intact; a `.cleaned` left by a failed delete goes at the next open.
                     let _ = delete_cleaned(storage.as_ref(), dir, base);
                 }
-                return Err(e);
+                Err(e)
             }
-        };
+        }
+    }
+
+    /// `Cleaner.cleanSegments`, its second half: the written `group` swapped in and counted in `report`.
+    pub(super) fn finish_group(
+        &self,
+        group: &[Arc<LogSegment>],
+        written: WrittenGroup,
+        report: &mut CleanReport,
+    ) -> Result<(), Error> {
+        let WrittenGroup {
+            cleaned,
+            bytes,
+            sizes,
+            stats,
+        } = written;
+        add_stats(&mut report.stats, &stats);
         let group_bytes: u64 = sizes.iter().sum();
         report.bytes_after = report.bytes_after.saturating_sub(group_bytes) + bytes;
         report.segments_after -= group.len() - 1;
@@ -317,6 +374,16 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// A written group the pass gives up (a group before it failed): its `.cleaned` files deleted (a
+    /// failed delete leaves them to the next open, which deletes every `.cleaned` file).
+    pub(super) fn discard_group(&self, written: WrittenGroup) {
+        if let Some(cleaned) = written.cleaned {
+            let base = cleaned.base_offset();
+            drop(cleaned);
+            let _ = delete_cleaned(self.storage().as_ref(), self.dir(), base);
+        }
+    }
+
     /// Every segment of `group` through the filter into `sink` (`cleanInto`, segment by segment).
     fn clean_group_into(
         &self,
@@ -325,7 +392,7 @@ impl PartitionLog {
         txn: &mut CleanedTransactionMetadata,
         opts: &CleanOptions,
         sink: &mut CleanedSink,
-        report: &mut CleanReport,
+        stats: &mut FilterStats,
     ) -> Result<(), Error> {
         let high_watermark = self.high_watermark();
         let active_producers = self.last_records_of_active_producers();
@@ -350,7 +417,7 @@ impl PartitionLog {
                 active_producers: &active_producers,
             };
             let checked = built.checked_range(seg);
-            clean_into(seg, checked, &mut ctx, sink, &mut report.stats)?;
+            clean_into(seg, checked, &mut ctx, sink, stats)?;
         }
         Ok(())
     }

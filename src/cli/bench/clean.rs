@@ -436,6 +436,7 @@ fn klog_pass(
         dry_run: false,
         force: true,
         max_dirty_bytes: None,
+        threads: None,
     };
     let (start, before) = (Instant::now(), before_pass());
     let report = log.clean(cleaner, &opts, None)?;
@@ -701,6 +702,7 @@ pub(super) fn rss_child(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         dry_run: false,
         force: true,
         max_dirty_bytes: None,
+        threads: None,
     };
     let report = log.clean(&cleaner_config(args), &opts, None)?;
     let peak = status_kib("VmHWM:")?;
