@@ -29,7 +29,7 @@ pub use filter::{
     filter_batch, filter_legacy_entry, for_each_key, for_each_key_any, BatchOutcome, FilterContext,
     FilterStats, LastRecord, OnKey,
 };
-pub use offset_map::{DigestKind, OffsetMap};
+pub use offset_map::{DigestKind, KeyDigest, OffsetMap};
 pub use txn_metadata::CleanedTransactionMetadata;
 
 /// Broker-level cleaner settings, with Kafka's names and defaults (`CleanerConfig.java`, one thread).

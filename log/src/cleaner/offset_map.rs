@@ -65,6 +65,10 @@ impl DigestKind {
     }
 }
 
+/// A key's digest in an [`OffsetMap`]'s algorithm ([`OffsetMap::digest`]); only that map reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyDigest([u8; 32]);
+
 /// Kafka's `SkimpyOffsetMap`: digest → latest offset, in one fixed buffer.
 #[derive(Debug)]
 pub struct OffsetMap {
@@ -108,13 +112,29 @@ impl OffsetMap {
         self.slots
     }
 
+    /// The digest of `key` in this map's algorithm: computed once, it can be touched
+    /// ([`OffsetMap::prefetch`]) before it is put or looked up.
+    pub fn digest(&self, key: &[u8]) -> KeyDigest {
+        let mut bytes = [0u8; 32];
+        self.digest.digest_into(key, &mut bytes);
+        KeyDigest(bytes)
+    }
+
     /// Records `offset` as the latest for `key`. A new key when every slot is taken is not stored
     /// (Kafka throws there; the pass stops at [`OffsetMap::max_desired_size`] first, and an absent key
     /// only makes the cleaner retain more).
     pub fn put(&mut self, key: &[u8], offset: i64) {
-        let mut hash = [0u8; 32];
-        self.digest.digest_into(key, &mut hash);
-        let hash = &hash[..self.hash_size];
+        let digest = self.digest(key);
+        self.put_digest(&digest, offset);
+    }
+
+    /// [`OffsetMap::put`] of a key whose digest is already computed.
+    pub fn put_digest(&mut self, digest: &KeyDigest, offset: i64) {
+        if self.slots == 0 {
+            // A buffer below one slot holds nothing (probing would divide by zero).
+            return;
+        }
+        let hash = &digest.0[..self.hash_size];
         let mut attempt = 0;
         loop {
             let pos = self.position_of(hash, attempt);
@@ -128,7 +148,7 @@ impl OffsetMap {
                 self.last_offset = offset;
                 return;
             }
-            if &self.bytes[pos..pos + self.hash_size] == hash {
+            if self.holds(pos, hash) {
                 self.write_offset(pos, offset);
                 self.last_offset = offset;
                 return;
@@ -145,9 +165,15 @@ impl OffsetMap {
         if self.slots == 0 {
             return -1;
         }
-        let mut hash = [0u8; 32];
-        self.digest.digest_into(key, &mut hash);
-        let hash = &hash[..self.hash_size];
+        self.get_digest(&self.digest(key))
+    }
+
+    /// [`OffsetMap::get`] of a key whose digest is already computed.
+    pub fn get_digest(&self, digest: &KeyDigest) -> i64 {
+        if self.slots == 0 {
+            return -1;
+        }
+        let hash = &digest.0[..self.hash_size];
         let mut attempt = 0;
         loop {
             if attempt >= self.slots {
@@ -157,13 +183,25 @@ impl OffsetMap {
             if self.is_empty(pos) {
                 return -1;
             }
-            if &self.bytes[pos..pos + self.hash_size] == hash {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&self.bytes[pos + self.hash_size..pos + self.bytes_per_entry]);
-                return i64::from_be_bytes(b);
+            if self.holds(pos, hash) {
+                return self.read_offset(pos);
             }
             attempt += 1;
         }
+    }
+
+    /// Starts loading the first slot `digest` probes, so that a later put or get of it finds the slot in
+    /// the cache: a 128 MiB map misses the cache on nearly every probe, and the digests of a batch's keys
+    /// touched together wait for their misses together rather than one after another. A plain load whose
+    /// value is not waited on (the crate denies `unsafe`, which a prefetch intrinsic needs); returns a
+    /// byte of the slot for the caller to fold into [`std::hint::black_box`] so the load is not removed.
+    #[inline]
+    pub fn prefetch(&self, digest: &KeyDigest) -> u8 {
+        if self.slots == 0 {
+            return 0;
+        }
+        let pos = self.position_of(&digest.0[..self.hash_size], 0);
+        self.bytes[pos]
     }
 
     /// Sets the latest offset (the pass moves it to the end of the range it read).
@@ -191,6 +229,20 @@ impl OffsetMap {
         self.bytes.len()
     }
 
+    fn read_offset(&self, pos: usize) -> i64 {
+        let at = pos + self.hash_size;
+        i64::from_be_bytes(self.bytes[at..at + 8].try_into().expect("8 bytes"))
+    }
+
+    /// Whether the slot at `pos` holds `hash` (a 16-byte digest is compared as one integer).
+    fn holds(&self, pos: usize, hash: &[u8]) -> bool {
+        let slot = &self.bytes[pos..pos + self.hash_size];
+        match (<&[u8; 16]>::try_from(slot), <&[u8; 16]>::try_from(hash)) {
+            (Ok(a), Ok(b)) => u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b),
+            _ => slot == hash,
+        }
+    }
+
     fn write_offset(&mut self, pos: usize, offset: i64) {
         self.bytes[pos + self.hash_size..pos + self.bytes_per_entry]
             .copy_from_slice(&offset.to_be_bytes());
@@ -198,8 +250,10 @@ impl OffsetMap {
 
     /// Kafka's `isEmpty`: the first 24 bytes of the slot are zero.
     fn is_empty(&self, pos: usize) -> bool {
-        let end = (pos + 24).min(self.bytes.len());
-        self.bytes[pos..end].iter().all(|&b| b == 0)
+        // Every slot is at least 24 bytes (a 16-byte digest and an offset): three words.
+        let word =
+            |at: usize| u64::from_ne_bytes(self.bytes[at..at + 8].try_into().expect("8 bytes"));
+        word(pos) | word(pos + 8) | word(pos + 16) == 0
     }
 
     fn position_of(&self, hash: &[u8], attempt: usize) -> usize {
@@ -284,6 +338,29 @@ mod tests {
     }
 
     #[test]
+    fn a_digest_computed_first_puts_and_gets_as_its_key() {
+        for digest in [DigestKind::Xxh3, DigestKind::Md5, DigestKind::Sha256] {
+            let mut map = OffsetMap::new(4096, 0.9, digest);
+            let keys: Vec<Vec<u8>> = (0..40u32)
+                .map(|i| format!("key-{i}").into_bytes())
+                .collect();
+            let digests: Vec<KeyDigest> = keys.iter().map(|k| map.digest(k)).collect();
+            let touched: u32 = digests.iter().map(|d| map.prefetch(d) as u32).sum();
+            assert_eq!(touched, 0, "an empty map's slots are zero");
+            for (i, d) in digests.iter().enumerate() {
+                map.put_digest(d, i as i64);
+            }
+            map.put(&keys[3], 100);
+            for (i, k) in keys.iter().enumerate() {
+                let want = if i == 3 { 100 } else { i as i64 };
+                assert_eq!((map.get(k), map.get_digest(&digests[i])), (want, want));
+            }
+            assert_eq!(map.size(), 40);
+            assert_ne!(map.digest(b"a"), map.digest(b"b"));
+        }
+    }
+
+    #[test]
     fn digest_names_round_trip() {
         for d in [DigestKind::Xxh3, DigestKind::Md5, DigestKind::Sha256] {
             assert_eq!(DigestKind::from_name(d.name()), Some(d));
@@ -296,6 +373,10 @@ mod tests {
         let mut map = OffsetMap::new(10, 0.9, DigestKind::Md5);
         assert_eq!(map.slots(), 0);
         assert_eq!(map.get(b"k"), -1);
+        let d = map.digest(b"k");
+        assert_eq!((map.get_digest(&d), map.prefetch(&d)), (-1, 0));
+        map.put_digest(&d, 5);
+        assert_eq!(map.size(), 0);
         assert_eq!(map.max_desired_size(), 0);
         let _ = &mut map;
     }
