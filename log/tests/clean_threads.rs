@@ -1,10 +1,11 @@
 //! A pass on several threads writes what a pass on one writes, byte for byte: every file of the partition
 //! directory and the cleaner checkpoint, and the same report, after a first pass, a second pass past the
-//! delete horizon, a pass whose map fills (the prefix case) and a pass that a corrupt batch stops midway.
+//! delete horizon, a pass whose map fills and one bounded by `max_dirty_bytes` (the prefix cases), and a
+//! pass that a corrupt batch stops (in the map build's range, and in the clean part only the rewrite reads).
 //!
 //! The partition has transactions that span groups (data in one group, its ABORT or COMMIT marker in a
 //! later one), so a worker's group depends on the transaction state the groups before it left, which the
-//! pass replays from their batch headers.
+//! pass replays from their batch headers; and the map build's readers run ahead of its inserts.
 
 mod cleaner_common;
 
@@ -195,38 +196,69 @@ fn a_pass_whose_map_fills_cleans_the_same_prefix_on_two_threads() {
     assert_same(&one, &two_passes(&cleaner, 2));
 }
 
-/// A pass stopped by a corrupt batch in the middle of the log: the error, and every file after it.
-fn stopped_pass(threads: usize) -> (String, BTreeMap<String, Vec<u8>>) {
+#[test]
+fn a_pass_bounded_by_max_dirty_bytes_cleans_the_same_prefix_on_two_threads() {
+    let run = |threads| {
+        let (sim, _dir, log) = fresh();
+        let bounded = CleanOptions {
+            max_dirty_bytes: Some(3000),
+            ..opts(NOW, threads)
+        };
+        let report = log
+            .clean(&CleanerConfig::default(), &bounded, None)
+            .unwrap();
+        (said(&[report]), files(&sim))
+    };
+    let one = run(1);
+    assert!(one.0.contains("map_full: true"), "{}", one.0);
+    assert_same(&[one], &[run(2)]);
+}
+
+/// A pass stopped by a corrupt batch in the segment at `corrupt` (of the sealed ones), the pass
+/// starting at the checkpoint `from` (a segment index; `None`: the log start): the error, and every
+/// file after it.
+fn stopped_pass(
+    threads: usize,
+    corrupt: usize,
+    from: Option<usize>,
+) -> (String, BTreeMap<String, Vec<u8>>) {
     let (sim, _dir, log) = fresh();
     let bases = log.segment_base_offsets();
-    let path = LogSegment::log_path(&Path::new(ROOT).join(PARTITION), bases[bases.len() / 2]);
+    let path = LogSegment::log_path(&Path::new(ROOT).join(PARTITION), bases[corrupt]);
     let mut bytes = sim.live_bytes(&path).unwrap();
     let at = bytes.len() - 5;
     bytes[at] ^= 0xff;
     sim.corrupt(&path, bytes).unwrap();
     let err = log
-        .clean(&CleanerConfig::default(), &opts(NOW, threads), None)
+        .clean(
+            &CleanerConfig::default(),
+            &opts(NOW, threads),
+            from.map(|i| bases[i]),
+        )
         .unwrap_err();
     (err.to_string(), files(&sim))
 }
 
 #[test]
 fn a_pass_a_corrupt_batch_stops_leaves_the_files_one_thread_leaves() {
-    let (error, files_one) = stopped_pass(1);
-    assert!(error.contains("CRC") || error.contains("crc"), "{error}");
-    // The groups before the corrupt one were swapped in, the rest left as they were: no `.cleaned`.
-    assert!(
-        files_one.keys().all(|n| !n.ends_with(".cleaned")),
-        "{:?}",
-        files_one.keys()
-    );
-    let (error_two, files_two) = stopped_pass(2);
-    assert_eq!(error, error_two);
-    assert_eq!(
-        files_one.keys().collect::<Vec<_>>(),
-        files_two.keys().collect::<Vec<_>>()
-    );
-    for (name, bytes) in &files_one {
-        assert!(&files_two[name] == bytes, "{name} differs");
+    // In the dirty range (the map build stops), then in the clean part before the checkpoint (only the
+    // rewrite reads it: the groups before it are swapped in, the rest left as they were).
+    for (corrupt, from) in [(8, None), (6, Some(12))] {
+        let (error, files_one) = stopped_pass(1, corrupt, from);
+        assert!(error.contains("CRC") || error.contains("crc"), "{error}");
+        assert!(
+            files_one.keys().all(|n| !n.ends_with(".cleaned")),
+            "{:?}",
+            files_one.keys()
+        );
+        let (error_two, files_two) = stopped_pass(2, corrupt, from);
+        assert_eq!(error, error_two);
+        assert_eq!(
+            files_one.keys().collect::<Vec<_>>(),
+            files_two.keys().collect::<Vec<_>>()
+        );
+        for (name, bytes) in &files_one {
+            assert!(&files_two[name] == bytes, "{name} differs");
+        }
     }
 }

@@ -13,6 +13,7 @@
 pub mod checkpoint;
 mod filter;
 mod group;
+mod map_build;
 mod offset_map;
 mod pass;
 mod range;

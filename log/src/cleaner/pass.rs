@@ -24,13 +24,14 @@ use crate::Error;
 
 use super::filter::{for_each_key_any, FilterContext, FilterStats, LastRecord};
 use super::group::{clean_into, group_segments_by_size, in_segment, CleanedSink, SegmentSizes};
+use super::map_build::build_offset_map_in_parallel;
 use super::range::segments_in;
 use super::rewrite::rewrite_groups;
 use super::swap::{delete_cleaned, remove_deleted, swap_files};
 use super::txn_metadata::CleanedTransactionMetadata;
 use super::{
     read_cleaner_checkpoint, write_cleaner_checkpoint, CleanOptions, CleanReport, CleanerConfig,
-    OffsetMap,
+    DigestKind, OffsetMap,
 };
 
 /// Bytes `[from, to)` of `segment` whose batches this pass's map build read with their CRCs checked.
@@ -42,9 +43,9 @@ use super::{
 /// mapping relies on too); a segment whose size moved is checked again whole, and bytes below `from`
 /// (before the map build's index entry, or the clean part of the log) are always checked.
 pub(super) struct CrcChecked {
-    segment: Arc<LogSegment>,
-    from: u64,
-    to: u64,
+    pub(super) segment: Arc<LogSegment>,
+    pub(super) from: u64,
+    pub(super) to: u64,
 }
 
 /// The offset map of a pass and the ranges its build checked.
@@ -103,14 +104,14 @@ fn add_stats(into: &mut FilterStats, from: &FilterStats) {
 }
 
 /// The dirty bytes a map build may still read (`CleanOptions::max_dirty_bytes`).
-struct DirtyBudget {
+pub(super) struct DirtyBudget {
     max: Option<u64>,
     used: u64,
 }
 
 impl DirtyBudget {
     /// Takes a batch of `bytes`; false when the budget is spent (the first batch is always taken).
-    fn take(&mut self, bytes: u64) -> bool {
+    pub(super) fn take(&mut self, bytes: u64) -> bool {
         if self
             .max
             .is_some_and(|max| self.used > 0 && self.used + bytes > max)
@@ -200,6 +201,7 @@ impl PartitionLog {
             range.first_uncleanable_offset,
             (&mut map, &mut checked),
             &mut budget,
+            (cleaner.digest, opts.rewrite_threads()),
         )?;
         report.map_entries = map.size();
         let end = map.latest_offset().saturating_add(1);
@@ -247,7 +249,8 @@ impl PartitionLog {
 
     /// `Cleaner.buildOffsetMap` over the dirty segments of `[start, end)`: true when the map filled (or
     /// the dirty-byte budget ran out) before `end`; the map's latest offset is then the last offset the
-    /// pass may clean.
+    /// pass may clean. On more than one thread the segments are read by readers (`map_build.rs`),
+    /// with the same result.
     fn build_offset_map(
         &self,
         segments: &[Arc<LogSegment>],
@@ -255,11 +258,22 @@ impl PartitionLog {
         end: i64,
         (map, checked): (&mut OffsetMap, &mut Vec<CrcChecked>),
         budget: &mut DirtyBudget,
+        (digest, threads): (DigestKind, usize),
     ) -> Result<bool, Error> {
         // The map is new (Kafka clears its thread's map here; a fresh one is zero already).
         let dirty = segments_in(segments, start, end);
         let mut txn = CleanedTransactionMetadata::new();
         txn.add_aborted_transactions(&self.collect_aborted_transactions(start, end));
+        if threads > 1 {
+            return build_offset_map_in_parallel(
+                &dirty,
+                (start, end),
+                (map, checked),
+                &mut txn,
+                budget,
+                (digest, threads),
+            );
+        }
         // One stream for every segment: its buffer is zero-filled once, when it first grows.
         let mut stream = BatchStream::default();
         for (i, seg) in dirty.iter().enumerate() {
