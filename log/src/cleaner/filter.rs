@@ -30,10 +30,10 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::offset_map::OffsetMap;
+use super::offset_map::{KeyDigest, OffsetMap};
 use super::txn_metadata::CleanedTransactionMetadata;
 use crate::format::{
-    AnyBatch, BatchBuilder, LegacyEntry, Record, RecordBatch, TimestampType,
+    AnyBatch, BatchBuilder, Compression, LegacyEntry, RecordBatch, RecordSpan, TimestampType,
     DEFAULT_MAX_DECOMPRESSED_BYTES, NO_TIMESTAMP,
 };
 use crate::Error;
@@ -114,12 +114,15 @@ enum BatchRetention {
     DeleteEmpty,
 }
 
-/// What one batch's filtering borrows: the inflated records and each record's verdict, reused from batch to
-/// batch so the rebuild does not look each key up again.
+/// What one batch's filtering borrows, reused from batch to batch: the inflated records, each record's
+/// verdict (so the rebuild does not look each key up again), the digests of the keys to look up and the
+/// latest offset of each record's key.
 #[derive(Default)]
 struct Scratch {
     inflated: Vec<u8>,
     keep: Vec<bool>,
+    digests: Vec<(usize, KeyDigest)>,
+    latest: Vec<i64>,
 }
 
 thread_local! {
@@ -140,6 +143,10 @@ fn with_scratch<T>(f: impl FnOnce(&mut Scratch) -> T) -> T {
             }
             if scratch.keep.capacity() > SCRATCH_KEPT_BYTES {
                 scratch.keep = Vec::new();
+            }
+            if scratch.latest.capacity() > SCRATCH_KEPT_BYTES / 8 {
+                scratch.latest = Vec::new();
+                scratch.digests = Vec::new();
             }
             result
         }
@@ -165,16 +172,29 @@ pub fn filter_batch(
         let Scratch {
             inflated,
             keep: verdicts,
+            digests,
+            latest,
         } = scratch;
         verdicts.clear();
-        let records = batch.records_with_limit(inflated, DEFAULT_MAX_DECOMPRESSED_BYTES)?;
+        let mut records = batch.records_with_limit(inflated, DEFAULT_MAX_DECOMPRESSED_BYTES)?;
+        let declared = batch.records_count().clamp(0, 4096) as usize;
+        let mut spans = Vec::with_capacity(declared);
+        while let Some(span) = records.next_span() {
+            spans.push(span?);
+        }
+        stats.records_read += spans.len() as u64;
+        let looked_up = !discard_records && !batch.is_control();
+        if looked_up {
+            latest_offsets(ctx.map, &spans, digests, latest);
+        } else {
+            latest.clear();
+            latest.resize(spans.len(), i64::MIN);
+        }
         let mut kept = KeptRecords::default();
-        for record in records.clone() {
-            let record = record?;
-            stats.records_read += 1;
+        for (i, span) in spans.iter().enumerate() {
             let keep = !discard_records
-                && (batch.is_control() || should_retain_record(ctx, batch, &record, stats));
-            kept.note(&record, keep);
+                && (batch.is_control() || should_retain_record(ctx, batch, span, latest[i], stats));
+            kept.note(span, keep);
             verdicts.push(keep);
         }
         let outcome = if kept.count > 0 {
@@ -189,7 +209,7 @@ pub fn filter_batch(
                 } else {
                     batch.delete_horizon_ms().unwrap_or(NO_TIMESTAMP)
                 };
-                let written = rebuild(batch, records, verdicts, horizon, out)?;
+                let written = rebuild(batch, &spans, verdicts, horizon, out)?;
                 stats.bytes_written += written as u64;
                 stats.batches_rebuilt += 1;
                 BatchOutcome::Rebuilt
@@ -242,7 +262,7 @@ struct KeptRecords {
 }
 
 impl KeptRecords {
-    fn note(&mut self, record: &Record<'_>, keep: bool) {
+    fn note(&mut self, record: &RecordSpan<'_>, keep: bool) {
         self.read += 1;
         if keep {
             self.count += 1;
@@ -301,20 +321,48 @@ fn check_batch_retention(
     Ok((retention, discard_records, can_discard && control))
 }
 
-/// `Cleaner.shouldRetainRecord` for a record of a v2 data batch that is not aborted.
+/// The latest offset in `map` of each record's key, into `latest` (one per span; `i64::MIN` for a record
+/// that needs no lookup: keyless, or past the map). The digests of the batch's keys are computed first and
+/// their slots touched together, so their cache misses overlap rather than come one per record.
+fn latest_offsets(
+    map: &OffsetMap,
+    spans: &[RecordSpan<'_>],
+    digests: &mut Vec<(usize, KeyDigest)>,
+    latest: &mut Vec<i64>,
+) {
+    digests.clear();
+    latest.clear();
+    latest.resize(spans.len(), i64::MIN);
+    let end = map.latest_offset();
+    digests.extend(spans.iter().enumerate().filter_map(|(i, span)| {
+        let key = span.key.filter(|_| span.offset <= end)?;
+        Some((i, map.digest(key)))
+    }));
+    let touched = digests
+        .iter()
+        .fold(0u8, |acc, (_, d)| acc ^ map.prefetch(d));
+    std::hint::black_box(touched);
+    for (i, digest) in digests.iter() {
+        latest[*i] = map.get_digest(digest);
+    }
+}
+
+/// `Cleaner.shouldRetainRecord` for a record of a v2 data batch that is not aborted; `latest_of_key`: the
+/// map's offset for its key ([`latest_offsets`]).
 fn should_retain_record(
     ctx: &FilterContext<'_>,
     batch: &RecordBatch<'_>,
-    record: &Record<'_>,
+    record: &RecordSpan<'_>,
+    latest_of_key: i64,
     stats: &mut FilterStats,
 ) -> bool {
     if record.offset > ctx.map.latest_offset() {
         return true;
     }
-    let Some(key) = record.key else {
+    if record.key.is_none() {
         return false;
-    };
-    let latest = record.offset >= ctx.map.get(key);
+    }
+    let latest = record.offset >= latest_of_key;
     let retain_deletes = batch.delete_horizon_ms().is_none_or(|h| ctx.now_ms < h);
     let keep = latest && (record.value.is_some() || retain_deletes);
     if latest && !keep {
@@ -323,16 +371,61 @@ fn should_retain_record(
     keep
 }
 
-/// `buildRetainedRecordsInto`: the kept records of `batch` as one v2 batch appended to `out`; returns its size.
+/// `buildRetainedRecordsInto`: the kept records of `batch` as one v2 batch appended to `out`; returns its
+/// size. Uncompressed, the batch is built in `out` itself (its records never copied twice); each kept
+/// record's key, value and headers are copied as they were written when that is what Kafka writes.
 fn rebuild(
     batch: &RecordBatch<'_>,
-    records: crate::format::Records<'_>,
+    spans: &[RecordSpan<'_>],
     verdicts: &[bool],
     horizon_ms: i64,
     out: &mut Vec<u8>,
 ) -> Result<usize, Error> {
     let codec = batch.compression()?;
-    let mut builder = BatchBuilder::new(codec)
+    let uncleanable = |e| match e {
+        Error::InvalidInput(reason) => Error::Uncleanable {
+            position: batch.position(),
+            reason,
+        },
+        other => other,
+    };
+    let start = out.len();
+    let builder = if codec == Compression::None {
+        BatchBuilder::in_place(std::mem::take(out))
+    } else {
+        let mut builder = BatchBuilder::new(codec);
+        // The kept records of a compressed batch at least start at its size.
+        builder.reserve_records(batch.size_in_bytes());
+        builder
+    };
+    let mut builder = like_source(builder, batch, horizon_ms);
+    // The walk's verdicts, record by record.
+    for (span, keep) in spans.iter().zip(verdicts) {
+        if !keep {
+            continue;
+        }
+        if let Err(e) = builder.append_span(span) {
+            if codec == Compression::None {
+                *out = builder.into_buffer();
+            }
+            return Err(uncleanable(e));
+        }
+    }
+    builder.override_last_offset_delta(batch.last_offset_delta());
+    if codec == Compression::None {
+        let (buf, built) = builder.finish_in_place();
+        *out = buf;
+        built.map_err(uncleanable)?;
+    } else {
+        builder.build_into(out).map_err(uncleanable)?;
+    }
+    Ok(out.len() - start)
+}
+
+/// `builder` set up as Kafka's rebuild of `batch`: its base offset, leader epoch, producer fields, flags
+/// and timestamp type, and the delete horizon when there is one.
+fn like_source(builder: BatchBuilder, batch: &RecordBatch<'_>, horizon_ms: i64) -> BatchBuilder {
+    let mut builder = builder
         .base_offset(batch.base_offset())
         .partition_leader_epoch(batch.partition_leader_epoch())
         .producer(
@@ -348,38 +441,7 @@ fn rebuild(
     if horizon_ms >= 0 {
         builder = builder.delete_horizon_ms(horizon_ms);
     }
-    // The kept records of an uncompressed batch fit in its size (a compressed one's at least start there).
-    builder.reserve_records(batch.size_in_bytes());
-    let uncleanable = |reason| Error::Uncleanable {
-        position: batch.position(),
-        reason,
-    };
-    // The second walk takes the first's verdicts, record by record.
-    for (record, keep) in records.zip(verdicts) {
-        let record = record?;
-        if !keep {
-            continue;
-        }
-        builder
-            .append_with_raw_headers(
-                record.offset_delta,
-                record.timestamp,
-                record.key,
-                record.value,
-                record.headers.clone(),
-            )
-            .map_err(|e| match e {
-                Error::InvalidInput(reason) => uncleanable(reason),
-                other => other,
-            })?;
-    }
-    builder.override_last_offset_delta(batch.last_offset_delta());
-    let start = out.len();
-    builder.build_into(out).map_err(|e| match e {
-        Error::InvalidInput(reason) => uncleanable(reason),
-        other => other,
-    })?;
-    Ok(out.len() - start)
+    builder
 }
 
 /// Kafka's rules for a v0/v1 entry (a message or a compressed wrapper): never transactional, so only the
@@ -443,12 +505,13 @@ pub fn for_each_key(batch: &RecordBatch<'_>, f: &mut OnKey<'_>) -> Result<(), Er
         return Ok(());
     }
     with_scratch(|scratch| {
-        for record in
-            batch.records_with_limit(&mut scratch.inflated, DEFAULT_MAX_DECOMPRESSED_BYTES)?
-        {
-            let record = record?;
-            if let Some(key) = record.key {
-                f(record.offset, key)?;
+        let mut records =
+            batch.records_with_limit(&mut scratch.inflated, DEFAULT_MAX_DECOMPRESSED_BYTES)?;
+        // Only the key is needed: the span walk skips the value and headers by their lengths.
+        while let Some(span) = records.next_span() {
+            let span = span?;
+            if let Some(key) = span.key {
+                f(span.offset, key)?;
             }
         }
         Ok(())

@@ -7,6 +7,7 @@ use super::control::{ControlRecordType, EndTxnMarker, MirrorPidReset};
 use super::header::{Attributes, TimestampType};
 use super::java_utf8::java_string_bytes;
 use super::record::HeaderIter;
+use super::record_span::RecordSpan;
 use super::varint::{size_of_varint, size_of_varlong, write_varint, write_varlong};
 use super::{
     crc32c, Compression, CRC_START, LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH,
@@ -38,7 +39,10 @@ pub struct BatchBuilder {
     producer_epoch: i16,
     base_sequence: i32,
     delete_horizon_ms: Option<i64>,
+    /// The encoded records from `records_start` on (before it: the buffer given to
+    /// [`BatchBuilder::in_place`] and the header's room).
     records: Vec<u8>,
+    records_start: usize,
     count: i32,
     base_timestamp: Option<i64>,
     max_timestamp: i64,
@@ -62,12 +66,24 @@ impl BatchBuilder {
             base_sequence: NO_SEQUENCE,
             delete_horizon_ms: None,
             records: Vec::new(),
+            records_start: 0,
             count: 0,
             base_timestamp: None,
             max_timestamp: NO_TIMESTAMP,
             last_offset_delta: None,
             last_offset_delta_override: None,
         }
+    }
+
+    /// An uncompressed batch built at the end of `buf` itself: its records are written after room for the
+    /// header, which [`BatchBuilder::finish_in_place`] fills, so they are never copied (the cleaner's
+    /// rebuild of an uncompressed batch writes straight into its output).
+    pub fn in_place(mut buf: Vec<u8>) -> Self {
+        buf.resize(buf.len() + RECORD_BATCH_OVERHEAD, 0);
+        let mut builder = BatchBuilder::new(Compression::None);
+        builder.records_start = buf.len();
+        builder.records = buf;
+        builder
     }
 
     /// Sets `baseOffset` (a follower's or a mirror's batch; a leader assigns it).
@@ -217,6 +233,36 @@ impl BatchBuilder {
         Ok(())
     }
 
+    /// Appends a record read from another batch as [`BatchBuilder::append_with_raw_headers`] appends it,
+    /// copying its key, value and headers as one run of bytes when they are what Kafka would write
+    /// ([`RecordSpan::tail_is_canonical`]); only the length, attributes, timestamp delta and offset delta
+    /// are encoded anew.
+    pub fn append_span(&mut self, span: &RecordSpan<'_>) -> Result<(), Error> {
+        if !span.tail_is_canonical() {
+            return self.append_with_raw_headers(
+                span.offset_delta,
+                span.timestamp,
+                span.key,
+                span.value,
+                span.headers.clone(),
+            );
+        }
+        let base_timestamp = self.check_append(span.offset_delta, span.timestamp)?;
+        let timestamp_delta = span.timestamp.wrapping_sub(base_timestamp);
+        let body = 1
+            + size_of_varlong(timestamp_delta)
+            + size_of_varint(span.offset_delta)
+            + span.tail.len();
+        self.records.reserve(body + 5);
+        write_varint(&mut self.records, body as i32);
+        self.records.push(0);
+        write_varlong(&mut self.records, timestamp_delta);
+        write_varint(&mut self.records, span.offset_delta);
+        self.records.extend_from_slice(span.tail);
+        self.appended(span.offset_delta, span.timestamp);
+        Ok(())
+    }
+
     /// Checks a record's offset delta and timestamp as `MemoryRecordsBuilder.appendWithOffset` does and
     /// returns the batch's base timestamp (set by the first record, or the delete horizon).
     fn check_append(&mut self, offset_delta: i32, timestamp_ms: i64) -> Result<i64, Error> {
@@ -244,13 +290,53 @@ impl BatchBuilder {
 
     /// Writes the batch to a new buffer.
     pub fn build(&self) -> Result<Vec<u8>, Error> {
-        let mut out = Vec::with_capacity(RECORD_BATCH_OVERHEAD + self.records.len());
+        let mut out = Vec::with_capacity(RECORD_BATCH_OVERHEAD + self.record_bytes().len());
         self.build_into(&mut out)?;
         Ok(out)
     }
 
     /// Appends the batch to `out`.
     pub fn build_into(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        let last_offset_delta = self.checked_last_offset_delta()?;
+        let start = out.len();
+        out.resize(start + RECORD_BATCH_OVERHEAD, 0);
+        self.compression.compress(self.record_bytes(), out);
+        self.seal(out, start, last_offset_delta)
+    }
+
+    /// The buffer given to [`BatchBuilder::in_place`] with the batch at its end (a builder made by
+    /// [`BatchBuilder::new`]: a new buffer holding the batch); on an error, the buffer as it was given.
+    pub fn finish_in_place(mut self) -> (Vec<u8>, Result<(), Error>) {
+        if self.records_start == 0 {
+            let mut out = Vec::new();
+            let built = self.build_into(&mut out);
+            return (out, built);
+        }
+        let start = self.records_start - RECORD_BATCH_OVERHEAD;
+        let mut out = std::mem::take(&mut self.records);
+        let sealed = self
+            .checked_last_offset_delta()
+            .and_then(|delta| self.seal(&mut out, start, delta));
+        if sealed.is_err() {
+            out.truncate(start);
+        }
+        (out, sealed)
+    }
+
+    /// The buffer given to [`BatchBuilder::in_place`] as it was given, the records appended dropped (a
+    /// builder made by [`BatchBuilder::new`]: an empty buffer).
+    pub fn into_buffer(mut self) -> Vec<u8> {
+        let mut buf = std::mem::take(&mut self.records);
+        buf.truncate(self.records_start.saturating_sub(RECORD_BATCH_OVERHEAD));
+        buf
+    }
+
+    /// The encoded records appended so far.
+    fn record_bytes(&self) -> &[u8] {
+        &self.records[self.records_start..]
+    }
+
+    fn checked_last_offset_delta(&self) -> Result<i32, Error> {
         let Some(last_record_delta) = self.last_offset_delta else {
             return Err(Error::InvalidInput("a batch needs at least one record"));
         };
@@ -260,9 +346,12 @@ impl BatchBuilder {
                 "the last offset delta is below the last record's",
             ));
         }
-        let start = out.len();
-        out.resize(start + RECORD_BATCH_OVERHEAD, 0);
-        self.compression.compress(&self.records, out);
+        Ok(last_offset_delta)
+    }
+
+    /// Fills the header of the batch at `out[start..]` (its records written after the header's room) and
+    /// its CRC; a batch over 2 GiB is cut off `out` and refused.
+    fn seal(&self, out: &mut Vec<u8>, start: usize, last_offset_delta: i32) -> Result<(), Error> {
         let size = out.len() - start;
         if size - LOG_OVERHEAD > i32::MAX as usize {
             out.truncate(start);

@@ -14,6 +14,7 @@ mod java_utf8;
 mod legacy;
 mod record;
 mod record_layout;
+mod record_span;
 pub mod varint;
 
 pub use batch::{RecordBatch, RecordBatchMut};
@@ -27,6 +28,7 @@ pub use control::{
 pub use header::{Attributes, BatchHeader, TimestampType};
 pub use legacy::{LegacyEntry, LegacyRecord};
 pub use record::{walk_records, HeaderIter, Record, Records, RecordsWalk};
+pub use record_span::RecordSpan;
 
 /// Bytes before `batch_length`'s coverage starts: base offset (8) + batch length (4). Kafka's `LOG_OVERHEAD`.
 pub const LOG_OVERHEAD: usize = 12;

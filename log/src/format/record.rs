@@ -37,8 +37,8 @@ pub struct Record<'a> {
 /// The headers of a record, validated when the record was parsed; iteration cannot fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderIter<'a> {
-    cursor: Cursor<'a>,
-    remaining: u32,
+    pub(super) cursor: Cursor<'a>,
+    pub(super) remaining: u32,
 }
 
 impl<'a> HeaderIter<'a> {
@@ -76,13 +76,13 @@ impl<'a> Iterator for HeaderIter<'a> {
 /// Iterates the records of one batch. Yields an error once, then stops.
 #[derive(Debug, Clone)]
 pub struct Records<'a> {
-    cursor: Cursor<'a>,
+    pub(super) cursor: Cursor<'a>,
     declared: i32,
-    index: u32,
-    base_offset: i64,
-    base_timestamp: i64,
+    pub(super) index: u32,
+    pub(super) base_offset: i64,
+    pub(super) base_timestamp: i64,
     base_sequence: i32,
-    log_append_time: Option<i64>,
+    pub(super) log_append_time: Option<i64>,
     batch_position: u64,
     done: bool,
 }
@@ -111,12 +111,48 @@ impl<'a> Records<'a> {
         }
     }
 
-    fn fail(&mut self, reason: Corruption) -> Option<Result<Record<'a>, Error>> {
+    pub(super) fn fail<T>(&mut self, reason: Corruption) -> Option<Result<T, Error>> {
+        Some(Err(self.failure(reason)))
+    }
+
+    /// The error that ends the iteration.
+    fn failure(&mut self, reason: Corruption) -> Error {
         self.done = true;
-        Some(Err(Error::corrupt(self.batch_position, reason)))
+        Error::corrupt(self.batch_position, reason)
+    }
+
+    /// Before a record: `None` when one is to be parsed, else how the iteration ends (`Some(None)`: it
+    /// ended cleanly; `Some(Some(_))`: with this error, once).
+    pub(super) fn end_check(&mut self) -> Option<Option<Error>> {
+        if self.done {
+            return Some(None);
+        }
+        if self.index as i64 >= self.declared as i64 {
+            self.done = true;
+            let trailing = self.cursor.remaining() as u64;
+            return Some(
+                (trailing != 0)
+                    .then(|| self.failure(Corruption::TrailingBytes { bytes: trailing })),
+            );
+        }
+        if self.cursor.remaining() == 0 {
+            let (declared, found) = (self.declared, self.index);
+            return Some(Some(
+                self.failure(Corruption::MissingRecords { declared, found }),
+            ));
+        }
+        None
     }
 
     fn parse_one(&mut self) -> Result<Record<'a>, RecordCorruption> {
+        self.parse_one_with_tail().map(|(record, _)| record)
+    }
+
+    /// The next record, checked field by field, and its bytes after the offset delta (key, value,
+    /// headers, as written).
+    pub(super) fn parse_one_with_tail(
+        &mut self,
+    ) -> Result<(Record<'a>, &'a [u8]), RecordCorruption> {
         let start = self.cursor.position();
         let length = self.cursor.read_varint("record length")?;
         let available = self.cursor.remaining() as u64;
@@ -131,6 +167,7 @@ impl<'a> Records<'a> {
         let attributes = c.read_u8("attributes")? as i8;
         let timestamp_delta = c.read_varlong("timestamp delta")?;
         let offset_delta = c.read_varint("offset delta")?;
+        let tail = c.rest();
         let key = c.read_nullable_bytes("key")?;
         let value = c.read_nullable_bytes("value")?;
         let headers = parse_headers(&mut c)?;
@@ -146,7 +183,7 @@ impl<'a> Records<'a> {
         } else {
             increment_sequence(self.base_sequence, offset_delta)
         };
-        Ok(Record {
+        let record = Record {
             offset: self.base_offset.wrapping_add(offset_delta as i64),
             timestamp: self
                 .log_append_time
@@ -159,7 +196,8 @@ impl<'a> Records<'a> {
             value,
             headers,
             size_in_bytes: self.cursor.position() - start,
-        })
+        };
+        Ok((record, tail))
     }
 }
 
@@ -363,14 +401,14 @@ fn skip_record_fast(data: &[u8], position: usize) -> Option<(usize, i32, i64)> {
 /// A zigzag varint at `p` within `buf`, and the position after it (`Cursor::read_varint`). One- and
 /// two-byte varints (lengths below 8 KiB, offset deltas below 8192) take the inline path.
 #[inline(always)]
-fn varint(buf: &[u8], p: usize) -> Option<(i32, usize)> {
+pub(super) fn varint(buf: &[u8], p: usize) -> Option<(i32, usize)> {
     let (raw, next) = zigzag_varint(buf, p)?;
     Some((((raw >> 1) as i32) ^ -((raw & 1) as i32), next))
 }
 
 /// The undecoded (zigzag) bits of the varint at `p`, and the position after it.
 #[inline(always)]
-fn zigzag_varint(buf: &[u8], p: usize) -> Option<(u32, usize)> {
+pub(super) fn zigzag_varint(buf: &[u8], p: usize) -> Option<(u32, usize)> {
     let first = *buf.get(p)? as u32;
     if first < 0x80 {
         return Some((first, p + 1));
@@ -385,7 +423,7 @@ fn zigzag_varint(buf: &[u8], p: usize) -> Option<(u32, usize)> {
 
 /// A zigzag varlong at `p` within `buf`, and the position after it (`Cursor::read_varlong`).
 #[inline(always)]
-fn varlong(buf: &[u8], p: usize) -> Option<(i64, usize)> {
+pub(super) fn varlong(buf: &[u8], p: usize) -> Option<(i64, usize)> {
     let first = *buf.get(p)? as u64;
     let (raw, next) = if first < 0x80 {
         (first, p + 1)
@@ -489,24 +527,8 @@ impl<'a> Iterator for Records<'a> {
     type Item = Result<Record<'a>, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        if self.index as i64 >= self.declared as i64 {
-            self.done = true;
-            let trailing = self.cursor.remaining();
-            if trailing != 0 {
-                return self.fail(Corruption::TrailingBytes {
-                    bytes: trailing as u64,
-                });
-            }
-            return None;
-        }
-        if self.cursor.remaining() == 0 {
-            return self.fail(Corruption::MissingRecords {
-                declared: self.declared,
-                found: self.index,
-            });
+        if let Some(end) = self.end_check() {
+            return end.map(Err);
         }
         match self.parse_one() {
             Ok(r) => {
