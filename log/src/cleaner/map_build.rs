@@ -22,9 +22,9 @@ use crate::format::{AnyBatch, BatchStream, RecordBatch};
 use crate::segment::LogSegment;
 use crate::Error;
 
+use super::built::{CrcChecked, DirtyBudget};
 use super::filter::for_each_key_any;
 use super::group::in_segment;
-use super::pass::{CrcChecked, DirtyBudget};
 use super::txn_metadata::CleanedTransactionMetadata;
 use super::{DigestKind, KeyDigest, OffsetMap};
 

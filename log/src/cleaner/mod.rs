@@ -10,6 +10,7 @@
 //! The per-batch rules (the offset map, transaction metadata, `filterTo`) are `offset_map.rs`,
 //! `txn_metadata.rs` and `filter.rs`.
 
+mod built;
 pub mod checkpoint;
 mod filter;
 mod group;

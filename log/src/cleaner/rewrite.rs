@@ -33,7 +33,7 @@ use crate::partition_log::PartitionLog;
 use crate::segment::LogSegment;
 use crate::Error;
 
-use super::pass::{BuiltMap, WrittenGroup};
+use super::built::{BuiltMap, WrittenGroup};
 use super::txn_metadata::CleanedTransactionMetadata;
 use super::{CleanOptions, CleanReport, CleanerConfig};
 
