@@ -503,15 +503,40 @@ fn bench_cleans_beside_a_plain_read_and_kafka() {
     assert_eq!(d["bound"], expected.0, "{d}");
     assert!(name.contains(expected.1), "{name}");
     // klog's pass, on every backend, cleaned the same range; its peak RSS was measured in a child.
+    // Each backend on the default threads, then the first backend on one thread, last.
     let rows = clean["results"].as_array().unwrap();
     assert!(rows.iter().any(|r| r["backend"] == "std"), "{clean}");
+    let (last, default) = rows.split_last().unwrap();
+    assert_eq!(
+        last["name"], "PartitionLog::clean, one pass, 1 thread",
+        "{last}"
+    );
+    assert_eq!(last["backend"], rows[0]["backend"], "{clean}");
     for r in rows {
-        assert_eq!(r["name"], "PartitionLog::clean, one pass", "{r}");
+        if !std::ptr::eq(r, last) {
+            assert_eq!(r["name"], "PartitionLog::clean, one pass", "{r}");
+        }
         positive(&r["value"], "klog pass");
         positive(&r["ratio"], "klog pass / bound");
     }
+    assert!(!default.is_empty(), "{clean}");
     let passes = d["klog"].as_array().unwrap();
     assert_eq!(passes.len(), rows.len(), "{d}");
+    assert_eq!(passes[passes.len() - 1]["threads"], 1, "{d}");
+    assert!(d["threads"].as_u64() >= Some(1), "{d}");
+    // The pass beside its I/O done the cheapest way: the sealed bytes read twice, the survivors written.
+    positive(&d["io_bound_mb_per_s"], "the I/O bound");
+    assert_eq!(d["survivor_bytes"], passes[0]["bytes_written"], "{d}");
+    let comparisons = clean["comparisons"].as_array().unwrap();
+    let io = comparisons
+        .iter()
+        .find(|c| {
+            c["name"]
+                .as_str()
+                .is_some_and(|n| n.contains("/ the same I/O done the cheapest way"))
+        })
+        .unwrap_or_else(|| panic!("no I/O bound comparison: {comparisons:?}"));
+    positive(&io["ratio"], "klog pass / I/O bound");
     for p in passes {
         assert_eq!(p["bytes"], d["dirty_bytes"], "{p}");
         assert_eq!(p["end_offset"], d["first_uncleanable_offset"], "{p}");

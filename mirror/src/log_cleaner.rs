@@ -11,6 +11,7 @@
 //! partition still mirrored keeps the source's batches byte for byte (the source's cleaner compacts
 //! them; a failback compares the two logs), so it is not cleaned here.
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use klog_log::cleaner::{read_cleaner_checkpoint, CleanOptions, CleanReport, CleanerConfig};
@@ -241,6 +242,9 @@ impl CleanerSchedule {
         let opts = CleanOptions {
             now_ms,
             max_dirty_bytes: settings.max_dirty_bytes(),
+            // One thread, as Kafka's `log.cleaner.threads` default: a background pass bounded by an I/O
+            // rate must not take the core the mirror's fetches and appends run on.
+            threads: NonZeroUsize::new(1),
             ..CleanOptions::default()
         };
         let result = clean_one(node, &log, &settings.config, &opts);

@@ -43,6 +43,10 @@ pub struct CleanArgs {
     /// do not fit cleans a prefix of the dirty range, as Kafka's does.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=(isize::MAX as u64)))]
     dedupe_buffer_size: Option<u64>,
+    /// Threads of a pass's rewrite (default: the available parallelism, at most 2; 1 is Kafka's one
+    /// cleaner thread). Groups are still swapped in one at a time in log order: the bytes are the same.
+    #[arg(long, value_name = "N")]
+    threads: Option<std::num::NonZeroUsize>,
     #[command(flatten)]
     config: ConfigArgs,
 }
@@ -78,6 +82,7 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
         dry_run: args.dry_run,
         force: args.force,
         max_dirty_bytes: None,
+        threads: args.threads,
     };
     let mut ok = true;
     for dir in &args.dirs {

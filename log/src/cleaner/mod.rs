@@ -5,18 +5,24 @@
 //! ([`CleanOptions`]), what a pass would clean ([`LogToClean`], computed by `range.rs` as
 //! `LogCleanerManager.cleanableOffsets` does), what a pass did ([`CleanReport`]), the pass itself
 //! (`pass.rs`, `Cleaner.doClean`: the map build, then each group of `group.rs` written into one `.cleaned`
-//! segment and swapped in by `swap.rs`) and the log directory's `cleaner-offset-checkpoint` (`checkpoint.rs`).
+//! segment, on one thread or several (`rewrite.rs`), and swapped in by `swap.rs` in log order) and the
+//! log directory's `cleaner-offset-checkpoint` (`checkpoint.rs`).
 //! The per-batch rules (the offset map, transaction metadata, `filterTo`) are `offset_map.rs`,
 //! `txn_metadata.rs` and `filter.rs`.
 
+mod built;
 pub mod checkpoint;
 mod filter;
 mod group;
+mod map_build;
 mod offset_map;
 mod pass;
 mod range;
+mod rewrite;
 pub mod swap;
 mod txn_metadata;
+
+use std::num::NonZeroUsize;
 
 pub use checkpoint::{
     read_cleaner_checkpoint, write_cleaner_checkpoint, CLEANER_OFFSET_CHECKPOINT,
@@ -70,6 +76,21 @@ pub struct CleanOptions {
     /// A pass cleans at most this many dirty bytes (whole batches, at least one): the map build stops
     /// there as when the map fills, and the pass cleans the prefix up to it (`None`: no bound).
     pub max_dirty_bytes: Option<u64>,
+    /// Threads rewriting the pass's groups (`None`: the available parallelism, at most 2). With 1 the
+    /// pass is Kafka's one cleaner thread; with more, each group is written by one worker and the
+    /// groups are still swapped in one at a time in log order (`rewrite.rs`): the files are the same
+    /// byte for byte.
+    pub threads: Option<NonZeroUsize>,
+}
+
+impl CleanOptions {
+    /// The threads of the pass: [`CleanOptions::threads`], or the available parallelism capped at 2.
+    pub fn rewrite_threads(&self) -> usize {
+        self.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
+            NonZeroUsize::get,
+        )
+    }
 }
 
 /// What a pass would clean (`LogToClean` over `LogCleanerManager.cleanableOffsets`).

@@ -56,6 +56,14 @@ impl DigestKind {
             .find(|d| d.name() == name)
     }
 
+    /// The digest of `key` in this algorithm, as [`OffsetMap::digest`] of a map of this kind computes it
+    /// (a map build's readers digest keys on threads of their own).
+    pub fn key_digest(self, key: &[u8]) -> KeyDigest {
+        let mut bytes = [0u8; 32];
+        self.digest_into(key, &mut bytes);
+        KeyDigest(bytes)
+    }
+
     fn digest_into(self, key: &[u8], out: &mut [u8; 32]) {
         match self {
             DigestKind::Xxh3 => out[..16].copy_from_slice(&XxHash3_128::oneshot(key).to_be_bytes()),

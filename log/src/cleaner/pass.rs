@@ -5,9 +5,11 @@
 //! A pass builds the offset map over `[first dirty, first uncleanable)` (`buildOffsetMap`), stopping
 //! where the map fills (or at `max_dirty_bytes`); the segments from the log start to the end of the map
 //! are grouped (`group.rs`) and each group is written into one `.cleaned` segment and swapped in
-//! (`swap.rs`) under the log's writer lock. The pass is a writer: a read-only log is refused; appends
-//! go on into the active segment meanwhile (it is never cleaned), and a group retention or a truncation
-//! changed while it was being cleaned is given up (its `.cleaned` files deleted), never swapped in.
+//! (`swap.rs`) under the log's writer lock. On more than one thread (`CleanOptions::threads`) the map
+//! build's reads (`map_build.rs`) and the groups' writes (`rewrite.rs`) run on workers, with the bytes of
+//! one thread. The pass is a writer: a read-only log is refused; appends go on into the active segment
+//! meanwhile (it is never cleaned), and a group retention or a truncation changed while it was being
+//! cleaned is given up (its `.cleaned` files deleted), never swapped in.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -22,67 +24,18 @@ use crate::segment::LogSegment;
 use crate::txn_index::AbortedTxn;
 use crate::Error;
 
-use super::filter::{for_each_key_any, FilterContext, LastRecord};
+use super::built::{add_stats, BuiltMap, CrcChecked, DirtyBudget, WrittenGroup};
+use super::filter::{for_each_key_any, FilterContext, FilterStats, LastRecord};
 use super::group::{clean_into, group_segments_by_size, in_segment, CleanedSink, SegmentSizes};
+use super::map_build::build_offset_map_in_parallel;
 use super::range::segments_in;
+use super::rewrite::rewrite_groups;
 use super::swap::{delete_cleaned, remove_deleted, swap_files};
 use super::txn_metadata::CleanedTransactionMetadata;
 use super::{
     read_cleaner_checkpoint, write_cleaner_checkpoint, CleanOptions, CleanReport, CleanerConfig,
-    OffsetMap,
+    DigestKind, OffsetMap,
 };
-
-/// Bytes `[from, to)` of `segment` whose batches this pass's map build read with their CRCs checked.
-///
-/// The rewrite reads them again without rechecking the CRC (the structure is still checked) when it
-/// reads the same segment object at the same size. Invariant: the bytes of an open segment's `.log`
-/// change only through this log's own writes (appends of validated batches, truncation), never in place
-/// behind it (outside processes do not write klog's open partition directories, as `segment/mod.rs`'s
-/// mapping relies on too); a segment whose size moved is checked again whole, and bytes below `from`
-/// (before the map build's index entry, or the clean part of the log) are always checked.
-pub(super) struct CrcChecked {
-    segment: Arc<LogSegment>,
-    from: u64,
-    to: u64,
-}
-
-/// The offset map of a pass and the ranges its build checked.
-#[derive(Clone, Copy)]
-struct BuiltMap<'a> {
-    map: &'a OffsetMap,
-    checked: &'a [CrcChecked],
-}
-
-impl BuiltMap<'_> {
-    /// The range of `segment` already checked, if it is the same object at the same size.
-    fn checked_range(&self, segment: &Arc<LogSegment>) -> Option<(u64, u64)> {
-        self.checked
-            .iter()
-            .find(|c| Arc::ptr_eq(&c.segment, segment))
-            .filter(|c| segment.size() == c.to)
-            .map(|c| (c.from, c.to))
-    }
-}
-
-/// The dirty bytes a map build may still read (`CleanOptions::max_dirty_bytes`).
-struct DirtyBudget {
-    max: Option<u64>,
-    used: u64,
-}
-
-impl DirtyBudget {
-    /// Takes a batch of `bytes`; false when the budget is spent (the first batch is always taken).
-    fn take(&mut self, bytes: u64) -> bool {
-        if self
-            .max
-            .is_some_and(|max| self.used > 0 && self.used + bytes > max)
-        {
-            return false;
-        }
-        self.used += bytes;
-        true
-    }
-}
 
 impl PartitionLog {
     /// One pass (`Cleaner.clean`) from the checkpointed first dirty offset (`None`: the log start).
@@ -162,6 +115,7 @@ impl PartitionLog {
             range.first_uncleanable_offset,
             (&mut map, &mut checked),
             &mut budget,
+            (cleaner.digest, opts.rewrite_threads()),
         )?;
         report.map_entries = map.size();
         let end = map.latest_offset().saturating_add(1);
@@ -194,14 +148,12 @@ impl PartitionLog {
                     .collect()
             })
             .collect();
-        let mut txn = CleanedTransactionMetadata::new();
         let built = BuiltMap {
             map: &map,
             checked: &checked,
         };
-        for group in groups {
-            self.clean_segments(&to_clean[group], built, &mut txn, cleaner, opts, report)?;
-        }
+        let groups: Vec<&[Arc<LogSegment>]> = groups.into_iter().map(|g| &to_clean[g]).collect();
+        rewrite_groups(self, &groups, built, cleaner, opts, report)?;
         if !opts.dry_run {
             report.segments_after = self.segment_base_offsets().len();
             report.bytes_after = self.size_in_bytes();
@@ -211,7 +163,8 @@ impl PartitionLog {
 
     /// `Cleaner.buildOffsetMap` over the dirty segments of `[start, end)`: true when the map filled (or
     /// the dirty-byte budget ran out) before `end`; the map's latest offset is then the last offset the
-    /// pass may clean.
+    /// pass may clean. On more than one thread the segments are read by readers (`map_build.rs`),
+    /// with the same result.
     fn build_offset_map(
         &self,
         segments: &[Arc<LogSegment>],
@@ -219,11 +172,22 @@ impl PartitionLog {
         end: i64,
         (map, checked): (&mut OffsetMap, &mut Vec<CrcChecked>),
         budget: &mut DirtyBudget,
+        (digest, threads): (DigestKind, usize),
     ) -> Result<bool, Error> {
         // The map is new (Kafka clears its thread's map here; a fresh one is zero already).
         let dirty = segments_in(segments, start, end);
         let mut txn = CleanedTransactionMetadata::new();
         txn.add_aborted_transactions(&self.collect_aborted_transactions(start, end));
+        if threads > 1 {
+            return build_offset_map_in_parallel(
+                &dirty,
+                (start, end),
+                (map, checked),
+                &mut txn,
+                budget,
+                (digest, threads),
+            );
+        }
         // One stream for every segment: its buffer is zero-filled once, when it first grows.
         let mut stream = BatchStream::default();
         for (i, seg) in dirty.iter().enumerate() {
@@ -246,7 +210,7 @@ impl PartitionLog {
     /// Kafka's `collectAbortedTransactions(startOffset, upperBoundOffset)`: from the segment holding
     /// `from` on, the aborted transactions of the `.txnindex`es ending at or after the log start and
     /// beginning before `upper`, until one's last stable offset reaches `upper`.
-    fn collect_aborted_transactions(&self, from: i64, upper: i64) -> Vec<AbortedTxn> {
+    pub(super) fn collect_aborted_transactions(&self, from: i64, upper: i64) -> Vec<AbortedTxn> {
         let log_start = self.log_start_offset();
         let segments = self.segment_list();
         let floor = segments
@@ -264,17 +228,16 @@ impl PartitionLog {
         all
     }
 
-    /// `Cleaner.cleanSegments`: `group` written into one `.cleaned` segment based at its first base
-    /// offset, then swapped in (a dry run writes nothing and only counts).
-    fn clean_segments(
+    /// `Cleaner.cleanSegments`, its first half: `group` written into one `.cleaned` segment based at its
+    /// first base offset and flushed (a dry run writes nothing and only counts), not yet swapped in.
+    pub(super) fn write_group(
         &self,
         group: &[Arc<LogSegment>],
         built: BuiltMap<'_>,
         txn: &mut CleanedTransactionMetadata,
         cleaner: &CleanerConfig,
         opts: &CleanOptions,
-        report: &mut CleanReport,
-    ) -> Result<(), Error> {
+    ) -> Result<WrittenGroup, Error> {
         let base = group[0].base_offset();
         let sizes: Vec<u64> = group.iter().map(|s| s.size()).collect();
         let (storage, dir, config) = (self.storage(), self.dir(), self.config());
@@ -292,19 +255,41 @@ impl PartitionLog {
             )?)
         };
         let mut sink = CleanedSink::new(cleaned, base, cleaner.io_buffer_size);
+        let mut stats = FilterStats::default();
         let written = self
-            .clean_group_into(group, built, txn, opts, &mut sink, report)
+            .clean_group_into(group, built, txn, opts, &mut sink, &mut stats)
             .and_then(|()| sink.finish());
-        let (cleaned, bytes) = match written {
-            Ok(w) => w,
+        match written {
+            Ok((cleaned, bytes)) => Ok(WrittenGroup {
+                cleaned,
+                bytes,
+                sizes,
+                stats,
+            }),
             Err(e) => {
                 if !opts.dry_run {
                     // The old segments are intact; a `.cleaned` left by a failed delete goes at the next open.
                     let _ = delete_cleaned(storage.as_ref(), dir, base);
                 }
-                return Err(e);
+                Err(e)
             }
-        };
+        }
+    }
+
+    /// `Cleaner.cleanSegments`, its second half: the written `group` swapped in and counted in `report`.
+    pub(super) fn finish_group(
+        &self,
+        group: &[Arc<LogSegment>],
+        written: WrittenGroup,
+        report: &mut CleanReport,
+    ) -> Result<(), Error> {
+        let WrittenGroup {
+            cleaned,
+            bytes,
+            sizes,
+            stats,
+        } = written;
+        add_stats(&mut report.stats, &stats);
         let group_bytes: u64 = sizes.iter().sum();
         report.bytes_after = report.bytes_after.saturating_sub(group_bytes) + bytes;
         report.segments_after -= group.len() - 1;
@@ -317,6 +302,16 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// A written group the pass gives up (a group before it failed): its `.cleaned` files deleted (a
+    /// failed delete leaves them to the next open, which deletes every `.cleaned` file).
+    pub(super) fn discard_group(&self, written: WrittenGroup) {
+        if let Some(cleaned) = written.cleaned {
+            let base = cleaned.base_offset();
+            drop(cleaned);
+            let _ = delete_cleaned(self.storage().as_ref(), self.dir(), base);
+        }
+    }
+
     /// Every segment of `group` through the filter into `sink` (`cleanInto`, segment by segment).
     fn clean_group_into(
         &self,
@@ -325,7 +320,7 @@ impl PartitionLog {
         txn: &mut CleanedTransactionMetadata,
         opts: &CleanOptions,
         sink: &mut CleanedSink,
-        report: &mut CleanReport,
+        stats: &mut FilterStats,
     ) -> Result<(), Error> {
         let high_watermark = self.high_watermark();
         let active_producers = self.last_records_of_active_producers();
@@ -350,7 +345,7 @@ impl PartitionLog {
                 active_producers: &active_producers,
             };
             let checked = built.checked_range(seg);
-            clean_into(seg, checked, &mut ctx, sink, &mut report.stats)?;
+            clean_into(seg, checked, &mut ctx, sink, stats)?;
         }
         Ok(())
     }

@@ -24,7 +24,7 @@ struct OngoingAborted {
 }
 
 /// The transaction state of one cleaning pass (Kafka's `CleanedTransactionMetadata`).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct CleanedTransactionMetadata {
     /// Min-heap on (first offset, arrival order) of the collected aborted transactions not yet reached.
     aborted: BinaryHeap<Reverse<(i64, u64)>>,
@@ -111,14 +111,28 @@ impl CleanedTransactionMetadata {
 
     /// Kafka's `onBatchRead`: true when the (data) batch belongs to an aborted transaction.
     pub fn on_batch_read(&mut self, batch: &RecordBatch<'_>) -> bool {
-        self.consume_aborted_up_to(batch.last_offset());
-        if !batch.is_transactional() {
+        self.on_data_batch_header(
+            batch.last_offset(),
+            batch.producer_id(),
+            batch.is_transactional(),
+        )
+    }
+
+    /// [`CleanedTransactionMetadata::on_batch_read`] from the three header fields it reads (a walk that
+    /// reads only the batch headers replays the state with it).
+    pub fn on_data_batch_header(
+        &mut self,
+        last_offset: i64,
+        producer_id: i64,
+        transactional: bool,
+    ) -> bool {
+        self.consume_aborted_up_to(last_offset);
+        if !transactional {
             return false;
         }
-        let producer_id = batch.producer_id();
         match self.ongoing_aborted.get_mut(&producer_id) {
             Some(ongoing) => {
-                ongoing.last_observed_batch_offset = Some(batch.last_offset());
+                ongoing.last_observed_batch_offset = Some(last_offset);
                 true
             }
             None => {

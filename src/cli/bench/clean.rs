@@ -12,6 +12,8 @@
 //! so both sides read the same cached bytes and no copy's writeback runs during a timed pass.
 
 use std::fs::File;
+use std::num::NonZeroUsize;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -28,8 +30,13 @@ use serde_json::{json, Value};
 use super::disk::{mmap_copy_pass, now_ms, pread_pass, Map, Rng};
 use super::{alternate, mb_per_s, BackendChoice, BenchArgs, Ctx, Kafka, Report, Row, Series};
 
-/// The row of klog's pass.
+/// The row of klog's pass (on `CleanOptions::threads`' default: the available parallelism, at most 2).
 pub(super) const CLEAN_ROW: &str = "PartitionLog::clean, one pass";
+/// The same pass on one thread (Kafka's one cleaner thread), first backend only.
+const CLEAN_ROW_ONE_THREAD: &str = "PartitionLog::clean, one pass, 1 thread";
+/// The comparison of a pass with the same I/O done the cheapest way ([`io_bound`]).
+const IO_BOUND_COMPARISON: &str = "PartitionLog::clean, one pass / the same I/O done the cheapest way \
+     (the sealed bytes read twice in 1 MiB preads, the survivors' bytes written to a fresh file, one fdatasync)";
 /// What the pass's peak RSS may exceed the dedupe buffer by: the process and the opened log before the
 /// pass (measured, `rss_before_kib`) plus this, for the pass's read and write buffers (each grown to at
 /// most `max.message.bytes`), one decompressed batch, the cleaned segment's index buffers and the
@@ -395,13 +402,17 @@ struct TimeShares {
     runqueue: Series,
     blocked: Series,
     cpu_mb_per_s: Series,
+    /// The process's CPU time over the wall time: above 1 when the pass's workers ran at once.
+    cpu_per_wall: Series,
 }
 
 impl TimeShares {
     fn push(&mut self, bytes: u64, elapsed: Duration, before: Before) {
         if let (Some(c0), Some(c1)) = (before.1, process_cpu()) {
-            self.cpu_mb_per_s
-                .push(mb_per_s(bytes, c1.saturating_sub(c0)));
+            let cpu = c1.saturating_sub(c0);
+            self.cpu_mb_per_s.push(mb_per_s(bytes, cpu));
+            self.cpu_per_wall
+                .push(cpu.as_secs_f64() / elapsed.as_secs_f64());
         }
         let (Some((c0, w0)), Some((c1, w1))) = (before.0, schedstat()) else {
             return;
@@ -418,17 +429,20 @@ impl TimeShares {
 
     fn to_json(&self) -> Value {
         json!({"on_cpu": self.on_cpu.median(), "runqueue": self.runqueue.median(),
-               "blocked": self.blocked.median(), "cpu_mb_per_s": self.cpu_mb_per_s.median()})
+               "blocked": self.blocked.median(), "cpu_mb_per_s": self.cpu_mb_per_s.median(),
+               "cpu_per_wall": self.cpu_per_wall.median()})
     }
 }
 
-/// One pass of klog's cleaner over a fresh copy in `work`: its time, the clocks read before it (read
-/// again right after it returns), and its report.
+/// One pass of klog's cleaner on `threads` (`None`: the default) over a fresh copy in `work`: its time,
+/// the clocks read before it (read again right after it returns), and its report. The schedstat
+/// shares are the calling thread's (on several threads, the one that swaps the groups in).
 fn klog_pass(
     storage: &Arc<dyn Storage>,
     c: &Compacted,
     work: &Path,
     cleaner: &CleanerConfig,
+    threads: Option<NonZeroUsize>,
 ) -> anyhow::Result<(Duration, Before, CleanReport)> {
     let log = open_copy(storage, c, work)?;
     let opts = CleanOptions {
@@ -436,6 +450,7 @@ fn klog_pass(
         dry_run: false,
         force: true,
         max_dirty_bytes: None,
+        threads,
     };
     let (start, before) = (Instant::now(), before_pass());
     let report = log.clean(cleaner, &opts, None)?;
@@ -465,6 +480,29 @@ fn read_bounds(c: &Compacted, buf: &mut Vec<u8>) -> anyhow::Result<(f64, f64)> {
     Ok((pread, mmap))
 }
 
+/// A pass's I/O done the cheapest way: every sealed `.log` read twice in 1 MiB `pread`s (a pass reads
+/// the dirty bytes twice: the map build, the rewrite), then `survivors` bytes (what the pass wrote)
+/// written in 1 MiB `pwrite`s to a fresh file in `dir` and made durable with one `fdatasync` (a pass
+/// makes each group's segment durable before its swap). Returns the sealed bytes per second.
+fn io_bound(c: &Compacted, survivors: u64, dir: &Path, buf: &mut [u8]) -> anyhow::Result<f64> {
+    let path = dir.join("survivors");
+    let start = Instant::now();
+    pread_pass(&c.sealed, buf)?;
+    pread_pass(&c.sealed, buf)?;
+    let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    let mut position = 0u64;
+    while position < survivors {
+        let n = (survivors - position).min(buf.len() as u64) as usize;
+        file.write_all_at(&buf[..n], position)?;
+        position += n as u64;
+    }
+    file.sync_data()?;
+    let elapsed = start.elapsed();
+    drop(file);
+    std::fs::remove_file(&path)?;
+    Ok(mb_per_s(c.dirty_bytes, elapsed))
+}
+
 pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     ctx.progress.say("clean: writing the compacted partition");
     let c = generate(ctx.scratch.join("clean-0"), ctx.args.clean_bytes)?;
@@ -473,16 +511,22 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     read_bounds(&c, &mut buf)?; // warm the page cache: every side reads cached bytes
     let cleaner = cleaner_config(ctx.args);
     let work = ctx.scratch.join("klog").join("clean-0");
+    let mut survivors = 0;
     for b in &ctx.backends {
         ctx.progress.say(&format!("clean: klog {} warm-up", b.name));
-        klog_pass(&b.storage, &c, &work, &cleaner)?;
+        survivors = klog_pass(&b.storage, &c, &work, &cleaner, None)?
+            .2
+            .stats
+            .bytes_written;
     }
+    // Slot 0: the plain reads and the I/O bound; 1..=nb: each backend on the default threads; nb + 1:
+    // the first backend on one thread.
     let nb = ctx.backends.len();
-    let (mut pread, mut mmap) = (Series::default(), Series::default());
-    let mut series: Vec<Series> = vec![Series::default(); nb];
-    let mut last: Vec<Option<CleanReport>> = vec![None; nb];
-    let mut shares: Vec<TimeShares> = vec![TimeShares::default(); nb];
-    let slots: Vec<usize> = (0..=nb).collect();
+    let (mut pread, mut mmap, mut io) = (Series::default(), Series::default(), Series::default());
+    let mut series: Vec<Series> = vec![Series::default(); nb + 1];
+    let mut last: Vec<Option<CleanReport>> = vec![None; nb + 1];
+    let mut shares: Vec<TimeShares> = vec![TimeShares::default(); nb + 1];
+    let slots: Vec<usize> = (0..=nb + 1).collect();
     for round in 0..ctx.rounds() {
         for &slot in alternate(round, &slots) {
             if slot == 0 {
@@ -491,12 +535,20 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
                 let (p, m) = read_bounds(&c, &mut buf)?;
                 pread.push(p);
                 mmap.push(m);
+                io.push(io_bound(&c, survivors, &ctx.scratch, &mut buf)?);
                 continue;
             }
-            let b = &ctx.backends[slot - 1];
-            ctx.progress
-                .say(&format!("clean: klog {}, round {}", b.name, round + 1));
-            let (elapsed, before, report) = klog_pass(&b.storage, &c, &work, &cleaner)?;
+            let (b, threads) = match ctx.backends.get(slot - 1) {
+                Some(b) => (b, None),
+                None => (&ctx.backends[0], NonZeroUsize::new(1)),
+            };
+            let what = if threads.is_some() { ", 1 thread" } else { "" };
+            ctx.progress.say(&format!(
+                "clean: klog {}{what}, round {}",
+                b.name,
+                round + 1
+            ));
+            let (elapsed, before, report) = klog_pass(&b.storage, &c, &work, &cleaner, threads)?;
             series[slot - 1].push(mb_per_s(c.dirty_bytes, elapsed));
             shares[slot - 1].push(c.dirty_bytes, elapsed, before);
             last[slot - 1] = Some(report);
@@ -540,7 +592,20 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
             .rows
             .push(Row::new(CLEAN_ROW, b.name, series[i].clone()));
     }
+    let first = ctx.backends[0].name;
+    report
+        .rows
+        .push(Row::new(CLEAN_ROW_ONE_THREAD, first, series[nb].clone()));
     report.add_uring_vs_std(&[CLEAN_ROW]);
+    report.comparisons.push((
+        IO_BOUND_COMPARISON.to_owned(),
+        super::ratios(&series[0], &io),
+    ));
+    report.comparisons.push((
+        format!("{CLEAN_ROW} / {CLEAN_ROW_ONE_THREAD}, {first}"),
+        super::ratios(&series[0], &series[nb]),
+    ));
+    let threads = CleanOptions::default().rewrite_threads();
     report.extra = json!({
         "dirty_bytes": c.dirty_bytes,
         "segments": c.sealed.len(),
@@ -557,10 +622,14 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
         "digest": ctx.args.digest.name(),
         "bound": if pread_is_bound { "pread" } else { "mmap" },
         "pread_mb_per_s": pread.median(),
+        "io_bound_mb_per_s": io.median(),
+        "survivor_bytes": survivors,
+        "threads": threads,
         "mmap_mb_per_s": mmap.median(),
         "other_read_mb_per_s": other.median(),
-        "klog": ctx.backends.iter().zip(&last).zip(&shares)
-            .map(|((b, r), t)| pass_json(b.name, r.as_ref(), t)).collect::<Vec<_>>(),
+        "klog": ctx.backends.iter().map(|b| (b.name, threads)).chain([(first, 1)]).zip(&last)
+            .zip(&shares).map(|(((b, n), r), t)| pass_json(b, n, r.as_ref(), t))
+            .collect::<Vec<_>>(),
         "rss": rss(ctx, &c)?,
         "fixed_cost_bytes": FIXED_COST_BYTES,
     });
@@ -573,7 +642,8 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<Vec<Report>> {
     Ok(vec![report])
 }
 
-/// `klog / Kafka per CPU second`: the first backend's bytes per second of process CPU time over Kafka's
+/// `klog / Kafka per CPU second`: the first backend's bytes per second of process CPU time (every
+/// thread's), on the default threads and on one, over Kafka's
 /// (its JVM's, every thread's: GC and JIT included), a ratio of medians that the machine's load moves
 /// far less than the wall-time one.
 fn cpu_comparison(report: &mut Report, shares: &[TimeShares]) {
@@ -584,24 +654,35 @@ fn cpu_comparison(report: &mut Report, shares: &[TimeShares]) {
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_f64).collect())
         .unwrap_or_default();
-    let (Some(klog), false) = (shares.first(), kafka.is_empty()) else {
+    if kafka.is_empty() {
         return;
-    };
-    let ratio = klog.cpu_mb_per_s.median() / super::median(&kafka);
-    if ratio.is_finite() {
-        report
-            .comparisons
-            .push((format!("{CLEAN_ROW} / Kafka, per CPU second"), vec![ratio]));
+    }
+    // The first backend on the default threads, then on one (the last of `shares`).
+    let rows = [
+        (CLEAN_ROW, shares.first()),
+        (CLEAN_ROW_ONE_THREAD, shares.last()),
+    ];
+    for (row, klog) in rows {
+        let Some(klog) = klog else {
+            continue;
+        };
+        let ratio = klog.cpu_mb_per_s.median() / super::median(&kafka);
+        if ratio.is_finite() {
+            report
+                .comparisons
+                .push((format!("{row} / Kafka, per CPU second"), vec![ratio]));
+        }
     }
 }
 
 /// What klog's last pass on one backend did, and where its passes' time went (medians).
-fn pass_json(backend: &str, r: Option<&CleanReport>, shares: &TimeShares) -> Value {
+fn pass_json(backend: &str, threads: usize, r: Option<&CleanReport>, shares: &TimeShares) -> Value {
     let Some(r) = r else {
-        return json!({"backend": backend});
+        return json!({"backend": backend, "threads": threads});
     };
     json!({
         "backend": backend,
+        "threads": threads,
         "time_shares": shares.to_json(),
         "bytes": r.range.total_bytes(),
         "end_offset": r.end_offset,
@@ -701,6 +782,7 @@ pub(super) fn rss_child(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         dry_run: false,
         force: true,
         max_dirty_bytes: None,
+        threads: None,
     };
     let report = log.clean(&cleaner_config(args), &opts, None)?;
     let peak = status_kib("VmHWM:")?;
