@@ -61,7 +61,7 @@ impl PartitionLog {
         }
         let mut next = self.segment_floor(start_offset);
         while let Some(seg) = next.take() {
-            let Some(found) = seg.translate_offset(start_offset, 0)? else {
+            let Some((found, map)) = seg.translate_for_read(start_offset)? else {
                 next = self.segment_after(seg.base_offset());
                 continue;
             };
@@ -87,7 +87,15 @@ impl PartitionLog {
             if min_one_batch && limit < start + found.size as u64 {
                 limit = (start + found.size as u64).min(max_position);
             }
-            let bytes = seg.slice(start, limit)?;
+            // The map the lookup read the headers from, when it covers the range (a sealed segment's).
+            let bytes = match map {
+                Some(map) if limit as usize <= map.len() => SegmentBytes::Mapped {
+                    map,
+                    start: start as usize,
+                    end: limit as usize,
+                },
+                _ => seg.slice(start, limit)?,
+            };
             let (whole, next) = whole_batches(bytes.as_slice(), start_offset);
             let records = match bytes {
                 SegmentBytes::Mapped { map, start, .. } => SegmentBytes::Mapped {

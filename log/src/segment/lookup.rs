@@ -15,6 +15,7 @@
 
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::{BatchPosition, LogSegment};
 use crate::format::RECORD_BATCH_OVERHEAD;
@@ -28,6 +29,10 @@ const EARLIER_ENTRIES_TRIED: usize = 4;
 
 /// Bytes read at a time by `find_offset_by_timestamp`; doubled for a batch larger than this.
 const TIMESTAMP_SEARCH_CHUNK: u64 = 64 << 10;
+
+/// The map of a sealed segment a lookup read its headers from; None for the active one or before a
+/// read maps it.
+type SealedMap = Option<Arc<memmap2::Mmap>>;
 
 /// A batch's header as a lookup reads it.
 #[derive(Debug, Clone, Copy)]
@@ -166,10 +171,21 @@ impl LogSegment {
         target: i64,
         map: Option<&memmap2::Mmap>,
     ) -> Result<(u64, Option<HeaderAt>), Error> {
+        let entry = self.state().offset_index.entry_at_or_below(target, 0)?;
+        self.checked_position(target, entry, map)
+    }
+
+    /// [`LogSegment::indexed_position`] from `entry`, the largest entry at or below `target` (already
+    /// found): the entries before it are searched for only when it fails its check.
+    fn checked_position(
+        &self,
+        target: i64,
+        mut entry: Option<(i64, u32)>,
+        map: Option<&memmap2::Mmap>,
+    ) -> Result<(u64, Option<HeaderAt>), Error> {
         let mut first_problem: Option<String> = None;
         let mut found = (0, None);
-        for back in 0..=EARLIER_ENTRIES_TRIED {
-            let entry = self.state().offset_index.entry_at_or_below(target, back)?;
+        for back in 1..=EARLIER_ENTRIES_TRIED + 1 {
             let Some((offset, position)) = entry else {
                 break; // the segment's start
             };
@@ -182,11 +198,50 @@ impl LogSegment {
                     first_problem.get_or_insert(why);
                 }
             }
+            entry = match back <= EARLIER_ENTRIES_TRIED {
+                true => self.state().offset_index.entry_at_or_below(target, back)?,
+                false => None,
+            };
         }
         if let Some(why) = first_problem {
             self.count_fallback(IndexKind::Offset, &why);
         }
         Ok(found)
+    }
+
+    /// The header at `position` when it is the batch holding `offset` (a batch of this segment, whole
+    /// within the published size): the guess of a lookup that tries the index entry after `offset`.
+    fn batch_holding(
+        &self,
+        offset: i64,
+        position: u64,
+        map: Option<&memmap2::Mmap>,
+    ) -> Result<Option<HeaderAt>, Error> {
+        let Some(h) = self.header_at(position, map)? else {
+            return Ok(None);
+        };
+        let holds = (self.base_offset..=offset).contains(&h.base_offset)
+            && h.last_offset >= offset
+            && position + h.size as u64 <= self.size();
+        Ok(holds.then_some(h))
+    }
+
+    /// Whether lookups of this segment should try the index entry after the offset first, and, after a
+    /// lookup that could have, whether that entry's batch was the answer (a 2-bit saturating counter).
+    fn next_entry_guess(&self, learned: Option<bool>) -> bool {
+        let c = self.next_entry_hits.load(Ordering::Relaxed);
+        match learned {
+            None => c >= 2,
+            Some(hit) => {
+                let c = if hit {
+                    (c + 1).min(3)
+                } else {
+                    c.saturating_sub(1)
+                };
+                self.next_entry_hits.store(c, Ordering::Relaxed);
+                c >= 2
+            }
+        }
     }
 
     /// The first batch at or after `start_position` (walked from the checked index entry) whose last
@@ -196,10 +251,61 @@ impl LogSegment {
         offset: i64,
         start_position: u64,
     ) -> Result<Option<(u64, HeaderAt)>, Error> {
-        let map = self.state().mapped.clone();
-        // `make_active` drops the map, but a map taken just before stays valid: it is never shrunk.
-        let map = map.filter(|_| !self.active.load(Ordering::Acquire));
-        let (indexed, mut checked) = self.indexed_position(offset, map.as_deref())?;
+        Ok(self.translate_mapped(offset, start_position)?.0)
+    }
+
+    /// [`LogSegment::translate_header`], with the map of the sealed segment it read the headers from.
+    ///
+    /// Kafka's index names each indexed batch by its LAST offset, so for an offset inside a batch the
+    /// entry at or below it is the batch before: Kafka's walk reads that batch's header (a cache miss
+    /// at another page of the segment) to step to the batch holding the offset. Where every batch is
+    /// indexed (batches larger than `index.interval.bytes`, Java's default of 16 KiB against 4 KiB),
+    /// the batch holding the offset is the NEXT entry's: the lookup reads that header first and, when
+    /// it holds the offset, answers with the one header the read copies anyway. Whether the guess pays
+    /// is learned per segment from every lookup (the walk's answer says what the guess would have
+    /// been), so a segment of small batches, where entries skip batches, stops guessing. The guess is
+    /// checked as an entry is (a batch of this segment holding the offset, whole); it never changes an
+    /// answer: the batches hold increasing offsets, so a batch holding the offset is the first batch
+    /// whose last offset reaches it.
+    pub(super) fn translate_mapped(
+        &self,
+        offset: i64,
+        start_position: u64,
+    ) -> Result<(Option<(u64, HeaderAt)>, SealedMap), Error> {
+        let (map, [below, above]) = {
+            let mut state = self.state();
+            // `make_active` drops the map, but a map taken just before stays valid: it is never shrunk.
+            let map = (state.mapped.clone()).filter(|_| !self.active.load(Ordering::Acquire));
+            (map, state.offset_index.entries_around(offset)?)
+        };
+        // An entry AT the offset names the batch holding it: the walk below reads that one header.
+        let next_entry = above
+            .filter(|_| below.is_none_or(|(o, _)| o < offset))
+            .map(|(_, position)| position as u64)
+            .filter(|p| *p >= start_position);
+        if let Some(p) = next_entry.filter(|_| self.next_entry_guess(None)) {
+            if let Some(h) = self.batch_holding(offset, p, map.as_deref())? {
+                self.next_entry_guess(Some(true));
+                return Ok((Some((p, h)), map));
+            }
+        }
+        let found = self.walk_from_index(offset, start_position, below, map.as_deref())?;
+        if let Some(p) = next_entry {
+            self.next_entry_guess(Some(found.is_some_and(|(at, _)| at == p)));
+        }
+        Ok((found, map))
+    }
+
+    /// Kafka's `searchForOffsetFromPosition` from the checked entry `below` (or `start_position`, when
+    /// later): the first batch whose last offset is >= `offset`.
+    fn walk_from_index(
+        &self,
+        offset: i64,
+        start_position: u64,
+        below: Option<(i64, u32)>,
+        map: Option<&memmap2::Mmap>,
+    ) -> Result<Option<(u64, HeaderAt)>, Error> {
+        let (indexed, mut checked) = self.checked_position(offset, below, map)?;
         let mut position = indexed.max(start_position);
         if position != indexed {
             checked = None;
@@ -208,7 +314,7 @@ impl LogSegment {
         while position < size {
             let header = match checked.take() {
                 Some(h) => Some(h),
-                None => self.header_at(position, map.as_deref())?,
+                None => self.header_at(position, map)?,
             };
             let Some(h) = header else {
                 return Ok(None);
@@ -236,6 +342,24 @@ impl LogSegment {
                 position: position as u32,
                 size: h.size,
             }))
+    }
+
+    /// [`LogSegment::translate_offset`] from the segment's start, with the map of the sealed segment the
+    /// headers were read from (None before a read maps it): a read slices the batches from that map
+    /// instead of asking for it again.
+    pub(crate) fn translate_for_read(
+        &self,
+        offset: i64,
+    ) -> Result<Option<(BatchPosition, SealedMap)>, Error> {
+        let (found, map) = self.translate_mapped(offset, 0)?;
+        Ok(found.map(|(position, h)| {
+            let at = BatchPosition {
+                last_offset: h.last_offset,
+                position: position as u32,
+                size: h.size,
+            };
+            (at, map)
+        }))
     }
 
     /// Kafka's `timeIndex.lookup(ts)`, checked: the entry's offset must lie in a batch of this segment
