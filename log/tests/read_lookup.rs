@@ -228,3 +228,56 @@ fn a_reader_keeps_the_bytes_of_a_segment_deleted_under_it() {
     drop(log);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `offset_for_timestamp` of every timestamp from before the first record to after the last, in a log of
+/// several segments whose record timestamps mostly grow but jump back now and then (CreateTime):
+/// the first record in offset order whose timestamp is >= the target, as the model finds it.
+#[test]
+fn offset_for_timestamp_of_every_timestamp_is_the_first_record_at_or_after_it() {
+    let dir = scratch("read-lookup-timestamps");
+    for (interval, backend) in [(1u32, "std"), (4096, "std"), (4096, "sim")] {
+        let path = dir.join(format!("t-{interval}"));
+        let log = match backend {
+            "std" => open(Arc::new(StdStorage), &path, interval),
+            _ => open(Arc::new(SimStorage::new(11)), &path, interval),
+        };
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let mut records: Vec<(i64, i64)> = Vec::new(); // (offset, timestamp)
+        let mut clock = 1_700_000_000_000i64;
+        for _ in 0..250 {
+            let mut b = BatchBuilder::new(Compression::None);
+            let count = 1 + rng.next() % 6;
+            let mut stamps = Vec::new();
+            for _ in 0..count {
+                clock += (rng.next() % 4) as i64;
+                let back = rng.next().is_multiple_of(8) as i64 * (rng.next() % 40) as i64;
+                let ts = clock - back;
+                let value = vec![b'v'; 50 + (rng.next() % 700) as usize];
+                b.append(ts, None, Some(&value), &[]).unwrap();
+                stamps.push(ts);
+            }
+            let base = log.log_end_offset();
+            log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+            records.extend(
+                stamps
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| (base + i as i64, t)),
+            );
+        }
+        assert!(log.segment_base_offsets().len() >= 4, "several segments");
+        let (first, last) = (records[0].1, records.iter().map(|r| r.1).max().unwrap());
+        for pass in 0..2 {
+            for ts in first - 50..=last + 2 {
+                let want = records.iter().find(|r| r.1 >= ts).map(|r| (r.1, r.0));
+                let got = log.offset_for_timestamp(ts).unwrap();
+                assert_eq!(
+                    got, want,
+                    "{backend}, interval {interval}, pass {pass}: ts {ts}"
+                );
+            }
+        }
+        log.close().unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,8 +1,7 @@
 //! Reads (Kafka's `UnifiedLog.read` and `fetchOffsetByTimestamp`): whole batches from an offset, the
 //! committed read bounded by the last stable offset, and the offset for a timestamp.
 
-use crate::format::{Batches, Tail};
-use crate::segment::SegmentBytes;
+use crate::segment::{whole_batches, SegmentBytes};
 use crate::txn_index::AbortedTxn;
 use crate::{Error, KafkaError};
 
@@ -161,21 +160,4 @@ impl PartitionLog {
         }
         Ok((info, aborted))
     }
-}
-
-/// The byte length of the whole batches at the start of `bytes`, and the offset after the last of them.
-fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
-    let mut it = Batches::new(bytes).without_crc();
-    let mut len = 0;
-    let mut next = start_offset;
-    for b in it.by_ref() {
-        let Ok(b) = b else { break };
-        len += b.size_in_bytes();
-        next = b.last_offset().saturating_add(1);
-    }
-    debug_assert!(
-        !matches!(it.tail(), Some(Tail::Corrupt { .. })),
-        "published bytes are whole batches"
-    );
-    (len, next)
 }

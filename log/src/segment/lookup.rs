@@ -44,6 +44,47 @@ pub(super) struct HeaderAt {
     pub(super) max_timestamp: Option<i64>,
 }
 
+/// The header at the start of `bytes` (see [`LogSegment::header_at`]); None where no batch can start.
+pub(super) fn parse_header(bytes: &[u8]) -> Option<HeaderAt> {
+    if bytes.len() < HEADER_SIZE_UP_TO_MAGIC {
+        return None;
+    }
+    let be64 = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8"));
+    let be32 = |at: usize| i32::from_be_bytes(bytes[at..at + 4].try_into().expect("4"));
+    let (base_offset, len) = (be64(0), be32(8));
+    let (last_offset, max_timestamp) = match bytes[16] {
+        // Wrapping, as Java's: a corrupt delta near the limits must not panic.
+        2 if bytes.len() >= 43 && len >= 49 => {
+            (base_offset.wrapping_add(be32(23) as i64), Some(be64(35)))
+        }
+        0 | 1 if len >= MIN_RECORD_OVERHEAD => (base_offset, None),
+        _ => return None,
+    };
+    Some(HeaderAt {
+        base_offset,
+        last_offset,
+        size: LOG_OVERHEAD as u32 + len as u32,
+        max_timestamp,
+    })
+}
+
+/// The byte length of the whole batches at the start of `bytes` and the offset after the last of them
+/// (`start_offset` when none is whole), from the headers alone: `bytes` are published bytes of a
+/// segment (whole batches, checked when appended or recovered) cut anywhere by a read's `max_bytes`.
+pub fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
+    let mut len = 0;
+    let mut next = start_offset;
+    while let Some(h) = bytes.get(len..).and_then(parse_header) {
+        let end = len + h.size as usize;
+        if end > bytes.len() {
+            break; // the batch `max_bytes` cut
+        }
+        len = end;
+        next = h.last_offset.saturating_add(1);
+    }
+    (len, next)
+}
+
 /// Which index a fallback passed over.
 #[derive(Debug, Clone, Copy)]
 enum IndexKind {
@@ -95,26 +136,7 @@ impl LogSegment {
                 &header[..n]
             }
         };
-        if bytes.len() < HEADER_SIZE_UP_TO_MAGIC {
-            return Ok(None);
-        }
-        let be64 = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8"));
-        let be32 = |at: usize| i32::from_be_bytes(bytes[at..at + 4].try_into().expect("4"));
-        let (base_offset, len) = (be64(0), be32(8));
-        let (last_offset, max_timestamp) = match bytes[16] {
-            // Wrapping, as Java's: a corrupt delta near the limits must not panic.
-            2 if bytes.len() >= 43 && len >= 49 => {
-                (base_offset.wrapping_add(be32(23) as i64), Some(be64(35)))
-            }
-            0 | 1 if len >= MIN_RECORD_OVERHEAD => (base_offset, None),
-            _ => return Ok(None),
-        };
-        Ok(Some(HeaderAt {
-            base_offset,
-            last_offset,
-            size: LOG_OVERHEAD as u32 + len as u32,
-            max_timestamp,
-        }))
+        Ok(parse_header(bytes))
     }
 
     /// Why the batch at `position` cannot be the one an `.index` entry for `offset` points at; None when it
@@ -364,17 +386,18 @@ impl LogSegment {
 
     /// Kafka's `timeIndex.lookup(ts)`, checked: the entry's offset must lie in a batch of this segment
     /// whose max timestamp is the entry's (what an entry records); else `(-1, base)`, a walk from the start.
-    fn time_lookup(&self, ts: i64) -> Result<(i64, i64), Error> {
+    /// With the position of that batch, when the check found it.
+    fn time_lookup(&self, ts: i64) -> Result<(i64, i64, Option<u64>), Error> {
         let (entry_ts, offset) = self.state().time_index.lookup(ts)?;
         if entry_ts < 0 && offset == self.base_offset {
-            return Ok((entry_ts, offset));
+            return Ok((entry_ts, offset, None));
         }
         let found = self.translate_header(offset, 0)?;
         let fits = found.is_some_and(|(_, h)| {
             h.base_offset <= offset && h.max_timestamp.is_none_or(|max| max == entry_ts)
         });
-        if fits {
-            return Ok((entry_ts, offset));
+        if let Some((position, _)) = found.filter(|_| fits) {
+            return Ok((entry_ts, offset, Some(position)));
         }
         let batch = match found {
             Some((position, h)) => format!(
@@ -390,7 +413,7 @@ impl LogSegment {
             IndexKind::Time,
             &format!("entry ({entry_ts}, offset {offset}): {batch}"),
         );
-        Ok((-1, self.base_offset))
+        Ok((-1, self.base_offset, None))
     }
 
     /// Kafka's `readNextOffset`: the offset after the last batch, walking from the last (checked) index
@@ -426,8 +449,17 @@ impl LogSegment {
         ts: i64,
         starting_offset: i64,
     ) -> Result<Option<(i64, i64)>, Error> {
-        let (_, indexed_offset) = self.time_lookup(ts)?;
-        let (position, _) = self.indexed_position(indexed_offset.max(starting_offset), None)?;
+        // Every batch before the one holding the time entry's offset has a max timestamp below the
+        // entry's (entries record a running max, at the earliest batch holding it): the walk may start
+        // at that batch, which the entry's check found, instead of a second index lookup before it.
+        let (_, indexed_offset, at) = self.time_lookup(ts)?;
+        let position = match at.filter(|_| indexed_offset >= starting_offset) {
+            Some(position) => position,
+            None => {
+                let target = indexed_offset.max(starting_offset);
+                self.indexed_position(target, None)?.0
+            }
+        };
         // Walk forward from the indexed position a chunk at a time (the answer is usually a few batches
         // on: the time index has an entry every `index.interval.bytes`), never the whole segment.
         let end = self.size();

@@ -16,6 +16,8 @@ mod recover;
 #[cfg(target_os = "linux")]
 mod windows_ahead;
 
+pub use lookup::whole_batches;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
