@@ -312,9 +312,11 @@ pub fn count_at_or_below<E>(entries: &[E], target: i64, key: impl Fn(&E) -> i64)
     if target >= hi_key {
         return n;
     }
-    // lo_key <= target < hi_key, so 0 <= guess < n - 1 for increasing keys.
-    let span = (hi_key as i128 - lo_key as i128).max(1);
-    let guess = ((target as i128 - lo_key as i128) * (n as i128 - 1) / span) as usize;
+    // lo_key <= target < hi_key: both differences are positive and fit a u64. The guess is a float
+    // (an i128 division is a library call of about 100 cycles); any guess in range gives the same count.
+    let from_lo = target.wrapping_sub(lo_key) as u64 as f64;
+    let span = hi_key.wrapping_sub(lo_key) as u64 as f64;
+    let guess = ((from_lo / span) * (n - 1) as f64) as usize;
     let guess = guess.min(n - 1);
     // Bracket [lo, hi): entries[..lo] are at or below `target`, entries[hi..] above it.
     let (mut lo, mut hi);
