@@ -288,3 +288,113 @@ impl<E: IndexEntry> IndexFile<E> {
         Ok(())
     }
 }
+
+/// How many of `entries` have a key at or below `target`: `entries.partition_point(|e| key(e) <= target)`
+/// for keys that increase, found from a guess instead of the middle.
+///
+/// An index of a segment of batches of about one size holds keys (offsets, timestamps) that grow about
+/// evenly, so the entry a lookup wants sits near where `target` falls between the first and last keys.
+/// The search probes there, gallops outward (1, 2, 4, ... entries) until the answer is bracketed, and
+/// ends with a binary search of the bracket: on an even index two or three probes, all in one or two
+/// cache lines, where a binary search of a 4,096-entry index (a 64 MiB segment of 16 KiB batches)
+/// takes 12, most of them cache misses once the reads' copies have pushed the index out of the cache.
+/// An uneven index costs at most about twice a binary search. Keys that do not increase (a damaged
+/// index) give some count in `0..=len`, as `partition_point` does; every lookup checks the entry it uses.
+pub fn count_at_or_below<E>(entries: &[E], target: i64, key: impl Fn(&E) -> i64) -> usize {
+    let n = entries.len();
+    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+        return 0;
+    };
+    let (lo_key, hi_key) = (key(first), key(last));
+    if target < lo_key {
+        return 0;
+    }
+    if target >= hi_key {
+        return n;
+    }
+    // lo_key <= target < hi_key: both differences are positive and fit a u64. The guess is a float
+    // (an i128 division is a library call of about 100 cycles); any guess in range gives the same count.
+    let from_lo = target.wrapping_sub(lo_key) as u64 as f64;
+    let span = hi_key.wrapping_sub(lo_key) as u64 as f64;
+    let guess = ((from_lo / span) * (n - 1) as f64) as usize;
+    let guess = guess.min(n - 1);
+    // Bracket [lo, hi): entries[..lo] are at or below `target`, entries[hi..] above it.
+    let (mut lo, mut hi);
+    if key(&entries[guess]) <= target {
+        lo = guess + 1;
+        let mut step = 1;
+        hi = loop {
+            let probe = lo.saturating_add(step - 1);
+            if probe >= n {
+                break n;
+            }
+            if key(&entries[probe]) > target {
+                break probe;
+            }
+            lo = probe + 1;
+            step *= 2;
+        };
+    } else {
+        hi = guess;
+        let mut step = 1;
+        lo = loop {
+            let Some(probe) = hi.checked_sub(step) else {
+                break 0;
+            };
+            if key(&entries[probe]) <= target {
+                break probe + 1;
+            }
+            hi = probe;
+            step *= 2;
+        };
+    }
+    lo + entries[lo..hi].partition_point(|e| key(e) <= target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_at_or_below;
+
+    fn check(keys: &[i64]) {
+        let lo = keys.first().copied().unwrap_or(0) - 3;
+        let hi = keys.last().copied().unwrap_or(0) + 3;
+        for target in lo..=hi {
+            let want = keys.partition_point(|k| *k <= target);
+            assert_eq!(
+                count_at_or_below(keys, target, |k| *k),
+                want,
+                "target {target} in {keys:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_guided_search_counts_what_partition_point_counts() {
+        check(&[]);
+        check(&[5]);
+        check(&[5, 6]);
+        // Even, as a segment of equal batches indexes them.
+        check(&(0..300).map(|i| 14 + 15 * i).collect::<Vec<_>>());
+        // Uneven: a run of small batches, then large ones, then a jump.
+        let mut skewed: Vec<i64> = (0..200).collect();
+        skewed.extend((0..50).map(|i| 1_000 + 97 * i));
+        skewed.extend([1_000_000, 1_000_001, 2_000_000]);
+        check(&skewed);
+        // Growing gaps (galloping far from the guess).
+        check(&(0..40).map(|i: i64| i * i * i).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn keys_that_do_not_increase_give_a_count_in_range() {
+        let keys = [9i64, 3, 7, 7, 1, 12, 4, 0, 30, 2];
+        for target in -2..35 {
+            assert!(count_at_or_below(&keys, target, |k| *k) <= keys.len());
+        }
+        // Extremes of i64: no overflow in the guess.
+        let extremes = [i64::MIN, -1, 0, i64::MAX];
+        for target in [i64::MIN, -5, 0, 5, i64::MAX] {
+            let want = extremes.partition_point(|k| *k <= target);
+            assert_eq!(count_at_or_below(&extremes, target, |k| *k), want);
+        }
+    }
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use zerocopy::byteorder::big_endian::I32;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::index::{IndexEntry, IndexFile};
+use crate::index::{count_at_or_below, IndexEntry, IndexFile};
 use crate::io::Storage;
 use crate::Error;
 
@@ -122,7 +122,7 @@ impl OffsetIndex {
     pub fn lookup(&mut self, target: i64) -> Result<(i64, u32), Error> {
         let base = self.base_offset;
         let entries = self.file.entries()?;
-        let n = entries.partition_point(|e| base + e.relative_offset.get() as i64 <= target);
+        let n = count_at_or_below(entries, target, |e| base + e.relative_offset.get() as i64);
         Ok(match n {
             0 => (base, 0),
             n => {
@@ -145,7 +145,7 @@ impl OffsetIndex {
     ) -> Result<Option<(i64, u32)>, Error> {
         let base = self.base_offset;
         let entries = self.file.entries()?;
-        let n = entries.partition_point(|e| base + e.relative_offset.get() as i64 <= target);
+        let n = count_at_or_below(entries, target, |e| base + e.relative_offset.get() as i64);
         Ok(n.checked_sub(back + 1).map(|i| {
             let e = entries[i];
             (
@@ -153,6 +153,23 @@ impl OffsetIndex {
                 e.position.get() as u32,
             )
         }))
+    }
+
+    /// The largest entry with offset <= `target` and the entry after it, each as (offset, position) when
+    /// there is one: one search for the two places a read's lookup may start (see `segment/lookup.rs`).
+    pub fn entries_around(&mut self, target: i64) -> Result<[Option<(i64, u32)>; 2], Error> {
+        let base = self.base_offset;
+        let entries = self.file.entries()?;
+        let n = count_at_or_below(entries, target, |e| base + e.relative_offset.get() as i64);
+        let at = |i: usize| {
+            entries.get(i).map(|e| {
+                (
+                    base + e.relative_offset.get() as i64,
+                    e.position.get() as u32,
+                )
+            })
+        };
+        Ok([n.checked_sub(1).and_then(at), at(n)])
     }
 
     /// The first entry as (offset, position), if any.

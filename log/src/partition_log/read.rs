@@ -1,8 +1,7 @@
 //! Reads (Kafka's `UnifiedLog.read` and `fetchOffsetByTimestamp`): whole batches from an offset, the
 //! committed read bounded by the last stable offset, and the offset for a timestamp.
 
-use crate::format::{Batches, Tail};
-use crate::segment::SegmentBytes;
+use crate::segment::{whole_batches, SegmentBytes};
 use crate::txn_index::AbortedTxn;
 use crate::{Error, KafkaError};
 
@@ -61,7 +60,7 @@ impl PartitionLog {
         }
         let mut next = self.segment_floor(start_offset);
         while let Some(seg) = next.take() {
-            let Some(found) = seg.translate_offset(start_offset, 0)? else {
+            let Some((found, map)) = seg.translate_for_read(start_offset)? else {
                 next = self.segment_after(seg.base_offset());
                 continue;
             };
@@ -87,7 +86,15 @@ impl PartitionLog {
             if min_one_batch && limit < start + found.size as u64 {
                 limit = (start + found.size as u64).min(max_position);
             }
-            let bytes = seg.slice(start, limit)?;
+            // The map the lookup read the headers from, when it covers the range (a sealed segment's).
+            let bytes = match map {
+                Some(map) if limit as usize <= map.len() => SegmentBytes::Mapped {
+                    map,
+                    start: start as usize,
+                    end: limit as usize,
+                },
+                _ => seg.slice(start, limit)?,
+            };
             let (whole, next) = whole_batches(bytes.as_slice(), start_offset);
             let records = match bytes {
                 SegmentBytes::Mapped { map, start, .. } => SegmentBytes::Mapped {
@@ -153,21 +160,4 @@ impl PartitionLog {
         }
         Ok((info, aborted))
     }
-}
-
-/// The byte length of the whole batches at the start of `bytes`, and the offset after the last of them.
-fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
-    let mut it = Batches::new(bytes).without_crc();
-    let mut len = 0;
-    let mut next = start_offset;
-    for b in it.by_ref() {
-        let Ok(b) = b else { break };
-        len += b.size_in_bytes();
-        next = b.last_offset().saturating_add(1);
-    }
-    debug_assert!(
-        !matches!(it.tail(), Some(Tail::Corrupt { .. })),
-        "published bytes are whole batches"
-    );
-    (len, next)
 }

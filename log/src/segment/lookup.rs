@@ -15,6 +15,7 @@
 
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::{BatchPosition, LogSegment};
 use crate::format::RECORD_BATCH_OVERHEAD;
@@ -29,6 +30,10 @@ const EARLIER_ENTRIES_TRIED: usize = 4;
 /// Bytes read at a time by `find_offset_by_timestamp`; doubled for a batch larger than this.
 const TIMESTAMP_SEARCH_CHUNK: u64 = 64 << 10;
 
+/// The map of a sealed segment a lookup read its headers from; None for the active one or before a
+/// read maps it.
+type SealedMap = Option<Arc<memmap2::Mmap>>;
+
 /// A batch's header as a lookup reads it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct HeaderAt {
@@ -37,6 +42,47 @@ pub(super) struct HeaderAt {
     pub(super) size: u32,
     /// A v2 batch's max timestamp; None for a legacy entry.
     pub(super) max_timestamp: Option<i64>,
+}
+
+/// The header at the start of `bytes` (see [`LogSegment::header_at`]); None where no batch can start.
+pub(super) fn parse_header(bytes: &[u8]) -> Option<HeaderAt> {
+    if bytes.len() < HEADER_SIZE_UP_TO_MAGIC {
+        return None;
+    }
+    let be64 = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8"));
+    let be32 = |at: usize| i32::from_be_bytes(bytes[at..at + 4].try_into().expect("4"));
+    let (base_offset, len) = (be64(0), be32(8));
+    let (last_offset, max_timestamp) = match bytes[16] {
+        // Wrapping, as Java's: a corrupt delta near the limits must not panic.
+        2 if bytes.len() >= 43 && len >= 49 => {
+            (base_offset.wrapping_add(be32(23) as i64), Some(be64(35)))
+        }
+        0 | 1 if len >= MIN_RECORD_OVERHEAD => (base_offset, None),
+        _ => return None,
+    };
+    Some(HeaderAt {
+        base_offset,
+        last_offset,
+        size: LOG_OVERHEAD as u32 + len as u32,
+        max_timestamp,
+    })
+}
+
+/// The byte length of the whole batches at the start of `bytes` and the offset after the last of them
+/// (`start_offset` when none is whole), from the headers alone: `bytes` are published bytes of a
+/// segment (whole batches, checked when appended or recovered) cut anywhere by a read's `max_bytes`.
+pub fn whole_batches(bytes: &[u8], start_offset: i64) -> (usize, i64) {
+    let mut len = 0;
+    let mut next = start_offset;
+    while let Some(h) = bytes.get(len..).and_then(parse_header) {
+        let end = len + h.size as usize;
+        if end > bytes.len() {
+            break; // the batch `max_bytes` cut
+        }
+        len = end;
+        next = h.last_offset.saturating_add(1);
+    }
+    (len, next)
 }
 
 /// Which index a fallback passed over.
@@ -90,26 +136,7 @@ impl LogSegment {
                 &header[..n]
             }
         };
-        if bytes.len() < HEADER_SIZE_UP_TO_MAGIC {
-            return Ok(None);
-        }
-        let be64 = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8"));
-        let be32 = |at: usize| i32::from_be_bytes(bytes[at..at + 4].try_into().expect("4"));
-        let (base_offset, len) = (be64(0), be32(8));
-        let (last_offset, max_timestamp) = match bytes[16] {
-            // Wrapping, as Java's: a corrupt delta near the limits must not panic.
-            2 if bytes.len() >= 43 && len >= 49 => {
-                (base_offset.wrapping_add(be32(23) as i64), Some(be64(35)))
-            }
-            0 | 1 if len >= MIN_RECORD_OVERHEAD => (base_offset, None),
-            _ => return Ok(None),
-        };
-        Ok(Some(HeaderAt {
-            base_offset,
-            last_offset,
-            size: LOG_OVERHEAD as u32 + len as u32,
-            max_timestamp,
-        }))
+        Ok(parse_header(bytes))
     }
 
     /// Why the batch at `position` cannot be the one an `.index` entry for `offset` points at; None when it
@@ -166,10 +193,21 @@ impl LogSegment {
         target: i64,
         map: Option<&memmap2::Mmap>,
     ) -> Result<(u64, Option<HeaderAt>), Error> {
+        let entry = self.state().offset_index.entry_at_or_below(target, 0)?;
+        self.checked_position(target, entry, map)
+    }
+
+    /// [`LogSegment::indexed_position`] from `entry`, the largest entry at or below `target` (already
+    /// found): the entries before it are searched for only when it fails its check.
+    fn checked_position(
+        &self,
+        target: i64,
+        mut entry: Option<(i64, u32)>,
+        map: Option<&memmap2::Mmap>,
+    ) -> Result<(u64, Option<HeaderAt>), Error> {
         let mut first_problem: Option<String> = None;
         let mut found = (0, None);
-        for back in 0..=EARLIER_ENTRIES_TRIED {
-            let entry = self.state().offset_index.entry_at_or_below(target, back)?;
+        for back in 1..=EARLIER_ENTRIES_TRIED + 1 {
             let Some((offset, position)) = entry else {
                 break; // the segment's start
             };
@@ -182,11 +220,50 @@ impl LogSegment {
                     first_problem.get_or_insert(why);
                 }
             }
+            entry = match back <= EARLIER_ENTRIES_TRIED {
+                true => self.state().offset_index.entry_at_or_below(target, back)?,
+                false => None,
+            };
         }
         if let Some(why) = first_problem {
             self.count_fallback(IndexKind::Offset, &why);
         }
         Ok(found)
+    }
+
+    /// The header at `position` when it is the batch holding `offset` (a batch of this segment, whole
+    /// within the published size): the guess of a lookup that tries the index entry after `offset`.
+    fn batch_holding(
+        &self,
+        offset: i64,
+        position: u64,
+        map: Option<&memmap2::Mmap>,
+    ) -> Result<Option<HeaderAt>, Error> {
+        let Some(h) = self.header_at(position, map)? else {
+            return Ok(None);
+        };
+        let holds = (self.base_offset..=offset).contains(&h.base_offset)
+            && h.last_offset >= offset
+            && position + h.size as u64 <= self.size();
+        Ok(holds.then_some(h))
+    }
+
+    /// Whether lookups of this segment should try the index entry after the offset first, and, after a
+    /// lookup that could have, whether that entry's batch was the answer (a 2-bit saturating counter).
+    fn next_entry_guess(&self, learned: Option<bool>) -> bool {
+        let c = self.next_entry_hits.load(Ordering::Relaxed);
+        match learned {
+            None => c >= 2,
+            Some(hit) => {
+                let c = if hit {
+                    (c + 1).min(3)
+                } else {
+                    c.saturating_sub(1)
+                };
+                self.next_entry_hits.store(c, Ordering::Relaxed);
+                c >= 2
+            }
+        }
     }
 
     /// The first batch at or after `start_position` (walked from the checked index entry) whose last
@@ -196,10 +273,61 @@ impl LogSegment {
         offset: i64,
         start_position: u64,
     ) -> Result<Option<(u64, HeaderAt)>, Error> {
-        let map = self.state().mapped.clone();
-        // `make_active` drops the map, but a map taken just before stays valid: it is never shrunk.
-        let map = map.filter(|_| !self.active.load(Ordering::Acquire));
-        let (indexed, mut checked) = self.indexed_position(offset, map.as_deref())?;
+        Ok(self.translate_mapped(offset, start_position)?.0)
+    }
+
+    /// [`LogSegment::translate_header`], with the map of the sealed segment it read the headers from.
+    ///
+    /// Kafka's index names each indexed batch by its LAST offset, so for an offset inside a batch the
+    /// entry at or below it is the batch before: Kafka's walk reads that batch's header (a cache miss
+    /// at another page of the segment) to step to the batch holding the offset. Where every batch is
+    /// indexed (batches larger than `index.interval.bytes`, Java's default of 16 KiB against 4 KiB),
+    /// the batch holding the offset is the NEXT entry's: the lookup reads that header first and, when
+    /// it holds the offset, answers with the one header the read copies anyway. Whether the guess pays
+    /// is learned per segment from every lookup (the walk's answer says what the guess would have
+    /// been), so a segment of small batches, where entries skip batches, stops guessing. The guess is
+    /// checked as an entry is (a batch of this segment holding the offset, whole); it never changes an
+    /// answer: the batches hold increasing offsets, so a batch holding the offset is the first batch
+    /// whose last offset reaches it.
+    pub(super) fn translate_mapped(
+        &self,
+        offset: i64,
+        start_position: u64,
+    ) -> Result<(Option<(u64, HeaderAt)>, SealedMap), Error> {
+        let (map, [below, above]) = {
+            let mut state = self.state();
+            // `make_active` drops the map, but a map taken just before stays valid: it is never shrunk.
+            let map = (state.mapped.clone()).filter(|_| !self.active.load(Ordering::Acquire));
+            (map, state.offset_index.entries_around(offset)?)
+        };
+        // An entry AT the offset names the batch holding it: the walk below reads that one header.
+        let next_entry = above
+            .filter(|_| below.is_none_or(|(o, _)| o < offset))
+            .map(|(_, position)| position as u64)
+            .filter(|p| *p >= start_position);
+        if let Some(p) = next_entry.filter(|_| self.next_entry_guess(None)) {
+            if let Some(h) = self.batch_holding(offset, p, map.as_deref())? {
+                self.next_entry_guess(Some(true));
+                return Ok((Some((p, h)), map));
+            }
+        }
+        let found = self.walk_from_index(offset, start_position, below, map.as_deref())?;
+        if let Some(p) = next_entry {
+            self.next_entry_guess(Some(found.is_some_and(|(at, _)| at == p)));
+        }
+        Ok((found, map))
+    }
+
+    /// Kafka's `searchForOffsetFromPosition` from the checked entry `below` (or `start_position`, when
+    /// later): the first batch whose last offset is >= `offset`.
+    fn walk_from_index(
+        &self,
+        offset: i64,
+        start_position: u64,
+        below: Option<(i64, u32)>,
+        map: Option<&memmap2::Mmap>,
+    ) -> Result<Option<(u64, HeaderAt)>, Error> {
+        let (indexed, mut checked) = self.checked_position(offset, below, map)?;
         let mut position = indexed.max(start_position);
         if position != indexed {
             checked = None;
@@ -208,7 +336,7 @@ impl LogSegment {
         while position < size {
             let header = match checked.take() {
                 Some(h) => Some(h),
-                None => self.header_at(position, map.as_deref())?,
+                None => self.header_at(position, map)?,
             };
             let Some(h) = header else {
                 return Ok(None);
@@ -238,19 +366,38 @@ impl LogSegment {
             }))
     }
 
+    /// [`LogSegment::translate_offset`] from the segment's start, with the map of the sealed segment the
+    /// headers were read from (None before a read maps it): a read slices the batches from that map
+    /// instead of asking for it again.
+    pub(crate) fn translate_for_read(
+        &self,
+        offset: i64,
+    ) -> Result<Option<(BatchPosition, SealedMap)>, Error> {
+        let (found, map) = self.translate_mapped(offset, 0)?;
+        Ok(found.map(|(position, h)| {
+            let at = BatchPosition {
+                last_offset: h.last_offset,
+                position: position as u32,
+                size: h.size,
+            };
+            (at, map)
+        }))
+    }
+
     /// Kafka's `timeIndex.lookup(ts)`, checked: the entry's offset must lie in a batch of this segment
     /// whose max timestamp is the entry's (what an entry records); else `(-1, base)`, a walk from the start.
-    fn time_lookup(&self, ts: i64) -> Result<(i64, i64), Error> {
+    /// With the position of that batch, when the check found it.
+    fn time_lookup(&self, ts: i64) -> Result<(i64, i64, Option<u64>), Error> {
         let (entry_ts, offset) = self.state().time_index.lookup(ts)?;
         if entry_ts < 0 && offset == self.base_offset {
-            return Ok((entry_ts, offset));
+            return Ok((entry_ts, offset, None));
         }
         let found = self.translate_header(offset, 0)?;
         let fits = found.is_some_and(|(_, h)| {
             h.base_offset <= offset && h.max_timestamp.is_none_or(|max| max == entry_ts)
         });
-        if fits {
-            return Ok((entry_ts, offset));
+        if let Some((position, _)) = found.filter(|_| fits) {
+            return Ok((entry_ts, offset, Some(position)));
         }
         let batch = match found {
             Some((position, h)) => format!(
@@ -266,7 +413,7 @@ impl LogSegment {
             IndexKind::Time,
             &format!("entry ({entry_ts}, offset {offset}): {batch}"),
         );
-        Ok((-1, self.base_offset))
+        Ok((-1, self.base_offset, None))
     }
 
     /// Kafka's `readNextOffset`: the offset after the last batch, walking from the last (checked) index
@@ -302,8 +449,17 @@ impl LogSegment {
         ts: i64,
         starting_offset: i64,
     ) -> Result<Option<(i64, i64)>, Error> {
-        let (_, indexed_offset) = self.time_lookup(ts)?;
-        let (position, _) = self.indexed_position(indexed_offset.max(starting_offset), None)?;
+        // Every batch before the one holding the time entry's offset has a max timestamp below the
+        // entry's (entries record a running max, at the earliest batch holding it): the walk may start
+        // at that batch, which the entry's check found, instead of a second index lookup before it.
+        let (_, indexed_offset, at) = self.time_lookup(ts)?;
+        let position = match at.filter(|_| indexed_offset >= starting_offset) {
+            Some(position) => position,
+            None => {
+                let target = indexed_offset.max(starting_offset);
+                self.indexed_position(target, None)?.0
+            }
+        };
         // Walk forward from the indexed position a chunk at a time (the answer is usually a few batches
         // on: the time index has an entry every `index.interval.bytes`), never the whole segment.
         let end = self.size();

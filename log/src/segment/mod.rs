@@ -19,8 +19,10 @@ mod recover_tests;
 
 pub use recover::RecoverBuffers;
 
+pub use lookup::whole_batches;
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::IoContext;
@@ -145,6 +147,8 @@ pub struct LogSegment {
     max_index_bytes: usize,
     /// Lookups that passed over an index entry pointing at the wrong bytes (`lookup.rs`).
     index_fallbacks: AtomicU64,
+    /// Whether lookups try the index entry after their offset first (`lookup.rs`): a 2-bit counter.
+    next_entry_hits: AtomicU8,
     /// The state suffix of its file names: `""`, or `".cleaned"` for a segment the cleaner is writing
     /// (Kafka's `LogSegment.open(..., fileSuffix)`).
     suffix: &'static str,

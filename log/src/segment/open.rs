@@ -2,7 +2,7 @@
 //! existing one with its indexes loaded for appending (active) or lazily (sealed).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8};
 use std::sync::{Arc, Mutex};
 
 use crate::error::IoContext;
@@ -201,6 +201,7 @@ impl LogSegment {
             index_interval_bytes: index_interval_bytes as u64,
             max_index_bytes,
             index_fallbacks: AtomicU64::new(0),
+            next_entry_hits: AtomicU8::new(3),
             suffix: "",
             state: Mutex::new(state),
         }
