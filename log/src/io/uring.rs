@@ -671,7 +671,7 @@ fn new_ring() -> io::Result<IoUring> {
 pub const IOWQ_BOUNDED_WORKERS: u32 = RING_ENTRIES;
 
 /// The io-wq worker limits of this thread's rings, `[bounded, unbounded]` (making its ring if it has
-/// none yet): what [`new_ring`] set, or the kernel's defaults where it refused.
+/// none yet): what a new ring set, or the kernel's defaults where it refused.
 pub fn uring_iowq_max_workers() -> io::Result<[u32; 2]> {
     with_ring(|ring| {
         // Zeros change nothing and return the limits in force.
