@@ -14,7 +14,7 @@ use std::num::NonZeroUsize;
 use std::path::Path;
 use std::sync::Arc;
 
-use cleaner_common::{config, fill, DELETE_RETENTION_MS, NOW};
+use cleaner_common::{config, fill, marker, DELETE_RETENTION_MS, NOW};
 use klog_log::cleaner::{CleanOptions, CleanReport, CleanerConfig};
 use klog_log::clock::ManualClock;
 use klog_log::format::{BatchBuilder, Compression, ControlRecordType};
@@ -22,7 +22,6 @@ use klog_log::io::{read_file, SimStorage, Storage};
 use klog_log::log_dir::LogDir;
 use klog_log::partition_log::PartitionLog;
 use klog_log::segment::LogSegment;
-use klog_log::validator::AppendOrigin;
 
 const ROOT: &str = "/logs";
 const PARTITION: &str = "threads-0";
@@ -42,15 +41,6 @@ fn transactional(log: &PartitionLog, producer: i64, seq: i32, key: &str) {
         .unwrap();
     let mut bytes = b.build().unwrap();
     log.append_as_leader(&mut bytes, 0).unwrap();
-}
-
-fn marker(log: &PartitionLog, kind: ControlRecordType, producer: i64) {
-    let mut m = BatchBuilder::end_txn_marker(kind, producer, 0, 0, NOW)
-        .unwrap()
-        .build()
-        .unwrap();
-    log.append_as_leader_with_origin(&mut m, 0, AppendOrigin::Coordinator)
-        .unwrap();
 }
 
 /// A segment of its own group: one plain batch large enough that no two such segments fit in

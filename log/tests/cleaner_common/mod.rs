@@ -69,7 +69,8 @@ fn transactional(producer: i64, seq: i32, key: &str, value: &str) -> Vec<u8> {
     b.build().unwrap()
 }
 
-fn marker(log: &PartitionLog, kind: ControlRecordType, producer: i64) {
+/// An end-transaction marker of `producer`, appended as the coordinator writes it.
+pub fn marker(log: &PartitionLog, kind: ControlRecordType, producer: i64) {
     let mut m = BatchBuilder::end_txn_marker(kind, producer, 0, 0, NOW)
         .unwrap()
         .build()
